@@ -1,0 +1,94 @@
+"""Queries with gold tools: the record shared by retrieval training and evaluation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolsense.catalog.loaders import DEMO_DIR, iter_toolbench_queries
+from toolsense.catalog.tool import SEP, canonical_name
+from toolsense.utils.io import DataError, iter_jsonl
+
+
+@dataclass(frozen=True)
+class Query:
+    """A user query and the canonical names of the tools that answer it."""
+
+    query_id: str
+    text: str
+    tools: tuple[str, ...]
+    style: str = "verbose"  # "verbose" (ToolBench-like) | "short" (realistic)
+    split: str = "test"
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+def _gold_names(raw: Any, where: str, key: str) -> tuple[str, ...]:
+    if isinstance(raw, (str, dict)):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise DataError(f"{where}: field {key!r} must be a non-empty list of tools")
+    names = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            name = item
+        elif isinstance(item, dict) and isinstance(item.get("tool_name"), str):
+            name = item["tool_name"]
+        elif isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(x, str) for x in item):
+            name = f"{item[0]}{SEP}{item[1]}"
+        else:
+            raise DataError(f"{where}: field '{key}[{i}]' is not a tool name, [service, api] pair or tool object")
+        if name.startswith("<<") and name.endswith(">>"):
+            name = name[2:-2]
+        if SEP not in name:
+            raise DataError(f"{where}: field '{key}[{i}]' ({name!r}) must look like 'Service{SEP}API'")
+        names.append(canonical_name(name))
+    return tuple(dict.fromkeys(names))
+
+
+def load_query_jsonl(path: str | Path, split: str | None = None) -> list[Query]:
+    """Our JSONL format: ``{query, tools: [...], query_id?, style?, split?}``. ``tools`` entries
+    may be names, ``<<tokens>>``, ``[service, api]`` pairs or ``{tool_name: ...}`` objects."""
+    out = []
+    for lineno, obj in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        text = obj.get("query")
+        if not isinstance(text, str) or not text.strip():
+            raise DataError(f"{where}: field 'query' is missing or empty")
+        q = Query(
+            query_id=str(obj.get("query_id", obj.get("id", f"{Path(path).stem}-{lineno}"))),
+            text=text.strip(),
+            tools=_gold_names(obj.get("tools", obj.get("tool")), where, "tools"),
+            style=str(obj.get("style", "verbose")),
+            split=str(obj.get("split", "test")),
+            meta={k: v for k, v in obj.items() if k not in {"query", "tools", "query_id", "style", "split"}},
+        )
+        if split is None or q.split == split:
+            out.append(q)
+    return out
+
+
+def load_toolbench_queries(path: str | Path) -> list[Query]:
+    """ToolBench / StableToolBench query file; gold = ``relevant APIs`` ([service, api] pairs)."""
+    out = []
+    for i, item in iter_toolbench_queries(path):
+        where = f"{path}: item {i}"
+        text = item.get("query")
+        if not isinstance(text, str) or not text.strip():
+            raise DataError(f"{where}: field 'query' is missing or empty")
+        out.append(
+            Query(
+                query_id=str(item.get("query_id", i)),
+                text=text.strip(),
+                tools=_gold_names(item.get("relevant APIs"), where, "relevant APIs"),
+                style="verbose",
+                split="test",
+            )
+        )
+    return out
+
+
+def load_demo_queries(split: str | None = None, style: str | None = None) -> list[Query]:
+    """Queries of the demo catalog, optionally filtered by split ("train"/"test") and style."""
+    qs = load_query_jsonl(DEMO_DIR / "queries.jsonl")
+    return [q for q in qs if (split is None or q.split == split) and (style is None or q.style == style)]

@@ -1,0 +1,1 @@
+"""Training/evaluation examples built from catalogs and queries, and the shared prompts."""

@@ -1,0 +1,37 @@
+"""Prompt wording shared by Stage-2 training and retrieval evaluation, so a query is posed to
+the model at test time exactly as it was in training. Wording lives in config (``prompts:``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+DEFAULT_SYSTEM = (
+    "You are a tool retriever. Each tool has its own special token. "
+    "Answer with the token of the tool that fulfils the request."
+)
+
+
+@dataclass
+class PromptConfig:
+    system_prompt: Optional[str] = DEFAULT_SYSTEM
+    """System message; None or use_system_prompt=false sends none."""
+    use_system_prompt: bool = True
+    retrieval_template: str = "{query}"
+    """User turn for Stage-2 retrieval and evaluation; ``{query}`` is replaced by the query."""
+
+
+def with_system(messages: list[dict], cfg: PromptConfig) -> list[dict]:
+    if cfg.use_system_prompt and cfg.system_prompt:
+        return [{"role": "system", "content": cfg.system_prompt}] + messages
+    return messages
+
+
+def retrieval_messages(query: str, cfg: PromptConfig) -> list[dict]:
+    """Chat messages that pose ``query`` for retrieval (no assistant turn)."""
+    return with_system([{"role": "user", "content": cfg.retrieval_template.format(query=query)}], cfg)
+
+
+def render_prompt(tokenizer, messages: list[dict]) -> str:
+    """The chat-templated prompt text up to the start of the assistant's answer."""
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

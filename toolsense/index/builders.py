@@ -1,0 +1,84 @@
+"""Index builders (a registry): flat atomic tokens, structural service→API paths, and
+ToolGen's clustered hierarchy (recursive k-means over encoder embeddings)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import numpy as np
+
+from toolsense.catalog import Catalog
+from toolsense.index.tool_index import ToolIndex
+from toolsense.utils.registry import Registry
+
+log = logging.getLogger(__name__)
+
+INDEX_BUILDERS: Registry[Callable[..., ToolIndex]] = Registry("index builder")
+
+
+@INDEX_BUILDERS.register("flat")
+def build_flat(catalog: Catalog) -> ToolIndex:
+    """One atomic token ``<<Service&&API>>`` per tool (ToolGen's atomic indexing)."""
+    paths = {t.name: (t.token,) for t in catalog}
+    init = {t.token: t.name for t in catalog}
+    return ToolIndex("flat", "flat", {}, catalog.content_hash(), paths, init)
+
+
+@INDEX_BUILDERS.register("structural")
+def build_structural(catalog: Catalog) -> ToolIndex:
+    """Two levels: a service token ``<<S:Service>>`` shared by the service's APIs, then an API
+    token ``<<A:Service&&API>>`` unique to the tool."""
+    paths, init = {}, {}
+    for t in catalog:
+        s_tok, a_tok = f"<<S:{t.service}>>", f"<<A:{t.name}>>"
+        paths[t.name] = (s_tok, a_tok)
+        init[s_tok] = t.service
+        init[a_tok] = t.api
+    return ToolIndex("hierarchical", "structural", {}, catalog.content_hash(), paths, init)
+
+
+def _recursive_kmeans(emb: np.ndarray, ids: np.ndarray, branching: int, seed: int, prefix: tuple[int, ...], out: dict[int, tuple[int, ...]]) -> None:
+    if len(ids) <= branching:
+        for j, i in enumerate(ids):
+            out[int(i)] = prefix + (j,)
+        return
+    from sklearn.cluster import KMeans
+
+    labels = KMeans(n_clusters=branching, random_state=seed, n_init=3).fit_predict(emb[ids])
+    if len(np.unique(labels)) < 2:  # identical embeddings: split by order so recursion ends
+        labels = np.arange(len(ids)) * branching // len(ids)
+    for c in range(branching):
+        sub = ids[labels == c]
+        if len(sub):
+            _recursive_kmeans(emb, sub, branching, seed, prefix + (c,), out)
+
+
+def encode_tools(catalog: Catalog, encoder: str | None = None, batch_size: int = 256) -> np.ndarray:
+    """L2-normalised sentence embeddings of each tool's text (default: embedded MiniLM)."""
+    from toolsense.models.encoders import load_encoder
+
+    model = load_encoder(encoder)
+    return model.encode([t.text() for t in catalog], batch_size=batch_size, normalize_embeddings=True, show_progress_bar=len(catalog) > 2000)
+
+
+@INDEX_BUILDERS.register("clustered")
+def build_clustered(catalog: Catalog, branching: int = 10, seed: int = 0, encoder: str | None = None, embeddings: Any = None) -> ToolIndex:
+    """ToolGen's hierarchical scheme: recursive k-means (``branching`` clusters per level) over
+    encoder embeddings of the tool text; a tool's path is its cluster ids, one token
+    ``<<C:k>>`` per level, shared across levels and branches. Deterministic given ``seed``."""
+    if branching < 2:
+        raise ValueError(f"index.branching must be >= 2, got {branching}")
+    emb = np.asarray(embeddings if embeddings is not None else encode_tools(catalog, encoder), dtype=np.float32)
+    if emb.shape[0] != len(catalog):
+        raise ValueError(f"got {emb.shape[0]} embeddings for {len(catalog)} tools")
+    out: dict[int, tuple[int, ...]] = {}
+    _recursive_kmeans(emb, np.arange(len(catalog)), branching, seed, (), out)
+    paths = {t.name: tuple(f"<<C:{k}>>" for k in out[i]) for i, t in enumerate(catalog)}
+    init = {f"<<C:{k}>>": str(k) for k in range(branching)}
+    params = {"branching": branching, "seed": seed, "encoder": encoder or "embedded:all-MiniLM-L6-v2"}
+    return ToolIndex("hierarchical", "clustered", params, catalog.content_hash(), paths, init)
+
+
+def build_index(catalog: Catalog, builder: str = "flat", **params: Any) -> ToolIndex:
+    return INDEX_BUILDERS.get(builder)(catalog, **params)

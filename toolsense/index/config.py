@@ -1,0 +1,37 @@
+"""The index section of every config (``conf/index/*.yaml``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+from toolsense.catalog import Catalog
+from toolsense.index.builders import build_index
+from toolsense.index.tool_index import ToolIndex
+
+
+@dataclass
+class IndexConfig:
+    builder: Literal["flat", "structural", "clustered"] = "flat"
+    """flat: one atomic token per tool; structural: service token then API token;
+    clustered: ToolGen's recursive k-means hierarchy."""
+    branching: int = 10
+    """clustered only: clusters per level."""
+    seed: int = 0
+    """clustered only: k-means seed (the index is deterministic given it)."""
+    encoder: Optional[str] = None
+    """clustered only: sentence encoder path; None = embedded all-MiniLM-L6-v2."""
+
+    @property
+    def scheme(self) -> str:
+        return "flat" if self.builder == "flat" else "hierarchical"
+
+    def __post_init__(self) -> None:
+        if self.branching < 2:
+            raise ValueError(f"index.branching must be >= 2, got {self.branching}")
+
+
+def index_from_config(cfg: IndexConfig, catalog: Catalog) -> ToolIndex:
+    if cfg.builder == "clustered":
+        return build_index(catalog, "clustered", branching=cfg.branching, seed=cfg.seed, encoder=cfg.encoder)
+    return build_index(catalog, cfg.builder)

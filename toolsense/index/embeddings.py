@@ -1,0 +1,71 @@
+"""Adding an index's tokens to a tokenizer and model with mean-of-sub-token initialisation."""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from toolsense.index.tool_index import ToolIndex
+from toolsense.index.trie import Trie
+
+log = logging.getLogger(__name__)
+
+
+def _tied(model) -> bool:
+    out = model.get_output_embeddings()
+    return out is not None and out.weight is model.get_input_embeddings().weight
+
+
+@torch.no_grad()
+def add_index_tokens(index: ToolIndex, model, tokenizer) -> list[int]:
+    """Add the index's new tokens to ``tokenizer``, resize ``model`` and initialise each new row
+    as the mean of the sub-token embeddings of its init text (the tool's name), in the input
+    embeddings and — when untied — the output embeddings. A tied model stays tied.
+
+    Returns the new token ids in :meth:`ToolIndex.tokens` order. Idempotent: tokens already in
+    the tokenizer (e.g. a Stage-1 checkpoint) are left as they are.
+    """
+    from tokenizers import AddedToken
+
+    tokens = index.tokens()
+    vocab = tokenizer.get_vocab()
+    new = [t for t in tokens if t not in vocab]
+    if new:
+        texts = [index.init_text[t] for t in new]
+        # Sub-token ids under the tokenizer *before* the new tokens exist.
+        sub = tokenizer(texts, add_special_tokens=False)["input_ids"]
+        was_tied = _tied(model)
+        n_old = len(tokenizer)
+        tokenizer.add_tokens([AddedToken(t, normalized=False, special=False) for t in new])
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        lengths = torch.tensor([max(len(s), 1) for s in sub])
+        flat = torch.tensor([i for s in sub for i in (s or [tokenizer.eos_token_id])])
+        offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]])
+        new_ids = torch.arange(n_old, n_old + len(new))
+        emb = model.get_input_embeddings().weight
+        emb[new_ids] = torch.nn.functional.embedding_bag(flat, emb[:n_old].float(), offsets, mode="mean").to(emb.dtype)
+        out = model.get_output_embeddings()
+        if out is not None and not _tied(model):
+            if was_tied:
+                raise RuntimeError("resizing untied a tied model")
+            w = out.weight
+            w[new_ids] = torch.nn.functional.embedding_bag(flat, w[:n_old].float(), offsets, mode="mean").to(w.dtype)
+            if getattr(out, "bias", None) is not None:
+                out.bias[new_ids] = 0
+        log.info("added %d virtual tokens (vocab %d -> %d)", len(new), n_old, len(tokenizer))
+    return tokenizer.convert_tokens_to_ids(tokens)
+
+
+def tool_token_ids(index: ToolIndex, tokenizer) -> dict[str, list[int]]:
+    """Each tool's id as token ids (the index tokens must already be in the tokenizer)."""
+    vocab = tokenizer.get_vocab()
+    missing = [t for t in index.tokens() if t not in vocab]
+    if missing:
+        raise ValueError(f"{len(missing)} index tokens are not in the tokenizer (e.g. {missing[0]!r}); call add_index_tokens first")
+    return {name: [vocab[t] for t in path] for name, path in index.paths.items()}
+
+
+def build_trie(index: ToolIndex, tokenizer) -> Trie:
+    """The constrained-decoding trie: each tool's token ids followed by the tokenizer's EOS."""
+    return Trie.build(tool_token_ids(index, tokenizer), tokenizer.eos_token_id)

@@ -1,0 +1,64 @@
+"""File helpers shared by loaders: transparent .gz, JSONL with file:line errors, hashing."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+
+class DataError(ValueError):
+    """Bad input data; the message names the file, line and field."""
+
+
+def open_text(path: str | Path) -> IO[str]:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object) for each non-blank line; a line that is not a JSON
+    object raises DataError naming file:line."""
+    with open_text(path) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno}: malformed JSON ({e.msg} at column {e.colno})") from None
+            if not isinstance(obj, dict):
+                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            yield lineno, obj
+
+
+def load_json(path: str | Path) -> Any:
+    with open_text(path) as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}:{e.lineno}: malformed JSON ({e.msg} at column {e.colno})") from None
+
+
+def write_jsonl(path: str | Path, rows, mode: str = "w") -> None:
+    with open(path, mode, encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
