@@ -1,0 +1,54 @@
+"""Shared fixtures. Real data in ../shared/data is optional: tests that need it skip cleanly."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("TOOLSENSE_DATA", ROOT.parent / "shared" / "data"))
+ASSETS = Path(__file__).parent / "assets"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def demo_catalog():
+    from toolsense.catalog import load_demo_catalog
+
+    return load_demo_catalog()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir() -> str:
+    """The cached tiny_random model folder (2 layers, hidden 64, local BPE tokenizer)."""
+    from toolsense.models import ModelConfig, resolve_model_dir
+
+    return resolve_model_dir(ModelConfig("tiny_random"))
+
+
+@pytest.fixture
+def tiny_model(tiny_model_dir):
+    """A fresh (model, tokenizer) pair of tiny_random; tests may modify it."""
+    from toolsense.models import ModelConfig, load_model_and_tokenizer
+
+    return load_model_and_tokenizer(ModelConfig("tiny_random", dtype="float32"))
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> str:
+    """The embedded SmolLM2-135M-Instruct, converted once to safetensors (~20 s first time)."""
+    from toolsense.models import ModelConfig, resolve_model_dir
+
+    return resolve_model_dir(ModelConfig("smollm2_135m"))
