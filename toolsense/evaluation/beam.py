@@ -1,0 +1,164 @@
+"""Batched beam search over tool ids, constrained by the trie (tensor masks) or free-form.
+
+Semantics (the same for both modes): every query keeps ``B`` beams; a beam ends when it emits
+EOS (or leaves nothing to continue) and is then carried unchanged, so the final beams are the
+``B`` best sequences by summed log-probability among those reachable with ``B`` live beams.
+Constrained decoding masks every step to the trie's allowed tokens; free-form decoding uses the
+same search without the mask. A beam is a *tool* only if its tokens are exactly a tool's id
+followed by EOS (it ends on a terminal trie node); anything else is reported as ``None``.
+
+The prompt is encoded once (:func:`prefill`) and both searches start from that state. For flat
+indexes :func:`flat_constrained` gives the constrained top-B with one decode step of the B
+candidates (the EOS term) — the same ranking as :func:`beam_search`, at a fraction of the cost.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from dataclasses import dataclass
+
+import torch
+
+from toolsense.evaluation.trie_tensors import DEAD, TrieTensors
+
+NEG_INF = float("-inf")
+
+
+@dataclass
+class Prefill:
+    """The encoded prompts of one batch: last-position log-probs, KV cache, mask."""
+
+    logp: torch.Tensor  # [Q, V] float32
+    cache: object
+    attention_mask: torch.Tensor  # [Q, L]
+
+
+@dataclass
+class Beams:
+    """Final beams of a batch, ranked best first per query."""
+
+    tools: list[list[str | None]]  # per query, per beam: tool name or None (not a tool)
+    scores: list[list[float]]  # summed log-probabilities
+    sequences: list[list[list[int]]]  # generated token ids (EOS included, padding removed)
+
+
+def _cache_kw(model) -> str:
+    """transformers >= 5.2x names the KV-cache argument ``cache``; older ones ``past_key_values``."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _log_softmax(logits: torch.Tensor) -> torch.Tensor:
+    return torch.log_softmax(logits.float(), dim=-1)
+
+
+@torch.no_grad()
+def prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Prefill:
+    """One forward pass over left-padded prompts, keeping the cache and the last log-probs."""
+    pos = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=pos, use_cache=True, logits_to_keep=1)
+    cache = out.cache if _cache_kw(model) == "cache" else out.past_key_values
+    return Prefill(_log_softmax(out.logits[:, -1]), cache, attention_mask)
+
+
+@torch.no_grad()
+def _decode(model, tokens: torch.Tensor, cache, attention_mask: torch.Tensor) -> torch.Tensor:
+    """One step: ``tokens`` [N] appended to each row's cache; returns next log-probs [N, V]."""
+    pos = attention_mask.sum(-1, keepdim=True) - 1
+    out = model(input_ids=tokens[:, None], attention_mask=attention_mask, position_ids=pos,
+                use_cache=True, **{_cache_kw(model): cache})
+    return _log_softmax(out.logits[:, -1])
+
+
+def _finish(tt: TrieTensors, nq: int, width: int, scores, nodes, seqs) -> Beams:
+    tool_idx = tt.tool_index(nodes).view(nq, width).tolist()
+    scores = scores.view(nq, width)
+    seqs = seqs.view(nq, width, -1).tolist()
+    out = Beams([], [], [])
+    for q in range(nq):
+        tools, sc, sq = [], [], []
+        for b in range(width):
+            s = float(scores[q, b])
+            if s == NEG_INF:  # fewer than B valid sequences exist
+                continue
+            tools.append(tt.tools[tool_idx[q][b]] if tool_idx[q][b] >= 0 else None)
+            sc.append(s)
+            sq.append([t for t in seqs[q][b] if t >= 0])
+        out.tools.append(tools)
+        out.scores.append(sc)
+        out.sequences.append(sq)
+    return out
+
+
+@torch.no_grad()
+def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens: int, constrained: bool) -> Beams:
+    """Beam search of width ``width`` from ``pre`` (its cache is copied, not consumed).
+    Ended beams continue with a single zero-cost placeholder step (recorded as -1)."""
+    nq, vocab = pre.logp.shape
+    dev = pre.logp.device
+    cache = copy.deepcopy(pre.cache)
+    mask = pre.attention_mask
+    logp = pre.logp
+    nodes = torch.zeros(nq, dtype=torch.long, device=dev)
+    scores = torch.zeros(nq, device=dev)
+    done = torch.zeros(nq, dtype=torch.bool, device=dev)
+    seqs = torch.empty(nq, 0, dtype=torch.long, device=dev)
+    nb = 1
+    for step in range(max_new_tokens):
+        if step > 0:
+            logp = _decode(model, seqs[:, -1].clamp(min=0), cache, mask)
+        if constrained:
+            logp = logp.masked_fill(~tt.allowed_mask(nodes), NEG_INF)
+        if done.any():
+            logp[done] = NEG_INF
+            logp[done, 0] = 0.0  # the placeholder continuation
+        cand = (scores[:, None] + logp).view(nq, nb * vocab)
+        vals, idx = cand.topk(min(width, nb * vocab), dim=1)
+        if vals.shape[1] < width:  # pad to width with impossible beams
+            fill = width - vals.shape[1]
+            vals = torch.cat([vals, vals.new_full((nq, fill), NEG_INF)], 1)
+            idx = torch.cat([idx, idx[:, :1].expand(nq, fill)], 1)
+        src = (idx // vocab + torch.arange(nq, device=dev)[:, None] * nb).view(-1)
+        tok = (idx % vocab).view(-1)
+        was_done = done[src]
+        tok = torch.where(was_done, torch.full_like(tok, -1), tok)
+        nodes = torch.where(was_done, nodes[src], tt.advance(nodes[src], tok))
+        scores = vals.view(-1)
+        done = was_done | (tok == tt.eos_id) | (scores == NEG_INF)
+        if constrained:
+            done |= nodes == DEAD
+        seqs = torch.cat([seqs[src], tok[:, None]], 1)
+        nb = width
+        if bool(done.all()) or step == max_new_tokens - 1:
+            break
+        cache.reorder_cache(src)
+        mask = torch.cat([mask[src], mask.new_ones(len(src), 1)], 1)
+    return _finish(tt, nq, nb, scores, nodes, seqs)
+
+
+@torch.no_grad()
+def flat_constrained(model, pre: Prefill, tt: TrieTensors, width: int) -> Beams:
+    """Constrained top-``width`` for a flat index (every tool id is one token): rank tool
+    tokens by their prefill log-prob, keep the best ``width``, and add the EOS term from one
+    decode step of those candidates. Equal to :func:`beam_search` with ``constrained=True``."""
+    nq = pre.logp.shape[0]
+    cand = tt.root_tokens()
+    after = tt.advance(torch.zeros_like(cand), cand)
+    term = tt.advance(after, torch.full_like(cand, tt.eos_id))
+    if bool((term < 0).any()) or bool((tt.tool_index(term) < 0).any()):
+        raise ValueError("flat_constrained needs a flat index: every tool id must be one token followed by EOS")
+    k = min(width, len(cand))
+    vals, pick = pre.logp[:, cand].topk(k, dim=1)
+    tok = cand[pick].view(-1)
+    src = torch.arange(nq, device=tok.device).repeat_interleave(k)
+    cache = copy.deepcopy(pre.cache)
+    cache.reorder_cache(src)
+    mask = torch.cat([pre.attention_mask[src], pre.attention_mask.new_ones(len(src), 1)], 1)
+    eos = _decode(model, tok, cache, mask)[:, tt.eos_id].view(nq, k)
+    total = vals + eos
+    order = total.argsort(dim=1, descending=True, stable=True)
+    total = total.gather(1, order)
+    tok = tok.view(nq, k).gather(1, order)
+    nodes = tt.advance(tt.advance(torch.zeros_like(tok), tok), torch.full_like(tok, tt.eos_id))
+    seqs = torch.stack([tok, torch.full_like(tok, tt.eos_id)], -1)
+    return _finish(tt, nq, k, total.reshape(-1), nodes.reshape(-1), seqs.reshape(nq * k, 2))
