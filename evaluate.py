@@ -1,0 +1,21 @@
+"""Evaluate a trained run (or an untrained base model) on retrieval benchmarks, probes and baselines.
+
+    python evaluate.py run=<run dir> suite=demo               # the demo table
+    python evaluate.py run=<run dir> benchmark=rrb baseline=bm25
+    python evaluate.py model=smollm2_135m catalog=demo index=flat   # untrained baseline
+    python evaluate.py run=<run dir> task=drift               # embedding drift base -> stage1 -> stage2
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
+def main(cfg: DictConfig) -> None:
+    from toolsense.evaluation.runner import run
+
+    run(cfg)
+
+
+if __name__ == "__main__":
+    main()

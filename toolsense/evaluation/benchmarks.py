@@ -1,0 +1,177 @@
+"""Benchmark loaders (a registry). Each returns a :class:`Benchmark` of retrieval queries or
+probe items; bad input raises :class:`DataError` naming file:line and field.
+
+Registered loaders:
+- ``toolbench``: ToolBench / StableToolBench query files (G1/G2/G3; tier = the group).
+- ``rrb``: the ToolSense Realistic Retrieval Benchmark (``tool`` a dict or a list of dicts;
+  ``analyzed_tools`` = the candidate pool, kept in ``meta["pool"]``; tier = ``complexity``).
+- ``query_jsonl``: our query JSONL (also what the benchmark generator writes).
+- ``demo``: the demo catalog's queries, filtered by split and style.
+- ``mcq`` / ``qa``: the released probe formats (and the demo probes).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Optional
+
+from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_toolbench_queries
+from toolsense.catalog.loaders import DEMO_DIR
+from toolsense.catalog.queries import _gold_names
+from toolsense.utils.io import DataError, iter_jsonl, sha256_file
+from toolsense.utils.registry import Registry
+
+Kind = Literal["retrieval", "mcq", "qa"]
+
+
+@dataclass(frozen=True)
+class ProbeItem:
+    """One MCQ/QA question about one tool. ``options[answer]`` is correct; options are in file
+    order (correct first for MCQ, ["Yes", "No"] for QA) and shuffled at evaluation time."""
+
+    item_id: str
+    question: str
+    options: tuple[str, ...]
+    answer: int
+    tool: str  # canonical name
+    tool_record: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass
+class Benchmark:
+    name: str
+    kind: Kind
+    items: list  # list[Query] for retrieval, list[ProbeItem] for probes
+    path: Optional[str] = None
+    sha256: Optional[str] = None
+
+    def tier_of(self, item: Query) -> str:
+        return str(item.meta.get("tier") or f"{len(item.tools)}-tool")
+
+
+@dataclass
+class BenchmarkConfig:
+    loader: str = "demo"
+    """Registered loader: toolbench | rrb | query_jsonl | demo | mcq | qa."""
+    path: Optional[str] = None
+    """Benchmark file; None for ``demo`` (and for the demo probes of ``mcq``/``qa``)."""
+    label: Optional[str] = None
+    """Name in tables and output folders; default: the loader and file stem."""
+    split: Optional[str] = "test"
+    """demo / query_jsonl only: keep this split (None = all)."""
+    style: Optional[str] = None
+    """demo / query_jsonl only: keep this style, verbose (standard) or short (realistic); None = all."""
+    limit: Optional[int] = None
+    """Keep only the first ``limit`` items (quick checks); None = all."""
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"benchmark.limit must be >= 1 or null, got {self.limit}")
+
+
+BENCHMARKS: Registry[Callable[[BenchmarkConfig], Benchmark]] = Registry("benchmark loader")
+
+
+def _need_path(cfg: BenchmarkConfig) -> Path:
+    if not cfg.path:
+        raise ValueError(f"benchmark.path is required for loader {cfg.loader!r}")
+    return Path(cfg.path)
+
+
+@BENCHMARKS.register("toolbench")
+def load_toolbench(cfg: BenchmarkConfig) -> Benchmark:
+    path = _need_path(cfg)
+    m = re.match(r"(G\d)", path.name)
+    tier = m.group(1) if m else path.stem
+    items = [Query(q.query_id, q.text, q.tools, q.style, q.split, {"tier": tier}) for q in load_toolbench_queries(path)]
+    return Benchmark(path.stem, "retrieval", items, str(path))
+
+
+def _text(obj: dict, key: str, where: str) -> str:
+    val = obj.get(key)
+    if not isinstance(val, str) or not val.strip():
+        raise DataError(f"{where}: field {key!r} is missing or empty")
+    return val.strip()
+
+
+@BENCHMARKS.register("rrb")
+def load_rrb(cfg: BenchmarkConfig) -> Benchmark:
+    path = _need_path(cfg)
+    items = []
+    for lineno, obj in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        gold = _gold_names(obj.get("tool"), where, "tool")
+        pool = _gold_names(obj["analyzed_tools"], where, "analyzed_tools") if obj.get("analyzed_tools") else ()
+        meta = {"tier": str(obj.get("complexity") or f"{len(gold)}-tool"), "pool": list(pool)}
+        qid = str(obj.get("sample_id", obj.get("id", f"{path.stem}-{lineno}")))
+        items.append(Query(qid, _text(obj, "query", where), gold, "short", "test", meta))
+    return Benchmark(path.stem, "retrieval", items, str(path))
+
+
+@BENCHMARKS.register("query_jsonl")
+def load_queries(cfg: BenchmarkConfig) -> Benchmark:
+    path = _need_path(cfg)
+    items = [q for q in load_query_jsonl(path, cfg.split) if cfg.style is None or q.style == cfg.style]
+    return Benchmark(path.stem, "retrieval", items, str(path))
+
+
+@BENCHMARKS.register("demo")
+def load_demo(cfg: BenchmarkConfig) -> Benchmark:
+    items = load_demo_queries(split=cfg.split, style=cfg.style)
+    name = "demo" + (f"_{cfg.style}" if cfg.style else "")
+    return Benchmark(name, "retrieval", items, str(DEMO_DIR / "queries.jsonl"))
+
+
+def _probe_tool(obj: dict, where: str) -> tuple[str, dict]:
+    raw = obj.get("tool")
+    if not isinstance(raw, dict):
+        raise DataError(f"{where}: field 'tool' must be a tool object with 'tool_name'")
+    return _gold_names(raw, where, "tool")[0], raw
+
+
+@BENCHMARKS.register("mcq")
+def load_mcq(cfg: BenchmarkConfig) -> Benchmark:
+    path = Path(cfg.path) if cfg.path else DEMO_DIR / "probes_mcq.jsonl"
+    items = []
+    for lineno, obj in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        wrong = obj.get("wrong_answers")
+        if not isinstance(wrong, list) or len(wrong) != 3 or not all(isinstance(w, str) and w.strip() for w in wrong):
+            raise DataError(f"{where}: field 'wrong_answers' must be a list of 3 non-empty strings")
+        tool, record = _probe_tool(obj, where)
+        options = (_text(obj, "correct_answer", where),) + tuple(w.strip() for w in wrong)
+        if len(set(options)) != 4:
+            raise DataError(f"{where}: field 'wrong_answers' repeats an option or the correct answer")
+        items.append(ProbeItem(str(obj.get("id", f"{path.stem}-{lineno}")), _text(obj, "question", where), options, 0, tool, record))
+    return Benchmark(path.stem, "mcq", items, str(path))
+
+
+@BENCHMARKS.register("qa")
+def load_qa(cfg: BenchmarkConfig) -> Benchmark:
+    path = Path(cfg.path) if cfg.path else DEMO_DIR / "probes_qa.jsonl"
+    items = []
+    for lineno, obj in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        answer = obj.get("answer")
+        if answer not in ("Yes", "No"):
+            raise DataError(f"{where}: field 'answer' must be 'Yes' or 'No', got {answer!r}")
+        tool, record = _probe_tool(obj, where)
+        items.append(ProbeItem(str(obj.get("id", f"{path.stem}-{lineno}")), _text(obj, "question", where), ("Yes", "No"),
+                               0 if answer == "Yes" else 1, tool, record))
+    return Benchmark(path.stem, "qa", items, str(path))
+
+
+def load_benchmark(cfg: BenchmarkConfig) -> Benchmark:
+    """Load with the configured loader, apply ``limit`` and ``label``, and hash the file."""
+    bench = BENCHMARKS.get(cfg.loader)(cfg)
+    if not bench.items:
+        raise DataError(f"benchmark {cfg.label or bench.name!r} ({bench.path}) has no items after filtering")
+    if cfg.limit is not None:
+        bench.items = bench.items[: cfg.limit]
+    if cfg.label:
+        bench.name = cfg.label
+    if bench.path and Path(bench.path).is_file():
+        bench.sha256 = sha256_file(bench.path)
+    return bench

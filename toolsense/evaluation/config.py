@@ -1,0 +1,76 @@
+"""Typed config sections of ``evaluate.py`` (``conf/evaluate.yaml`` and its groups)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+
+@dataclass
+class DecodingConfig:
+    beam_width: int = 50
+    """Beams per query (ToolGen evaluates with 50)."""
+    ks: list[int] = field(default_factory=lambda: [1, 5, 10, 50])
+    """Cut-offs of Rc@k, Rf@k, IS@k, recall@k and NDCG@k; each must be <= beam_width."""
+    batch_size: int = 8
+    """Queries per batch (each carries beam_width beams after the prompt)."""
+    free_form: bool = True
+    """Also run the unconstrained search (needed for Rf and IS)."""
+    fast_flat: bool = True
+    """Flat indexes: constrained top-B from one prefill plus one decode step of the B candidates."""
+    max_new_tokens: Optional[int] = None
+    """Free-form search length; None = the index depth + 1 (longer outputs cannot be tools)."""
+    resamples: int = 1000
+    """Bootstrap resamples over queries for the 95% intervals."""
+    seed: int = 0
+    """Bootstrap seed."""
+
+    def __post_init__(self) -> None:
+        if self.beam_width < 1:
+            raise ValueError(f"decoding.beam_width must be >= 1, got {self.beam_width}")
+        bad = [k for k in self.ks if k < 1 or k > self.beam_width]
+        if bad:
+            raise ValueError(f"decoding.ks must lie in [1, beam_width={self.beam_width}], got {bad}")
+        if self.batch_size < 1:
+            raise ValueError(f"decoding.batch_size must be >= 1, got {self.batch_size}")
+
+
+@dataclass
+class ProbeConfig:
+    modes: list[str] = field(default_factory=lambda: ["token", "control"])
+    """token: the tool is named only by its virtual token(s); control: by its name instead."""
+    seed: int = 0
+    """Seed of the per-item option shuffles (the permutation is recorded in samples.jsonl)."""
+    batch_size: int = 16
+    template: str = "Consider this tool: {tool}\n{question}\n{options}\nAnswer with {choices} only."
+    """User turn; {tool} is the token(s) or, in control mode, the tool's name."""
+    use_system_prompt: bool = False
+    """Prepend the run's retrieval system prompt (off: probes are not retrieval requests)."""
+
+    def __post_init__(self) -> None:
+        bad = [m for m in self.modes if m not in ("token", "control")]
+        if bad:
+            raise ValueError(f"probe.modes may only contain 'token' and 'control', got {bad}")
+
+
+@dataclass
+class BaselineConfig:
+    kind: Literal["bm25", "dense", "openai"] = "bm25"
+    """bm25 (bm25s over the tools' text), dense (sentence-transformers), openai (embeddings API)."""
+    encoder: Optional[str] = None
+    """dense: a local SentenceTransformer path (None = embedded all-MiniLM-L6-v2);
+    openai: the embedding model name (default text-embedding-3-small)."""
+    batch_size: int = 64
+    label: Optional[str] = None
+    """Row name in tables; default the kind."""
+
+
+@dataclass
+class DriftConfig:
+    checkpoints: list[str] = field(default_factory=lambda: ["base", "stage1", "stage2"])
+    """Stages of the run compared in order; 'base' = the base model with freshly initialised tokens."""
+    sample_size: int = 2000
+    """Base-vocabulary rows sampled (seeded) as the reference for relative drift."""
+    max_pairs_tokens: int = 2000
+    """Virtual tokens used for the mean pairwise cosine (a seeded sample beyond this)."""
+    seed: int = 0

@@ -1,0 +1,115 @@
+"""Evaluation output files: ``samples.jsonl`` (appended per item, resumable), ``results.json``
+(written atomically) and Markdown tables rendered from results, never from a tracker."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+log = logging.getLogger(__name__)
+
+
+class SampleLog:
+    """``samples.jsonl`` of one evaluation. Items already in the file are skipped on resume;
+    a torn last line from an interrupted run is dropped (and said so), never mistaken for data."""
+
+    def __init__(self, path: str | Path, key: str = "item_id"):
+        self.path = Path(path)
+        self.key = key
+        self.rows: dict[str, dict] = {}
+        if self.path.exists():
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+            good = []
+            for i, line in enumerate(lines, 1):
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    if i == len(lines):
+                        log.warning("%s:%d: dropping a torn last line from an interrupted run", self.path, i)
+                        continue
+                    raise ValueError(f"{self.path}:{i}: malformed samples line; delete the file to start over") from None
+                self.rows[row[self.key]] = row
+                good.append(line)
+            if len(good) != len(lines):
+                self.path.write_text("".join(g + "\n" for g in good), encoding="utf-8")
+            if self.rows:
+                log.info("resuming %s: %d items already done", self.path, len(self.rows))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.path, "a", encoding="utf-8")
+
+    def done(self, item_id: str) -> bool:
+        return item_id in self.rows
+
+    def add(self, row: dict) -> None:
+        self._f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self._f.flush()
+        self.rows[row[self.key]] = row
+
+    def ordered(self, ids: Iterable[str]) -> list[dict]:
+        return [self.rows[i] for i in ids if i in self.rows]
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> "SampleLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def git_sha(cwd: str | Path | None = None) -> str | None:
+    """The commit of the code that ran (with ``-dirty`` if the tree has changes), or None."""
+    cwd = cwd or Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def fmt(est: dict | None, pct: bool = True) -> str:
+    """``value [lo, hi]`` in percent (or plain for ratios); '—' when absent."""
+    if not est or est.get("value") is None:
+        return "—"
+    s = 100.0 if pct else 1.0
+    digits = 1 if pct else 2
+    return f"{est['value'] * s:.{digits}f} [{est['lo'] * s:.{digits}f}, {est['hi'] * s:.{digits}f}]"
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
+    """ONE table for a whole evaluation: a row per (benchmark, system). Retrieval rows fill
+    Rc@k, Rf@k (percent) and IS@k (ratio) with 95% intervals; probe rows fill accuracy and
+    its random baseline. Missing gold tools / probe tools are counted in the last column."""
+    header = ["benchmark", "system", "n"] + [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] \
+        + [f"IS@{k}" for k in ks] + ["probe acc % (chance)", "missing tools"]
+    rows = []
+    for r in results:
+        m = r["metrics"]
+        if r["kind"] == "retrieval":
+            acc = "—"
+        else:
+            acc = f"{fmt(m['accuracy'])} ({100 * r['chance']:.0f})"
+        rows.append([r["benchmark"], r["system"], r["n"]] + [fmt(m.get(f"Rc@{k}")) for k in ks]
+                    + [fmt(m.get(f"Rf@{k}")) for k in ks] + [fmt(m.get(f"IS@{k}"), pct=False) for k in ks]
+                    + [acc, r["missing"]["count"]])
+    return markdown_table(header, rows)

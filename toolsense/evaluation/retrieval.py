@@ -1,0 +1,86 @@
+"""Parametric retrieval of a batch of queries: the training prompt, one prefill, then the
+constrained search (flat fast path or masked beam search) and the free-form search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import torch
+
+from toolsense.catalog import Query
+from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
+from toolsense.evaluation.beam import Beams, beam_search, flat_constrained, prefill
+from toolsense.evaluation.config import DecodingConfig
+from toolsense.evaluation.trie_tensors import TrieTensors
+
+
+def encode(tokenizer, texts: Sequence[str]) -> list[list[int]]:
+    """Token ids of rendered prompts; the chat template already holds any special tokens."""
+    return tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+
+
+def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        if len(s):
+            ids[i, width - len(s):] = torch.as_tensor(s)
+            mask[i, width - len(s):] = 1
+    return ids.to(device), mask.to(device)
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Item positions grouped into batches of similar prompt length (less padding)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+@dataclass
+class Retrieved:
+    query: Query
+    prompt: str
+    constrained: list[dict]  # [{tool, score}] best first
+    free: list[dict] | None  # [{tool (None if not a tool), score, text}] best first
+
+
+class Retriever:
+    """Parametric retrieval with one model and index; ``run(queries)`` yields in batch order."""
+
+    def __init__(self, model, tokenizer, trie, depth: int, prompts: PromptConfig, dec: DecodingConfig):
+        self.model, self.tok, self.prompts, self.dec = model, tokenizer, prompts, dec
+        device = next(model.parameters()).device
+        vocab = model.get_output_embeddings().weight.shape[0]
+        self.tt = TrieTensors.from_trie(trie, vocab, device)
+        self.depth = depth
+        self.device = device
+
+    def prompt(self, query: Query) -> str:
+        return render_prompt(self.tok, retrieval_messages(query.text, self.prompts))
+
+    def constrained(self, pre) -> Beams:
+        if self.dec.fast_flat and self.depth == 1:
+            return flat_constrained(self.model, pre, self.tt, self.dec.beam_width)
+        return beam_search(self.model, pre, self.tt, self.dec.beam_width, self.depth + 1, constrained=True)
+
+    def free(self, pre) -> Beams:
+        steps = self.dec.max_new_tokens or self.depth + 1
+        return beam_search(self.model, pre, self.tt, self.dec.beam_width, steps, constrained=False)
+
+    def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]:
+        prompts = [self.prompt(q) for q in queries]
+        ids = encode(self.tok, prompts)
+        pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
+        for batch in length_batches([len(s) for s in ids], self.dec.batch_size):
+            inp, mask = left_pad([ids[i] for i in batch], pad, self.device)
+            pre = prefill(self.model, inp, mask)
+            con = self.constrained(pre)
+            fre = self.free(pre) if self.dec.free_form else None
+            for j, i in enumerate(batch):
+                c = [{"tool": t, "score": round(s, 5)} for t, s in zip(con.tools[j], con.scores[j])]
+                f = None
+                if fre is not None:
+                    f = [{"tool": t, "score": round(s, 5), "text": self.tok.decode(seq)}
+                         for t, s, seq in zip(fre.tools[j], fre.scores[j], fre.sequences[j])]
+                yield Retrieved(queries[i], prompts[i], c, f)

@@ -1,0 +1,127 @@
+"""``evaluate.py``'s job: load the model (a run directory, or an untrained base model), run
+every configured benchmark — parametric retrieval (constrained + free-form), MCQ/QA probes in
+each mode, and the baselines on the same retrieval benchmarks — and write one table.
+
+Layout under ``output_dir``::
+
+    <benchmark>/<system>/samples.jsonl, results.json   one per evaluation, resumable
+    results.json                                        all of them + the resolved config
+    table.md                                            the combined table (also printed)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from omegaconf import DictConfig, OmegaConf
+
+from toolsense.catalog.config import CatalogConfig, load_from_config
+from toolsense.data.prompts import PromptConfig
+from toolsense.evaluation.baselines import build_baseline
+from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
+from toolsense.evaluation.config import BaselineConfig, DecodingConfig, DriftConfig, ProbeConfig
+from toolsense.evaluation.context import EvalModel, from_section, load_run, load_untrained
+from toolsense.evaluation.outputs import git_sha, results_table, write_json
+from toolsense.evaluation.probes import evaluate_probe
+from toolsense.evaluation.retrieval import Retriever
+from toolsense.evaluation.tasks import evaluate_ranking
+from toolsense.evaluation.tracking import EvalLoggerConfig, flatten_results, tracker
+from toolsense.index.config import IndexConfig
+from toolsense.models import ModelConfig
+
+log = logging.getLogger(__name__)
+
+
+def _sections(cfg: Mapping, single: str, many: str, cls) -> dict[str, Any]:
+    """``many`` (a suite's label -> section map) if set, else the single ``single`` section."""
+    if cfg.get(many):
+        return {label: from_section(cls, sec, f"{many}.{label}", strict=True) for label, sec in cfg[many].items()}
+    if cfg.get(single):
+        sec = from_section(cls, cfg[single], single, strict=True)
+        return {getattr(sec, "label", None) or getattr(sec, "kind", None) or single: sec}
+    return {}
+
+
+def load_model_under_test(cfg: Mapping) -> EvalModel:
+    if cfg.get("run"):
+        return load_run(cfg["run"], cfg.get("stage") or "stage2", cfg.get("device"), cfg.get("dtype"))
+    return load_untrained(
+        from_section(ModelConfig, cfg.get("model"), "model", strict=True),
+        from_section(CatalogConfig, cfg.get("catalog"), "catalog", strict=True),
+        from_section(IndexConfig, cfg.get("index"), "index", strict=True),
+        from_section(PromptConfig, cfg.get("prompts"), "prompts", strict=True),
+        cfg.get("device"),
+    )
+
+
+def system_name(ev: EvalModel) -> str:
+    return f"{ev.source['model']}:{ev.source['stage']}"
+
+
+def evaluate(cfg: Mapping, output_dir: str | Path) -> list[dict]:
+    """Run every benchmark × system of ``cfg`` (a plain resolved mapping); returns the
+    per-evaluation results (each also written to its own results.json)."""
+    out = Path(output_dir)
+    dec = from_section(DecodingConfig, cfg.get("decoding"), "decoding", strict=True)
+    probe = from_section(ProbeConfig, cfg.get("probe"), "probe", strict=True)
+    benches = {label: load_benchmark(bc) for label, bc in _sections(cfg, "benchmark", "benchmarks", BenchmarkConfig).items()}
+    for label, b in benches.items():
+        b.name = label
+    baselines_cfg = _sections(cfg, "baseline", "baselines", BaselineConfig)
+    ev = load_model_under_test(cfg) if cfg.get("parametric", True) else None
+    catalog = ev.catalog if ev is not None else load_from_config(from_section(CatalogConfig, cfg.get("catalog"), "catalog", strict=True))
+    provenance: dict[str, Any] = {"config": dict(cfg)}
+    if ev is not None:
+        provenance.update(index_sha256=ev.index_sha256, source=ev.source)
+    retriever = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, dec) if ev is not None else None
+    baselines = {label: build_baseline(catalog, bc, dec.beam_width) for label, bc in baselines_cfg.items()}
+    results = []
+    for label, bench in benches.items():
+        if bench.kind == "retrieval":
+            if retriever is not None:
+                results.append(evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), dec,
+                                                out / label / "model", provenance))
+            for bl_label, ranker in baselines.items():
+                bl_dec = DecodingConfig(**{**dec.__dict__, "free_form": False})
+                prov = {**provenance, "index_sha256": None, "source": {"baseline": baselines_cfg[bl_label].__dict__}}
+                results.append(evaluate_ranking(bench, bl_label, ranker.run, set(catalog.names), bl_dec,
+                                                out / label / bl_label, prov))
+        elif ev is not None:
+            for mode in probe.modes:
+                res = evaluate_probe(ev, bench, mode, probe, out / label / mode, dec.resamples, dec.seed)
+                res["config"] = provenance["config"]
+                write_json(out / label / mode / "results.json", res)
+                results.append(res)
+    return results
+
+
+def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
+    """Entry point of ``evaluate.py``: evaluation (default) or ``task=drift``; writes
+    ``results.json`` and ``table.md`` under the output dir, prints the table, returns the summary."""
+    plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    out = Path(output_dir or plain.get("output_dir") or "outputs/evaluate")
+    out.mkdir(parents=True, exist_ok=True)
+    logger_cfg = from_section(EvalLoggerConfig, plain.get("eval_logger"), "eval_logger", strict=True)
+    t0 = time.time()
+    with tracker(logger_cfg, plain) as track:
+        if plain.get("task", "evaluate") == "drift":
+            from toolsense.evaluation.drift import run_drift
+
+            if not plain.get("run"):
+                raise ValueError("task=drift needs run=<training run directory>")
+            summary = run_drift(plain["run"], from_section(DriftConfig, plain.get("drift"), "drift", strict=True), out)
+            track({f"eval/drift/{k}": v for k, v in summary["flat"].items()})
+            return summary
+        results = evaluate(plain, out)
+        dec = from_section(DecodingConfig, plain.get("decoding"), "decoding", strict=True)
+        table = results_table(results, dec.ks)
+        (out / "table.md").write_text(table, encoding="utf-8")
+        summary = {"results": results, "config": plain, "git_sha": git_sha(), "seconds": round(time.time() - t0, 1)}
+        write_json(out / "results.json", summary)
+        track(flatten_results(results))
+    print(table)
+    print(f"wrote {out / 'table.md'} and {out / 'results.json'} ({summary['seconds']} s)")
+    return summary

@@ -1,0 +1,86 @@
+"""One retrieval evaluation (one benchmark × one system): samples.jsonl written per item and
+resumable, then results.json with metrics, 95% intervals, per-tier breakdowns and provenance."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from tqdm import tqdm
+
+from toolsense.catalog import Query
+from toolsense.evaluation.benchmarks import Benchmark
+from toolsense.evaluation.config import DecodingConfig
+from toolsense.evaluation.metrics import aggregate, item_metrics
+from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
+from toolsense.evaluation.retrieval import Retrieved
+
+log = logging.getLogger(__name__)
+
+Ranker = Callable[[Sequence[Query]], Iterator[Retrieved]]
+
+
+def missing_gold(items: Iterable[Query], known: set[str]) -> dict[str, Any]:
+    """Gold tools absent from the system's index. They stay in the gold sets (so they count as
+    misses) and are reported here by count and name, with the queries they affect."""
+    names: dict[str, int] = defaultdict(int)
+    queries = 0
+    for q in items:
+        miss = [t for t in q.tools if t not in known]
+        queries += bool(miss)
+        for t in miss:
+            names[t] += 1
+    return {"count": len(names), "queries_affected": queries, "names": sorted(names), "policy": "counted as misses"}
+
+
+def summarize(rows: Sequence[dict], tiers: Sequence[str], dec: DecodingConfig, with_free: bool) -> dict[str, Any]:
+    metrics = aggregate([r["metrics"] for r in rows], dec.ks, dec.resamples, dec.seed, with_free)
+    by_tier: dict[str, list[dict]] = defaultdict(list)
+    for r, t in zip(rows, tiers):
+        by_tier[t].append(r["metrics"])
+    tier_out = {t: {"n": len(v), "metrics": aggregate(v, dec.ks, dec.resamples, dec.seed, with_free)} for t, v in sorted(by_tier.items())}
+    return {"metrics": metrics, "tiers": tier_out}
+
+
+def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools: set[str], dec: DecodingConfig,
+                     out_dir: str | Path, provenance: dict[str, Any]) -> dict[str, Any]:
+    """Rank every query of ``bench`` with ``ranker``, log each item to ``out_dir/samples.jsonl``
+    as it completes (skipping items already there), and write ``out_dir/results.json``."""
+    out_dir = Path(out_dir)
+    items: list[Query] = bench.items
+    missing = missing_gold(items, known_tools)
+    if missing["count"]:
+        log.warning("%s: %d gold tools are not in the %s index (%d queries affected), counted as misses: %s",
+                    bench.name, missing["count"], system, missing["queries_affected"], missing["names"][:10])
+    ids = [q.query_id for q in items]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"benchmark {bench.name!r} repeats query ids; samples.jsonl needs unique ids")
+    with SampleLog(out_dir / "samples.jsonl") as samples:
+        todo = [q for q in items if not samples.done(q.query_id)]
+        bar = tqdm(total=len(items), initial=len(items) - len(todo), desc=f"{bench.name}/{system}", unit="q")
+        for rec in ranker(todo):
+            q = rec.query
+            ranked_c = [x["tool"] for x in rec.constrained]
+            m = item_metrics(ranked_c, q.tools, dec.ks, "c_")
+            if rec.free is not None:
+                m.update(item_metrics([x["tool"] for x in rec.free], q.tools, dec.ks, "f_"))
+            samples.add({
+                "item_id": q.query_id, "query": q.text, "prompt": rec.prompt, "gold": list(q.tools),
+                "tier": bench.tier_of(q), "missing_gold": [t for t in q.tools if t not in known_tools],
+                "constrained": rec.constrained, "free": rec.free, "metrics": m,
+            })
+            bar.update(1)
+        bar.close()
+        rows = samples.ordered(ids)
+    with_free = all(r["free"] is not None for r in rows)
+    summary = summarize(rows, [r["tier"] for r in rows], dec, with_free)
+    result = {
+        "benchmark": bench.name, "system": system, "kind": "retrieval", "n": len(rows), **summary,
+        "missing": missing, "git_sha": git_sha(),
+        "hashes": {"benchmark_sha256": bench.sha256, "index_sha256": provenance.get("index_sha256")},
+        "benchmark_path": bench.path, **{k: v for k, v in provenance.items() if k != "index_sha256"},
+    }
+    write_json(out_dir / "results.json", result)
+    return result
