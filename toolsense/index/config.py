@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Optional
 
 from toolsense.catalog import Catalog
 from toolsense.index.builders import build_index
 from toolsense.index.tool_index import ToolIndex
+from toolsense.utils.choices import StrEnum, choice
+
+
+class Builder(StrEnum):
+    flat = "flat"
+    structural = "structural"
+    clustered = "clustered"
 
 
 @dataclass
 class IndexConfig:
-    builder: Literal["flat", "structural", "clustered"] = "flat"
+    builder: Builder = Builder.flat
     """flat: one atomic token per tool; structural: service token then API token;
     clustered: ToolGen's recursive k-means hierarchy."""
     branching: int = 10
@@ -27,6 +34,7 @@ class IndexConfig:
         return "flat" if self.builder == "flat" else "hierarchical"
 
     def __post_init__(self) -> None:
+        self.builder = choice(Builder, self.builder, "index.builder")
         if self.branching < 2:
             raise ValueError(f"index.branching must be >= 2, got {self.branching}")
 
@@ -34,4 +42,4 @@ class IndexConfig:
 def index_from_config(cfg: IndexConfig, catalog: Catalog) -> ToolIndex:
     if cfg.builder == "clustered":
         return build_index(catalog, "clustered", branching=cfg.branching, seed=cfg.seed, encoder=cfg.encoder)
-    return build_index(catalog, cfg.builder)
+    return build_index(catalog, cfg.builder.value)

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Optional
+
+from toolsense.utils.choices import StrEnum, choice
+
+
+class DType(StrEnum):
+    auto = "auto"
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
 
 
 @dataclass
@@ -11,7 +20,7 @@ class ModelConfig:
     name_or_path: str = "smollm2_135m"
     """An embedded model (smollm2_135m | gemma3_270m | tiny_random), a local folder, or a
     Hugging Face hub id (needs hub access or a populated HF cache)."""
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    dtype: DType = DType.auto
     """``auto``: bf16 on a GPU that supports it, fp32 on CPU."""
     eos_token: Optional[str] = None
     """The token that ends an assistant turn, explicitly per model (e.g. <|im_end|>,
@@ -23,3 +32,6 @@ class ModelConfig:
     trust_remote_code: bool = False
     cache_dir: Optional[str] = None
     """Where converted embedded models are cached; default $TOOLSENSE_CACHE or ~/.cache/toolsense."""
+
+    def __post_init__(self) -> None:
+        self.dtype = choice(DType, self.dtype, "model.dtype")

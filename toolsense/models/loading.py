@@ -52,7 +52,7 @@ def load_model_and_tokenizer(cfg: ModelConfig, path: str | Path | None = None, d
 
     src = str(path) if path is not None else resolve_model_dir(cfg)
     tok = load_tokenizer(cfg, src)
-    kwargs = {"dtype": resolve_dtype(cfg.dtype), "trust_remote_code": cfg.trust_remote_code}
+    kwargs = {"dtype": resolve_dtype(str(cfg.dtype)), "trust_remote_code": cfg.trust_remote_code}
     if cfg.attn_implementation:
         kwargs["attn_implementation"] = cfg.attn_implementation
     model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
