@@ -1,0 +1,80 @@
+import pytest
+
+from toolsense.audit.redaction import RedactionConfig, TokenClassConfig, redact
+from toolsense.audit.traces import ToolResult, TraceRecord, TraceSet
+
+
+def _set():
+    recs = [
+        TraceRecord("a", 1, "0", (ToolResult("files", "report_KT-12.csv and KT-99"), ToolResult("db", "owner atlas at 10:15")),
+                    {"question": "Will atlas pass?"}, {"project": "atlas"}),
+        TraceRecord("b", 0, "1", (ToolResult("files", "report_PL-30.csv"), ToolResult("db", "atlas-x cedar")),
+                    {"question": "Will cedar pass at 09:00?"}, {"project": ["cedar"]}),
+    ]
+    return TraceSet(recs, ["files", "db"], "mem")
+
+
+def test_regex_class_replaces_globally_and_counts():
+    red, counts = redact(_set(), TokenClassConfig(name="identifier", patterns=[r"(?<![A-Za-z])[A-Z]{2}-\d{2}\b"], placeholder="[ID]"))
+    assert red.records[0].results[0].text == "report_[ID].csv and [ID]"
+    assert red.records[1].results[0].text == "report_[ID].csv"
+    assert counts["replacements"] == 3 and counts["per_record"] == [2, 1]
+    assert counts["by_field"] == {"files": 3} and counts["records_touched"] == 2
+
+
+def test_value_field_class_reaches_every_prompt_field():
+    cls = TokenClassConfig(name="project", value_fields=["project"])
+    red, counts = redact(_set(), cls)
+    a, b = red.records
+    assert a.fields["question"] == "Will [PROJECT] pass?"
+    assert a.results[1].text == "owner [PROJECT] at 10:15"
+    # whole-word literals: "atlas-x" is hyphen-separated, so it still matches; "cedar" in record b too
+    assert b.results[1].text == "[PROJECT]-x [PROJECT]" and b.fields["question"] == "Will [PROJECT] pass at 09:00?"
+    assert counts["replacements"] == 5 and counts["by_field"] == {"db": 3, "question": 2}
+    # the original is untouched
+    assert _set().records[0].fields["question"] == "Will atlas pass?"
+
+
+def test_literal_values_longest_first_and_control_flag():
+    cls = TokenClassConfig(name="t", values=["at", "atlas"], whole_word=False, control=True)
+    red, counts = redact(_set(), cls)
+    assert red.records[0].results[1].text == "owner [T] [T] 10:15"
+    assert cls.control and counts["replacements"] == 5  # atlas, at, atlas (question); atlas, at (question b)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(name=""), "every token class needs a name"),
+    (dict(name="x"), "redaction.classes[x]: give patterns, values or value_fields"),
+    (dict(name="x", patterns=["(unclosed"]), "redaction.classes[x].patterns: '(unclosed' is not a valid regex"),
+])
+def test_class_config_errors(kwargs, message):
+    with pytest.raises(ValueError) as e:
+        TokenClassConfig(**kwargs)
+    assert message in str(e.value)
+
+
+def test_config_level_errors():
+    with pytest.raises(ValueError, match=r"redaction.classes\[x\].value_fields: field 'nope' is in no record of mem"):
+        redact(_set(), TokenClassConfig(name="x", value_fields=["nope"]))
+    with pytest.raises(ValueError, match=r"duplicate class name\(s\) \['a'\]"):
+        RedactionConfig(classes=[TokenClassConfig(name="a", values=["1"]), TokenClassConfig(name="a", values=["2"])])
+    with pytest.raises(ValueError, match="'original' is reserved"):
+        RedactionConfig(classes=[TokenClassConfig(name="original", values=["1"])])
+
+
+def test_demo_classes_count_exactly(demo_traces):
+    """Every demo record has 5 identifiers (1 planted + 4 noise), its project 3 times and 3 times of day."""
+    from toolsense.audit.config import build
+    from omegaconf import OmegaConf
+    from pathlib import Path
+
+    conf = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[2] / "conf/audit/redaction/demo.yaml"))
+    cfg = build(RedactionConfig, conf, "redaction")
+    n = len(demo_traces)
+    expected = {"identifier": 5 * n, "project": 3 * n, "time": 3 * n}
+    for cls in cfg.classes:
+        red, counts = redact(demo_traces, cls)
+        assert counts["replacements"] == expected[cls.name], cls.name
+        assert counts["records_touched"] == n
+    red, _ = redact(demo_traces, cfg.classes[0])
+    assert all("KT-" not in r.section(t) and "PL-" not in r.section(t) for r in red.records for t in red.tools)

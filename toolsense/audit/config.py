@@ -1,0 +1,127 @@
+"""The audit's typed config (``conf/audit.yaml`` + ``conf/audit/*``), built from Hydra's
+DictConfig with unknown keys and bad values reported by their dotted field name."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from toolsense.audit.dilution import DilutionConfig
+from toolsense.audit.finetune import FinetuneConfig
+from toolsense.audit.generator import GeneratorConfig
+from toolsense.audit.prompting import AuditPromptConfig
+from toolsense.audit.pt2d import PT2DConfig
+from toolsense.audit.redaction import RedactionConfig, TokenClassConfig
+from toolsense.audit.scorers import ScorerConfig
+from toolsense.models import ModelConfig
+
+
+@dataclass
+class DataConfig:
+    path: Optional[str] = None
+    """Trace JSONL; ignored in demo mode (the generated traces are used)."""
+    id_field: str = "id"
+    label_field: str = "label"
+    """Binary label, 0/1 (or false/true)."""
+    partition_field: str = "cluster"
+    """Partition / cluster of each record: fit on some, evaluate on the others."""
+    tools_field: str = "tools"
+    """Ordered list of {tool, text} tool results."""
+    prompt_fields: list[str] = field(default_factory=lambda: ["question"])
+    """Other prompt-bearing string fields (used by the scorer template and redacted too)."""
+    tools: Optional[list[str]] = None
+    """The tool universe and its order; None = order of first appearance in the file."""
+    on_missing_tool: Literal["empty", "error"] = "empty"
+    """A record without a tool others have: an empty section, or an error naming file:line."""
+    fit_partitions: list[str] = field(default_factory=lambda: ["0"])
+    eval_partitions: Optional[list[str]] = None
+    """None = every partition not in fit_partitions."""
+
+    def __post_init__(self) -> None:
+        if self.on_missing_tool not in ("empty", "error"):
+            raise ValueError(f"data.on_missing_tool must be empty or error, got {self.on_missing_tool!r}")
+        self.fit_partitions = [str(p) for p in self.fit_partitions]
+        if self.eval_partitions is not None:
+            self.eval_partitions = [str(p) for p in self.eval_partitions]
+
+
+@dataclass
+class StatsConfig:
+    n_boot: int = 1000
+    """Bootstrap resamples for every CI."""
+    level: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.level < 1:
+            raise ValueError(f"stats.level must be in (0, 1), got {self.level}")
+
+
+@dataclass
+class AuditConfig:
+    mode: Literal["audit", "demo"] = "audit"
+    """demo: generate the synthetic traces into output_dir and audit them (fine-tune included)."""
+    output_dir: str = "outputs/audit"
+    data: DataConfig = field(default_factory=DataConfig)
+    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    stats: StatsConfig = field(default_factory=StatsConfig)
+    pt2d: PT2DConfig = field(default_factory=PT2DConfig)
+    dilution: DilutionConfig = field(default_factory=DilutionConfig)
+    prompt: AuditPromptConfig = field(default_factory=AuditPromptConfig)
+    redaction: RedactionConfig = field(default_factory=RedactionConfig)
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The scorer's (and fine-tune's) base checkpoint: conf/model/*.yaml."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("audit", "demo"):
+            raise ValueError(f"mode must be audit or demo, got {self.mode!r}")
+        if self.mode == "audit" and not self.data.path:
+            raise ValueError("data.path is required (or run the demo: python audit.py mode=demo)")
+        if self.finetune.enabled is None:
+            self.finetune.enabled = self.mode == "demo"
+        if self.finetune.enabled and self.scorer.kind != "hf":
+            raise ValueError("finetune.enabled needs scorer.kind=hf (the adapter is scored locally)")
+
+
+def build(cls, data: Any, where: str = ""):
+    """Instantiate dataclass ``cls`` from plain dicts/lists, recursing into nested dataclasses
+    and lists of them; an unknown key or a failing ``__post_init__`` names the dotted field."""
+    if not dataclasses.is_dataclass(cls):
+        return data
+    if not isinstance(data, dict):
+        raise ValueError(f"{where or 'config'}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"{where or 'config'}: unknown field(s) {unknown}; known: {sorted(names)}")
+    kwargs = {}
+    for key, val in data.items():
+        hint, sub = hints[key], f"{where}.{key}" if where else key
+        if dataclasses.is_dataclass(hint):
+            kwargs[key] = build(hint, val, sub)
+        elif typing.get_origin(hint) is list and typing.get_args(hint) and dataclasses.is_dataclass(typing.get_args(hint)[0]):
+            kwargs[key] = [build(typing.get_args(hint)[0], v, f"{sub}[{i}]") for i, v in enumerate(val or [])]
+        else:
+            kwargs[key] = val
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError, KeyError) as e:
+        msg = e.args[0] if e.args else str(e)
+        raise ValueError(msg if where == "" or where in str(msg) else f"{where}: {msg}") from None
+
+
+def audit_config(cfg) -> AuditConfig:
+    """From a Hydra DictConfig (or a plain dict) to a validated AuditConfig."""
+    from omegaconf import DictConfig, OmegaConf
+
+    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
+    data = {k: v for k, v in data.items() if k != "hydra"}
+    return build(AuditConfig, data)
+
+
+__all__ = ["AuditConfig", "DataConfig", "StatsConfig", "TokenClassConfig", "audit_config", "build"]

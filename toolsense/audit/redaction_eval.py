@@ -1,0 +1,79 @@
+"""Stage 2 driver: score the original and every redacted variant with one frozen scorer
+(same checkpoint, prompts, decoding), cache every answer, and compare AUROCs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from toolsense.audit.prompting import PARSERS, AuditPromptConfig, build_messages
+from toolsense.audit.redaction import RedactionConfig, redact
+from toolsense.audit.scorers import ScoreCache, ScoreItem, cache_key
+from toolsense.audit.stats import auroc_by_partition, paired_delta_ci
+from toolsense.audit.store import JsonlStore
+from toolsense.audit.traces import TraceSet
+
+
+def variants(traces: TraceSet, cfg: RedactionConfig) -> tuple[dict[str, TraceSet], dict[str, dict]]:
+    """``{"original": traces, <class>: redacted traces}`` and the replacement counts per class."""
+    out, counts = {"original": traces}, {}
+    for cls in cfg.classes:
+        out[cls.name], counts[cls.name] = redact(traces, cls)
+    return out, counts
+
+
+def score_variants(scorer, cache: ScoreCache, sets: dict[str, TraceSet], idx: Sequence[int], prompt: AuditPromptConfig,
+                   unparseable_score: float, samples_path: Path, batch: int = 16) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Scores of records ``idx`` under every variant, and the unparseable answers per variant. Answers come from the cache when present;
+    new ones are cached and appended to ``samples.jsonl`` batch by batch (resumable)."""
+    parse = PARSERS.get(prompt.parser)
+    samples = JsonlStore(samples_path, lambda r: (r["variant"], r["id"]))
+    items = [(v, i, ScoreItem(ts.records[i].id, v, build_messages(ts.records[i], prompt)))
+             for v, ts in sets.items() for i in idx]
+    todo = [(v, i, it) for v, i, it in items if cache.get(cache_key(scorer, it.messages)) is None]
+    with tqdm(total=len(todo), desc="scoring", leave=False) as bar:
+        for b in range(0, len(todo), batch):
+            chunk = todo[b:b + batch]
+            for (_, _, it), ans in zip(chunk, scorer.answer([it for _, _, it in chunk])):
+                cache.put(cache_key(scorer, it.messages), ans)
+            bar.update(len(chunk))
+    scores = {v: np.full(len(idx), np.nan) for v in sets}
+    unparseable = {v: 0 for v in sets}
+    pos = {i: n for n, i in enumerate(idx)}
+    for v, i, it in items:
+        ans = cache.get(cache_key(scorer, it.messages))
+        score = parse(ans) if isinstance(ans, str) else ans
+        parsed = score is not None
+        unparseable[v] += int(not parsed)
+        scores[v][pos[i]] = score if parsed else unparseable_score
+        if samples.get((v, it.id)) is None:
+            rec = sets[v].records[i]
+            samples.add({"id": it.id, "variant": v, "partition": rec.partition, "label": rec.label,
+                         "prompt": it.messages[-1]["content"], "answer": ans, "parsed": parsed,
+                         "score": float(scores[v][pos[i]])})
+    return scores, unparseable
+
+
+def compare(traces: TraceSet, idx: Sequence[int], scores: dict[str, np.ndarray], counts: dict[str, dict],
+            unparseable: dict[str, int], cfg: RedactionConfig, stats) -> dict:
+    """AUROC per variant (overall and per partition, with CIs) and paired deltas vs original."""
+    y = traces.labels[list(idx)]
+    parts = traces.partitions[list(idx)]
+    base = scores["original"]
+    out = {}
+    control = {c.name: c.control for c in cfg.classes}
+    for v, s in scores.items():
+        by_part = auroc_by_partition(y, s, parts, stats.n_boot, stats.level, stats.seed)
+        row = {"auroc": {k: a.as_dict() for k, a in by_part.items()}, "unparseable": int(unparseable.get(v, 0)),
+               "control": control.get(v, False)}
+        if v != "original":
+            row["delta"] = paired_delta_ci(y, base, s, stats.n_boot, stats.level, stats.seed).as_dict()
+            row["delta_by_partition"] = {k: by_part[k].auroc - auroc_by_partition(y, base, parts, 0)[k].auroc
+                                         for k in by_part}
+            row["replacements"] = {k: c for k, c in counts[v].items() if k != "per_record"}
+            row["replacements"]["scored_records_touched"] = int(sum(counts[v]["per_record"][i] > 0 for i in idx))
+        out[v] = row
+    return out

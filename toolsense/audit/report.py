@@ -1,0 +1,168 @@
+"""Findings, Markdown report and PNG plots - rendered from ``results.json`` alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def findings(res: dict) -> list[str]:
+    """Plain-language statements a reader checks first, each with its numbers."""
+    out = []
+    pt = res.get("pt2d")
+    if pt:
+        for feats in sorted({r["features"] for r in pt["rows"]}):
+            rows = [r for r in pt["rows"] if r["features"] == feats]
+            full = next(r for r in rows if r["view"] == "full")
+            best = max((r for r in rows if r["view"] != "full"), key=lambda r: r["auroc"]["all"]["auroc"])
+            a, f = best["auroc"]["all"], full["auroc"]["all"]
+            out.append(f"PT2D [{feats}]: full trace AUROC {f['auroc']:.3f} [{f['lo']:.3f}, {f['hi']:.3f}]; "
+                       f"top tool {best['view']} {a['auroc']:.3f} [{a['lo']:.3f}, {a['hi']:.3f}] "
+                       f"(gap A_tool - A_full = {best['gap']:+.3f}); evidence: "
+                       + ", ".join(repr(g[0]) for g in best["top_ngrams"]["label_1"][:3]))
+    dil = res.get("dilution")
+    if dil:
+        real = [r["auroc"] for r in dil["real"]]
+        syn = [r["mean"] for r in dil["synthetic"]]
+        out.append(f"Dilution (real, {' -> '.join(dil['order'])}): AUROC " + " -> ".join(f"{a:.3f}" for a in real)
+                   + f"; monotone non-increasing: {_monotone(real)}")
+        out.append(f"Dilution (synthetic, {dil['tool']} + K sections): " + ", ".join(
+            f"K={r['k']}: {r['mean']:.3f}+-{r['sd']:.3f}" for r in dil["synthetic"]) + f"; monotone non-increasing: {_monotone(syn)}")
+    red = res.get("redaction")
+    if red:
+        o = red["variants"]["original"]["auroc"]["all"]
+        out.append(f"Redaction: original AUROC {o['auroc']:.3f} [{o['lo']:.3f}, {o['hi']:.3f}] "
+                   f"({red['variants']['original']['unparseable']} unparseable of {red['n_scored']})")
+        for v, row in red["variants"].items():
+            if v == "original":
+                continue
+            a, d = row["auroc"]["all"], row["delta"]
+            verdict = ("depends on it" if d["hi"] < 0 else "no significant change") if not row["control"] else \
+                ("control intact" if d["lo"] <= 0 <= d["hi"] or abs(d["auroc"]) < 0.05 else "CONTROL MOVED")
+            out.append(f"  redact {v}{' (control)' if row['control'] else ''}: AUROC {a['auroc']:.3f} "
+                       f"[{a['lo']:.3f}, {a['hi']:.3f}], dA = {d['auroc']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}], "
+                       f"{row['replacements']['replacements']} replacements -> {verdict}")
+    return out
+
+
+def _monotone(xs: list[float], tol: float = 0.02) -> bool:
+    return all(b <= a + tol for a, b in zip(xs, xs[1:]))
+
+
+def plot_all(res: dict, out_dir: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    if res.get("pt2d"):
+        rows = res["pt2d"]["rows"]
+        views = list(dict.fromkeys(r["view"] for r in rows))
+        feats = list(dict.fromkeys(r["features"] for r in rows))
+        fig, ax = plt.subplots(figsize=(1.2 * len(views) + 2, 3.5))
+        w = 0.8 / len(feats)
+        for j, f in enumerate(feats):
+            pts = [next(r for r in rows if r["view"] == v and r["features"] == f)["auroc"]["all"] for v in views]
+            x = np.arange(len(views)) + j * w
+            ax.bar(x, [p["auroc"] for p in pts], w, label=f,
+                   yerr=[[p["auroc"] - p["lo"] for p in pts], [p["hi"] - p["auroc"] for p in pts]], capsize=2)
+        ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+        ax.set_xticks(np.arange(len(views)) + 0.4 - w / 2, views, rotation=20)
+        ax.set_ylabel("eval AUROC")
+        ax.set_title("PT2D: full trace vs each tool")
+        ax.legend(fontsize=7)
+        files.append(_save(fig, out_dir / "pt2d.png"))
+    if res.get("dilution"):
+        dil = res["dilution"]
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+        real = dil["real"]
+        axes[0].errorbar([r["k"] for r in real], [r["auroc"] for r in real],
+                         yerr=[[r["auroc"] - r["lo"] for r in real], [r["hi"] - r["auroc"] for r in real]], marker="o", capsize=3)
+        axes[0].set_xlabel("tools concatenated (" + ", ".join(dil["order"]) + ")", fontsize=7)
+        axes[0].set_title("real dilution")
+        syn = dil["synthetic"]
+        axes[1].errorbar([r["k"] for r in syn], [r["mean"] for r in syn], yerr=[r["sd"] for r in syn], marker="o", capsize=3)
+        axes[1].set_xlabel(f"K inserted sections ({dil['tool']})")
+        axes[1].set_title("synthetic dilution (mean +- sd over seeds)")
+        for ax in axes:
+            ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+            ax.set_ylabel("eval AUROC")
+        files.append(_save(fig, out_dir / "dilution.png"))
+    if res.get("redaction"):
+        var = res["redaction"]["variants"]
+        names = list(var)
+        pts = [var[v]["auroc"]["all"] for v in names]
+        fig, ax = plt.subplots(figsize=(1.3 * len(names) + 2, 3.5))
+        colors = ["tab:blue" if v == "original" else ("tab:green" if var[v]["control"] else "tab:red") for v in names]
+        ax.bar(names, [p["auroc"] for p in pts], color=colors,
+               yerr=[[p["auroc"] - p["lo"] for p in pts], [p["hi"] - p["auroc"] for p in pts]], capsize=3)
+        ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+        ax.set_ylabel("eval AUROC")
+        ax.set_title("token-class redaction (green: control)")
+        files.append(_save(fig, out_dir / "redaction.png"))
+    return files
+
+
+def _save(fig, path: Path) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path.name
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _ci(a: dict) -> str:
+    return "n/a" if a["auroc"] != a["auroc"] else f"{a['auroc']:.3f} [{a['lo']:.3f}, {a['hi']:.3f}]"
+
+
+def write_report(res: dict, out_dir: Path) -> Path:
+    """``report.md`` with findings, tables and the plots, from the results dict."""
+    plots = plot_all(res, out_dir)
+    md = ["# Tool-trace audit", "", f"Data: `{res['data']['path']}` ({res['data']['n_records']} records, "
+          f"fit partitions {res['data']['fit']}, eval {res['data']['eval']}; sha256 {res['data']['sha256'][:12]})", "",
+          "## Findings", ""] + [f"- {f.strip()}" for f in res["findings"]] + [""]
+    if res.get("pt2d"):
+        rows = res["pt2d"]["rows"]
+        parts = [k for k in rows[0]["auroc"] if k != "all"]
+        md += ["## Stage 1 - PT2D", "", _table(["view", "features", "AUROC (eval)", "gap", "empty"] + [f"c{p}" for p in parts],
+               [[r["view"], r["features"], _ci(r["auroc"]["all"]), f"{r['gap']:+.3f}", f"{r['empty_fraction']:.2f}"]
+                + [f"{r['auroc'][p]['auroc']:.3f}" for p in parts] for r in rows]), "", "![pt2d](pt2d.png)", "",
+               "### Top-weighted n-grams", ""]
+        for r in rows:
+            md.append(f"- **{r['view']} / {r['features']}** - label 1: "
+                      + ", ".join(f"`{g}` ({w:+.2f})" for g, w in r["top_ngrams"]["label_1"][:6])
+                      + "; label 0: " + ", ".join(f"`{g}` ({w:+.2f})" for g, w in r["top_ngrams"]["label_0"][:6]))
+        md.append("")
+    if res.get("dilution"):
+        d = res["dilution"]
+        md += ["## Dilution sweeps", "", f"Features: {d['features']}.", "",
+               _table(["k", "tools", "AUROC"], [[r["k"], ", ".join(r["tools"]), _ci(r)] for r in d["real"]]), "",
+               _table(["K", f"mean AUROC ({d['tool']})", "sd", "per seed"],
+                      [[r["k"], f"{r['mean']:.3f}", f"{r['sd']:.3f}", r["per_seed"]] for r in d["synthetic"]]), "",
+               "![dilution](dilution.png)", ""]
+    if res.get("redaction"):
+        red = res["redaction"]
+        parts = [k for k in red["variants"]["original"]["auroc"] if k != "all"]
+        rows = []
+        for v, r in red["variants"].items():
+            delta = r.get("delta")
+            rows.append([v + (" (control)" if r["control"] else ""), _ci(r["auroc"]["all"]),
+                         "" if delta is None else f"{delta['auroc']:+.3f} [{delta['lo']:+.3f}, {delta['hi']:+.3f}]",
+                         r.get("replacements", {}).get("replacements", ""), r["unparseable"]]
+                        + [f"{r['auroc'][p]['auroc']:.3f}" for p in parts])
+        md += ["## Stage 2 - token-class redaction", "", f"Scorer: `{json.dumps(red['scorer'])}`; {red['n_scored']} eval records per variant.", "",
+               _table(["variant", "AUROC", "dA vs original", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
+               "![redaction](redaction.png)", ""]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md), encoding="utf-8")
+    return path

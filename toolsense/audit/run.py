@@ -1,0 +1,103 @@
+"""The audit pipeline: load (or generate) traces -> PT2D -> dilution sweeps -> (fine-tune) ->
+token-class redaction -> results.json, samples.jsonl, report.md and plots in output_dir."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from toolsense.audit.config import AuditConfig, audit_config
+from toolsense.audit.dilution import run_dilution
+from toolsense.audit.finetune import finetune_key, finetune_lora
+from toolsense.audit.generator import write_demo_traces
+from toolsense.audit.pt2d import rank_tools, run_pt2d
+from toolsense.audit.redaction_eval import compare, score_variants, variants
+from toolsense.audit.report import findings, write_report
+from toolsense.audit.scorers import ScoreCache, build_scorer
+from toolsense.audit.scorers.base import default_cache_dir
+from toolsense.audit.traces import TraceSet, load_traces
+from toolsense.utils.io import sha256_file
+
+log = logging.getLogger(__name__)
+
+
+def _git_sha() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                              cwd=Path(__file__).parent).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def load_data(cfg: AuditConfig, out: Path) -> TraceSet:
+    if cfg.mode == "demo":
+        path = out / "traces.jsonl"
+        write_demo_traces(cfg.generator, path)
+        cfg.data.path = str(path)
+    d = cfg.data
+    return load_traces(d.path, d.id_field, d.label_field, d.partition_field, d.tools_field, d.prompt_fields, d.tools,
+                       d.on_missing_tool)
+
+
+def stage2(cfg: AuditConfig, traces: TraceSet, fit: np.ndarray, ev: np.ndarray, out: Path) -> dict:
+    """Fine-tune (when enabled), then score original + redacted variants of the eval records."""
+    scorer_cfg = cfg.scorer
+    if cfg.finetune.enabled:
+        fit_records = [r for r, m in zip(traces.records, fit) if m]
+        key = finetune_key(cfg.model, fit_records, cfg.prompt, cfg.finetune)
+        adapter = finetune_lora(cfg.model, fit_records, cfg.prompt, cfg.finetune,
+                                default_cache_dir(scorer_cfg).parent / "audit_adapters" / key)
+        scorer_cfg = dataclasses.replace(scorer_cfg, adapter=str(adapter))
+    scorer = build_scorer(scorer_cfg, cfg.model)
+    cache = ScoreCache(default_cache_dir(scorer_cfg) if scorer_cfg.cache else None)
+    sets, counts = variants(traces, cfg.redaction)
+    idx = np.flatnonzero(ev).tolist()
+    scores, unparseable = score_variants(scorer, cache, sets, idx, cfg.prompt, scorer_cfg.unparseable_score,
+                                         out / "samples.jsonl", scorer_cfg.batch_size)
+    return {"scorer": scorer.identity, "decoding": scorer.decoding, "n_scored": len(idx),
+            "adapter": scorer_cfg.adapter, "variants": compare(traces, idx, scores, counts, unparseable, cfg.redaction, cfg.stats)}
+
+
+def run(cfg: AuditConfig) -> dict:
+    """Run every enabled stage; returns the results dict (also written to results.json)."""
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    traces = load_data(cfg, out)
+    fit, ev = traces.split(cfg.data.fit_partitions, cfg.data.eval_partitions)
+    res: dict = {"config": dataclasses.asdict(cfg), "git_sha": _git_sha(),
+                 "data": {"path": cfg.data.path, "sha256": sha256_file(cfg.data.path), "n_records": len(traces),
+                          "tools": traces.tools, "fit": cfg.data.fit_partitions,
+                          "eval": sorted(set(traces.partitions[ev].tolist()), key=str),
+                          "n_fit": int(fit.sum()), "n_eval": int(ev.sum())}}
+    ranking = list(traces.tools)
+    if cfg.pt2d.enabled:
+        rows = run_pt2d(traces, fit, ev, cfg.pt2d, cfg.stats, out / "pt2d.jsonl")
+        ranking = rank_tools(rows)
+        res["pt2d"] = {"rows": rows, "ranking": ranking}
+    if cfg.dilution.enabled:
+        res["dilution"] = run_dilution(traces, fit, ev, cfg.dilution, cfg.pt2d, ranking, cfg.stats, out / "dilution.jsonl")
+    if cfg.redaction.enabled and cfg.redaction.classes:
+        res["redaction"] = stage2(cfg, traces, fit, ev, out)
+    res["findings"] = findings(res)
+    (out / "results.json").write_text(json.dumps(res, indent=2, default=str), encoding="utf-8")
+    write_report(res, out)
+    return res
+
+
+def run_from_hydra(dict_cfg) -> float:
+    """Entry for audit.py: build the typed config, run, print the findings; returns the
+    original-vs-worst-redaction AUROC drop (or the top PT2D gap) as the sweep metric."""
+    cfg = audit_config(dict_cfg)
+    res = run(cfg)
+    print("\n".join(["", "Findings:"] + res["findings"] + [f"Report: {Path(cfg.output_dir) / 'report.md'}"]))
+    if "redaction" in res:
+        deltas = [v["delta"]["auroc"] for k, v in res["redaction"]["variants"].items() if k != "original"]
+        return float(min(deltas)) if deltas else 0.0
+    if "pt2d" in res:
+        return float(max(r["gap"] for r in res["pt2d"]["rows"]))
+    return 0.0

@@ -1,0 +1,113 @@
+"""The scorer interface, its registry, its config, and the on-disk score cache.
+
+A scorer maps chat messages to raw answer text (or a score); one parser turns text into a score
+in [0, 1]. The cache key is (scorer identity - model and adapter hashes or endpoint+model -,
+the exact messages, decoding parameters), so reruns and resumes never call the model twice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Protocol
+
+from toolsense.audit.store import JsonlStore
+from toolsense.utils.registry import Registry
+
+SCORERS: Registry[Callable[..., "Scorer"]] = Registry("audit scorer")
+
+
+@dataclass
+class ScoreItem:
+    id: str
+    variant: str
+    messages: list[dict]
+
+
+@dataclass
+class ScorerConfig:
+    kind: str = "hf"
+    """Registered scorer: hf (local causal LM), openai (OpenAI-compatible endpoint), precomputed (file)."""
+    adapter: Optional[str] = None
+    """hf: a PEFT LoRA adapter folder applied to the model section's checkpoint."""
+    batch_size: int = 16
+    """hf: prompts per generate call."""
+    max_new_tokens: int = 8
+    """hf, openai: answer length limit (greedy / temperature 0 decoding)."""
+    base_url: Optional[str] = None
+    """openai: endpoint root, e.g. http://127.0.0.1:8000/v1."""
+    model: Optional[str] = None
+    """openai: model name sent to the endpoint."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """openai: NAME of the environment variable holding the key (the key itself is never in config)."""
+    timeout_s: float = 60.0
+    max_retries: int = 2
+    path: Optional[str] = None
+    """precomputed: JSONL of {id, variant, score|text} or {prompt_sha256, score|text}."""
+    unparseable_score: float = 0.5
+    """Score given to an answer the parser cannot read (they are counted per variant)."""
+    cache: bool = True
+    cache_dir: Optional[str] = None
+    """Score cache folder; None = $TOOLSENSE_CACHE/audit_scores or ~/.cache/toolsense/audit_scores."""
+
+    def __post_init__(self) -> None:
+        SCORERS.get(self.kind)
+        if self.kind == "openai" and not (self.base_url and self.model):
+            raise ValueError("scorer.kind=openai needs scorer.base_url and scorer.model")
+        if self.kind == "precomputed" and not self.path:
+            raise ValueError("scorer.kind=precomputed needs scorer.path")
+        if self.batch_size < 1 or self.max_new_tokens < 1:
+            raise ValueError("scorer.batch_size and scorer.max_new_tokens must be >= 1")
+
+
+class Scorer(Protocol):
+    identity: dict
+    """What determines the answers besides the prompt (model/adapter hashes, endpoint+model)."""
+    decoding: dict
+    """Decoding parameters; part of the cache key."""
+
+    def answer(self, items: list[ScoreItem]) -> list[str | float | None]:
+        """Per item: raw answer text for the parser, a ready score, or None (no answer)."""
+
+
+def messages_sha256(messages: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def cache_key(scorer: Scorer, messages: list[dict]) -> str:
+    blob = json.dumps({"scorer": scorer.identity, "decoding": scorer.decoding, "messages": messages_sha256(messages)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def default_cache_dir(cfg: ScorerConfig) -> Path:
+    if cfg.cache_dir:
+        return Path(cfg.cache_dir)
+    root = os.environ.get("TOOLSENSE_CACHE") or Path.home() / ".cache" / "toolsense"
+    return Path(root) / "audit_scores"
+
+
+class ScoreCache:
+    """``scores.jsonl`` rows {key, answer}; the answer is stored raw so a new parser reuses it."""
+
+    def __init__(self, folder: str | Path | None):
+        self.store = JsonlStore(Path(folder) / "scores.jsonl", lambda r: r["key"]) if folder else None
+
+    def get(self, key: str):
+        row = self.store.get(key) if self.store else None
+        return row if row is None else row["answer"]
+
+    def put(self, key: str, answer) -> None:
+        if self.store:
+            self.store.add({"key": key, "answer": answer})
+
+
+def sha256_files(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(p.name.encode())
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 22), b""):
+                h.update(chunk)
+    return h.hexdigest()[:16]
