@@ -69,6 +69,8 @@ class Retriever:
         return beam_search(self.model, pre, self.tt, self.dec.beam_width, steps, constrained=False)
 
     def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]:
+        if not queries:
+            return
         prompts = [self.prompt(q) for q in queries]
         ids = encode(self.tok, prompts)
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id

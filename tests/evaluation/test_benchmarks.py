@@ -1,0 +1,84 @@
+import json
+
+import pytest
+
+from toolsense.catalog import DataError
+from toolsense.evaluation.benchmarks import BENCHMARKS, BenchmarkConfig, load_benchmark
+
+
+def test_registry_names_and_unknown_loader():
+    assert {"toolbench", "rrb", "query_jsonl", "demo", "mcq", "qa"} <= set(BENCHMARKS.names())
+    with pytest.raises(KeyError, match="unknown benchmark loader 'nope'"):
+        load_benchmark(BenchmarkConfig(loader="nope"))
+
+
+def test_released_rrb_sample(shared_data):
+    b = load_benchmark(BenchmarkConfig(loader="rrb", path=str(shared_data / "samples" / "rrb_sample.jsonl")))
+    assert b.kind == "retrieval" and len(b.items) == 24 and len(b.sha256) == 64
+    tiers = [b.tier_of(q) for q in b.items]
+    assert {t: tiers.count(t) for t in set(tiers)} == {"easy": 8, "medium": 8, "hard": 8}
+    first = b.items[0]
+    assert first.tools == ("JobSearch&&api/v2/Jobs/Latest",) and len(first.meta["pool"]) == 14
+    assert all(len(q.tools) == 1 for q in b.items if q.meta["tier"] == "easy")
+    assert all(len(q.tools) >= 2 for q in b.items if q.meta["tier"] != "easy")  # 'tool' given as a list
+
+
+def test_released_probe_samples(shared_data):
+    mcq = load_benchmark(BenchmarkConfig(loader="mcq", path=str(shared_data / "samples" / "mcq_sample.jsonl")))
+    assert mcq.kind == "mcq" and len(mcq.items) == 20
+    it = mcq.items[0]
+    assert it.options[0] == "Crops images to specified size" and len(it.options) == 4 and it.answer == 0
+    assert it.tool == "Image cropping&&Image cropping"
+    qa = load_benchmark(BenchmarkConfig(loader="qa", path=str(shared_data / "samples" / "qa_sample.jsonl")))
+    assert len(qa.items) == 20 and qa.items[0].options == ("Yes", "No") and qa.items[0].answer == 0
+    assert qa.items[2].answer == 1  # "answer": "No"
+
+
+def test_toolbench_queries_with_group_tier(shared_data):
+    b = load_benchmark(BenchmarkConfig(loader="toolbench", path=str(shared_data / "toolbench_queries" / "G1_instruction.json")))
+    assert len(b.items) == 163 and {b.tier_of(q) for q in b.items} == {"G1"}
+    assert all("&&" in t for q in b.items for t in q.tools)
+
+
+def test_demo_benchmarks_and_limit():
+    std = load_benchmark(BenchmarkConfig(loader="demo", style="verbose", split="test", label="standard"))
+    real = load_benchmark(BenchmarkConfig(loader="demo", style="short", split="test", limit=5))
+    assert std.name == "standard" and len(std.items) == 58 and all(q.style == "verbose" for q in std.items)
+    assert len(real.items) == 5 and all(q.style == "short" for q in real.items)
+    assert len(load_benchmark(BenchmarkConfig(loader="mcq")).items) == 126
+
+
+def _write(tmp_path, name, rows):
+    p = tmp_path / name
+    p.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    return str(p)
+
+
+GOOD_RRB = {"sample_id": "s1", "query": "q", "tool": {"tool_name": "A&&b"}, "analyzed_tools": [{"tool_name": "A&&b"}], "complexity": "easy"}
+
+
+@pytest.mark.parametrize("loader,bad,message", [
+    ("rrb", "{not json", r"rrb.jsonl:2: malformed JSON"),
+    ("rrb", {"sample_id": "s2", "query": "q"}, r"rrb.jsonl:2: field 'tool' must be a non-empty list of tools"),
+    ("rrb", {"sample_id": "s2", "query": "", "tool": {"tool_name": "A&&b"}}, r"rrb.jsonl:2: field 'query' is missing or empty"),
+    ("rrb", {"query": "q", "tool": {"tool_name": "nosep"}}, r"rrb.jsonl:2: field 'tool\[0\]' \('nosep'\) must look like 'Service&&API'"),
+    ("mcq", {"id": "m", "question": "?", "correct_answer": "a", "wrong_answers": ["b", "c"], "tool": {"tool_name": "A&&b"}},
+     r"mcq.jsonl:2: field 'wrong_answers' must be a list of 3 non-empty strings"),
+    ("mcq", {"id": "m", "question": "?", "correct_answer": "a", "wrong_answers": ["a", "c", "d"], "tool": {"tool_name": "A&&b"}},
+     r"mcq.jsonl:2: field 'wrong_answers' repeats an option"),
+    ("qa", {"id": "q", "question": "?", "answer": "Maybe", "tool": {"tool_name": "A&&b"}}, r"qa.jsonl:2: field 'answer' must be 'Yes' or 'No'"),
+    ("qa", {"id": "q", "question": "?", "answer": "Yes", "tool": "A&&b"}, r"qa.jsonl:2: field 'tool' must be a tool object"),
+])
+def test_malformed_line_names_file_line_and_field(tmp_path, loader, bad, message):
+    good = {"rrb": GOOD_RRB,
+            "mcq": {"id": "m0", "question": "?", "correct_answer": "a", "wrong_answers": ["b", "c", "d"], "tool": {"tool_name": "A&&b"}},
+            "qa": {"id": "q0", "question": "?", "answer": "No", "tool": {"tool_name": "A&&b"}}}[loader]
+    path = _write(tmp_path, f"{loader}.jsonl", [good, bad])
+    with pytest.raises(DataError, match=message):
+        load_benchmark(BenchmarkConfig(loader=loader, path=path))
+
+
+def test_empty_after_filtering_is_an_error(tmp_path):
+    path = _write(tmp_path, "q.jsonl", [{"query": "x", "tools": ["A&&b"], "split": "train"}])
+    with pytest.raises(DataError, match="has no items after filtering"):
+        load_benchmark(BenchmarkConfig(loader="query_jsonl", path=path, split="test"))
