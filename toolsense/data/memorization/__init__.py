@@ -1,0 +1,37 @@
+"""Stage-1 memorization formats (a registry; one module each) and the builder that mixes them."""
+
+from __future__ import annotations
+
+import random
+
+from toolsense.catalog import Catalog
+from toolsense.data.examples import Example
+from toolsense.data.memorization import desc2tok, hier_next, hier_node, mcts, tok2desc  # noqa: F401  (register)
+from toolsense.data.memorization.base import MEMORIZATION_FORMATS, MemorizationFormat
+from toolsense.data.memorization.config import MemorizationConfig
+from toolsense.index import ToolIndex
+
+
+def check_formats(formats: list[str], scheme: str) -> None:
+    """Unknown formats, or hierarchical ones with a flat index, fail naming the field."""
+    for name in formats:
+        if name not in MEMORIZATION_FORMATS:
+            raise ValueError(f"memorization.formats: unknown format {name!r}; choose from {MEMORIZATION_FORMATS.names()}")
+        if MEMORIZATION_FORMATS.get(name).hierarchical and scheme != "hierarchical":
+            raise ValueError(
+                f"memorization.formats: {name!r} needs a hierarchical index, but index.builder gives a {scheme} index; "
+                "use index=structural or index=clustered, or drop the format"
+            )
+
+
+def build_memorization_examples(catalog: Catalog, index: ToolIndex, cfg: MemorizationConfig) -> list[Example]:
+    """Every configured format's examples, concatenated and shuffled with ``cfg.seed``."""
+    check_formats(cfg.formats, index.scheme)
+    out: list[Example] = []
+    for name in cfg.formats:
+        out.extend(MEMORIZATION_FORMATS.get(name).build(catalog, index, cfg))
+    random.Random(cfg.seed).shuffle(out)
+    return out
+
+
+__all__ = ["MEMORIZATION_FORMATS", "MemorizationConfig", "MemorizationFormat", "build_memorization_examples", "check_formats"]

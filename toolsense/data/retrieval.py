@@ -1,0 +1,48 @@
+"""Stage-2 retrieval SFT examples: the query posed with the shared retrieval prompt → the gold
+tool's token(s). Built with :func:`retrieval_messages`, the same prompt evaluation uses."""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from toolsense.catalog import Query
+from toolsense.data.examples import Example
+from toolsense.data.prompts import PromptConfig, retrieval_messages
+from toolsense.index import ToolIndex
+
+log = logging.getLogger(__name__)
+
+
+def retrieval_examples(
+    queries: list[Query],
+    index: ToolIndex,
+    prompts: PromptConfig,
+    multi_tool: Literal["split", "joint"] = "split",
+    on_unknown_tool: Literal["error", "skip"] = "error",
+) -> list[Example]:
+    """``split``: a query with several gold tools gives one example per tool; ``joint``: one
+    example whose completion lists all their tokens. Gold tools absent from the index raise
+    (naming the query) or, with ``on_unknown_tool="skip"``, are dropped and counted in the log."""
+    out: list[Example] = []
+    skipped = 0
+    for q in queries:
+        known = [t for t in q.tools if t in index.paths]
+        if len(known) < len(q.tools):
+            missing = [t for t in q.tools if t not in index.paths]
+            if on_unknown_tool == "error":
+                raise ValueError(
+                    f"stage2: query {q.query_id!r} names tools not in the catalog ({missing[:3]}); "
+                    "set stage2.on_unknown_tool=skip to drop them"
+                )
+            skipped += len(missing)
+        if not known:
+            continue
+        msgs = tuple(retrieval_messages(q.text, prompts))
+        if multi_tool == "joint":
+            out.append(Example(msgs, "".join("".join(index.paths[t]) for t in known), "retrieval", known[0], meta={"query_id": q.query_id}))
+        else:
+            out.extend(Example(msgs, "".join(index.paths[t]), "retrieval", t, meta={"query_id": q.query_id}) for t in known)
+    if skipped:
+        log.warning("stage2: dropped %d gold tools not in the catalog", skipped)
+    return out

@@ -1,0 +1,101 @@
+"""Stage-2 query sources: the demo queries, ToolBench / StableToolBench query files, ToolGen's
+retrieval JSON, our own JSONL ``{query, tools}``, and generated realistic queries (same JSONL)."""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal, Optional
+
+from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_toolbench_queries
+from toolsense.catalog.tool import canonical_name
+from toolsense.utils.io import DataError, load_json
+from toolsense.utils.registry import Registry
+
+QUERY_SOURCES: Registry[Callable[["QuerySource"], list[Query]]] = Registry("stage-2 query source")
+
+
+@dataclass
+class QuerySource:
+    kind: Literal["demo", "toolbench", "toolgen", "jsonl", "generated"] = "demo"
+    """demo: the demo catalog's queries; toolbench: ToolBench query JSON; toolgen: ToolGen
+    retrieval JSON (``conversations``); jsonl / generated: our ``{query, tools}`` JSONL."""
+    path: Optional[str] = None
+    """File or glob (not for demo)."""
+    split: Optional[str] = "train"
+    """demo / jsonl: keep only queries of this split; None keeps all."""
+    style: Optional[str] = None
+    """demo / jsonl: keep only this style (verbose | short); None keeps all."""
+
+
+def _paths(src: QuerySource) -> list[str]:
+    if not src.path:
+        raise ValueError(f"stage2.sources: a {src.kind!r} source needs a path")
+    found = sorted(glob.glob(src.path)) if any(c in src.path for c in "*?[") else [src.path]
+    if not found:
+        raise FileNotFoundError(f"stage2.sources: no file matches {src.path!r}")
+    return found
+
+
+@QUERY_SOURCES.register("demo")
+def _demo(src: QuerySource) -> list[Query]:
+    return load_demo_queries(split=src.split, style=src.style)
+
+
+@QUERY_SOURCES.register("toolbench")
+def _toolbench(src: QuerySource) -> list[Query]:
+    return [q for p in _paths(src) for q in load_toolbench_queries(p)]
+
+
+def _jsonl(src: QuerySource) -> list[Query]:
+    qs = [q for p in _paths(src) for q in load_query_jsonl(p, split=src.split)]
+    return [q for q in qs if src.style is None or q.style == src.style]
+
+
+QUERY_SOURCES.register("jsonl")(_jsonl)
+QUERY_SOURCES.register("generated")(_jsonl)
+
+
+def _turns(conv: Any, where: str) -> list[tuple[str, str]]:
+    if not isinstance(conv, list):
+        raise DataError(f"{where}: field 'conversations' must be a list of turns")
+    out = []
+    for j, turn in enumerate(conv):
+        role = turn.get("role", turn.get("from")) if isinstance(turn, dict) else None
+        text = turn.get("content", turn.get("value")) if isinstance(turn, dict) else None
+        if not isinstance(role, str) or not isinstance(text, str):
+            raise DataError(f"{where}: field 'conversations[{j}]' needs role/content (or from/value) strings")
+        out.append(({"human": "user", "gpt": "assistant"}.get(role, role), text))
+    return out
+
+
+def load_toolgen_retrieval(path: str | Path) -> list[Query]:
+    """ToolGen's retrieval data: a JSON list of ``{conversations: [..., user query, assistant
+    "<<Service&&API>>"]}``; the last user turn is the query, the assistant turn its gold token."""
+    data = load_json(path)
+    if not isinstance(data, list):
+        raise DataError(f"{path}: expected a JSON list of items with 'conversations'")
+    out = []
+    for i, item in enumerate(data, 1):
+        where = f"{path}: item {i}"
+        turns = _turns(item.get("conversations") if isinstance(item, dict) else None, where)
+        users = [t for r, t in turns if r == "user"]
+        answers = [t.strip() for r, t in turns if r == "assistant"]
+        if not users or not answers:
+            raise DataError(f"{where}: field 'conversations' needs a user turn and an assistant turn")
+        ans = answers[-1]
+        if not (ans.startswith("<<") and ans.endswith(">>") and "&&" in ans):
+            raise DataError(f"{where}: assistant answer {ans[:60]!r} is not a <<Service&&API>> token")
+        qid = str(item.get("id", item.get("query_id", i)))
+        out.append(Query(qid, users[-1].strip(), (canonical_name(ans[2:-2]),), "verbose", "train"))
+    return out
+
+
+@QUERY_SOURCES.register("toolgen")
+def _toolgen(src: QuerySource) -> list[Query]:
+    return [q for p in _paths(src) for q in load_toolgen_retrieval(p)]
+
+
+def load_queries(sources: list[QuerySource]) -> list[Query]:
+    return [q for src in sources for q in QUERY_SOURCES.get(src.kind)(src)]

@@ -1,0 +1,158 @@
+"""The training config tree (``conf/train.yaml``): typed dataclasses with help text, registered
+in Hydra's ConfigStore as the schema of every composed train config.
+
+Bad combinations fail in ``__post_init__`` with a message naming the field; :func:`to_train_config`
+turns a composed DictConfig into a :class:`TrainConfig` and runs every check, so ``train.py``
+rejects a bad command line before any model is loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from toolsense.catalog.config import CatalogConfig
+from toolsense.data.memorization import MemorizationConfig, check_formats
+from toolsense.data.prompts import PromptConfig
+from toolsense.data.sources import QuerySource
+from toolsense.index.config import IndexConfig
+from toolsense.models.config import ModelConfig
+
+
+@dataclass
+class StageSchedule:
+    """Optimisation settings of one stage."""
+
+    enabled: bool = True
+    """Run this stage (stage1.enabled=false with stage2.init_from runs Stage 2 only)."""
+    epochs: float = 1.0
+    max_steps: int = -1
+    """> 0 overrides epochs (a few steps for smoke tests)."""
+    learning_rate: float = 2e-5
+    lr_scheduler: str = "cosine"
+    warmup_ratio: float = 0.03
+
+
+@dataclass
+class Stage2Config(StageSchedule):
+    sources: list[QuerySource] = field(default_factory=lambda: [QuerySource()])
+    """Where Stage-2 queries come from (``conf/stage2/*.yaml``)."""
+    multi_tool: Literal["split", "joint"] = "split"
+    """A query with several gold tools: one example per tool, or one listing all of them."""
+    on_unknown_tool: Literal["error", "skip"] = "error"
+    max_queries: int = -1
+    """> 0 keeps only the first N queries (smoke tests)."""
+    init_from: Optional[str] = None
+    """Start Stage 2 from this model folder instead of this run's Stage-1 output."""
+
+
+@dataclass
+class TuningConfig:
+    method: Literal["lora", "full"] = "lora"
+    """lora: adapters on every linear projection + trainable virtual-token rows; full: all weights."""
+    r: int = 64
+    alpha: int = 128
+    dropout: float = 0.0
+    target_modules: str = "all-linear"
+    """PEFT target_modules; all-linear = every linear projection except the LM head."""
+
+    def __post_init__(self) -> None:
+        if self.method == "lora" and self.r < 1:
+            raise ValueError(f"tuning.r must be >= 1 for LoRA, got {self.r}")
+
+
+@dataclass
+class TrainerConfig:
+    effective_batch: int = 1024
+    """Examples per optimiser step over all processes (ToolGen: 1024); split as
+    per_device_batch x grad_accum x world_size."""
+    per_device_batch: int = 8
+    max_length: int = 1024
+    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    """auto: bf16 where the hardware has it, fp32 on CPU."""
+    batching: Literal["auto", "padding_free", "length_grouped", "padded"] = "auto"
+    """padding_free: a batch is one row of concatenated examples with per-example positions
+    (block-diagonal attention; efficient with varlen kernels, i.e. flash_attention_*);
+    length_grouped: batches of similar-length examples padded to their longest (efficient
+    with sdpa/eager, whose block-diagonal masks cost O(total length^2)); padded: random batches
+    padded to their longest (the baseline); auto: padding_free under flash attention, else
+    length_grouped."""
+    gradient_checkpointing: bool = False
+    deepspeed: Optional[dict[str, Any]] = None
+    """A DeepSpeed config (``trainer=ds_zero2|ds_zero3``); None trains without DeepSpeed."""
+    use_cpu: bool = False
+    save_steps: int = 200
+    """Checkpoint every N optimiser steps (a rerun resumes from the last one)."""
+    save_total_limit: int = 2
+    logging_steps: int = 10
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    seed: int = 42
+    dataloader_num_workers: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("effective_batch", "per_device_batch", "max_length", "save_steps", "logging_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"trainer.{name} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass
+class LoggerConfig:
+    kind: Literal["none", "wandb"] = "none"
+    project: str = "toolsense"
+    entity: Optional[str] = None
+    mode: str = "${oc.env:WANDB_MODE,offline}"
+    """offline (default) | online | disabled; the WANDB_MODE environment variable overrides."""
+    group: Optional[str] = None
+    """Runs are grouped by this; None = the experiment name."""
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TrainConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    catalog: CatalogConfig = field(default_factory=CatalogConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    prompts: PromptConfig = field(default_factory=PromptConfig)
+    """The retrieval prompt of Stage 2, saved with the run so evaluation poses queries the same
+    way (TG sets prompts.use_system_prompt=false, as ToolGen)."""
+    memorization: MemorizationConfig = field(default_factory=MemorizationConfig)
+    stage1: StageSchedule = field(default_factory=StageSchedule)
+    stage2: Stage2Config = field(default_factory=Stage2Config)
+    tuning: TuningConfig = field(default_factory=TuningConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    experiment: str = "tg"
+    """Experiment name (tg, tg_h, tg_3fm, tg_5fm, ...): W&B group and run-name prefix."""
+    output_dir: Optional[str] = None
+    """The run directory; None = Hydra's output dir."""
+
+    def __post_init__(self) -> None:
+        check_formats(self.memorization.formats, self.index.scheme)
+        if not self.stage1.enabled and not self.stage2.enabled:
+            raise ValueError("stage1.enabled and stage2.enabled are both false: nothing to train")
+        if self.tuning.method == "lora" and self.trainer.deepspeed and self.trainer.deepspeed.get("zero_optimization", {}).get("stage") == 3:
+            raise ValueError(
+                "tuning.method=lora with trainer=ds_zero3: the trainable virtual-token rows are masked gradient "
+                "rows of a partitioned embedding, which ZeRO-3 does not support; use trainer=ds_zero2 or tuning=full"
+            )
+
+
+def register_configs() -> None:
+    """Register the schema under the name ``train_schema`` (train.yaml's first default)."""
+    from hydra.core.config_store import ConfigStore
+
+    from toolsense.training.schema import omegaconf_schema
+
+    ConfigStore.instance().store(name="train_schema", node=omegaconf_schema(TrainConfig))
+
+
+def to_train_config(cfg: Any) -> TrainConfig:
+    """A composed DictConfig (or plain dict) → a checked :class:`TrainConfig`."""
+    from omegaconf import DictConfig, OmegaConf
+
+    from toolsense.training.schema import from_dict
+
+    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
+    data = {k: v for k, v in data.items() if k != "hydra"}
+    return from_dict(TrainConfig, data)

@@ -1,0 +1,121 @@
+"""``run(cfg)``: Stage 1 → Stage 2 into one run directory.
+
+The run directory (the contract evaluation reads)::
+
+    config.yaml     resolved config (model, catalog, index, prompts, ... sections)
+    index.json      ToolIndex.save(...)
+    stage1/         HF model folder (LoRA merged) + tokenizer with the virtual tokens
+    stage2/         same, after retrieval SFT
+    metrics.jsonl   training metrics, one JSON per line
+    checkpoints/    Trainer checkpoints per stage (a rerun resumes from the last one)
+
+Rerunning the same command with the same ``output_dir`` skips finished stages and resumes an
+interrupted one; a run directory holding a different config is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Optional
+
+from omegaconf import DictConfig, OmegaConf
+
+from toolsense.catalog import Catalog, load_demo_catalog
+from toolsense.catalog.config import load_from_config
+from toolsense.data.memorization import build_memorization_examples
+from toolsense.data.retrieval import retrieval_examples
+from toolsense.data.sources import load_queries
+from toolsense.index import ToolIndex
+from toolsense.index.config import index_from_config
+from toolsense.tracking import make_tracker
+from toolsense.training.config import TrainConfig, to_train_config
+from toolsense.training.stage import StageRunner, stage_done
+
+log = logging.getLogger(__name__)
+
+
+def _is_main() -> bool:
+    import os
+
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def write_config(cfg: DictConfig | dict, run_dir: Path) -> dict:
+    """Save the resolved config as ``config.yaml``; refuse a run dir that holds another config."""
+    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    data.pop("hydra", None)
+    path = run_dir / "config.yaml"
+    if path.exists():
+        old = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+        strip = lambda d: {k: v for k, v in d.items() if k != "output_dir"}  # noqa: E731
+        if strip(old) != strip(data):
+            diff = sorted(k for k in set(old) | set(data) if k != "output_dir" and old.get(k) != data.get(k))
+            raise ValueError(f"{path} holds a different config (sections {diff} differ); use a new output_dir")
+    elif _is_main():
+        run_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(OmegaConf.create(data), path)
+    return data
+
+
+def load_or_build_index(cfg: TrainConfig, catalog: Catalog, run_dir: Path) -> ToolIndex:
+    path = run_dir / "index.json"
+    if path.exists():
+        return ToolIndex.load(path, catalog)
+    index = index_from_config(cfg.index, catalog)
+    if _is_main():
+        index.save(path)
+    return index
+
+
+def _tags(cfg: TrainConfig, stage: str) -> list[str]:
+    return [f"stage:{stage}", f"tuning:{cfg.tuning.method}", f"index:{cfg.index.builder}", f"model:{cfg.model.name_or_path}"] + [
+        f"format:{f}" for f in cfg.memorization.formats
+    ]
+
+
+def stage2_examples(cfg: TrainConfig, index: ToolIndex) -> list:
+    queries = load_queries(cfg.stage2.sources)
+    if cfg.stage2.max_queries > 0:
+        queries = queries[: cfg.stage2.max_queries]
+    return retrieval_examples(queries, index, cfg.prompts, cfg.stage2.multi_tool, cfg.stage2.on_unknown_tool)
+
+
+def _run_stage(name: str, cfg: TrainConfig, raw: dict, index: ToolIndex, examples, run_dir: Path, init: Optional[str]) -> dict:
+    tracker = make_tracker(
+        cfg.logger, run_dir=run_dir, name=f"{cfg.experiment}-{cfg.tuning.method}-{name}", group=cfg.experiment,
+        tags=_tags(cfg, name), config=raw, extra={"stage": name},
+    )
+    try:
+        schedule = cfg.stage1 if name == "stage1" else cfg.stage2
+        return StageRunner(name, cfg, schedule, index, examples, run_dir, init, tracker).run()
+    finally:
+        tracker.finish()
+
+
+def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = None) -> dict[str, Any]:
+    """Train the configured stages into ``output_dir`` (default ``cfg.output_dir``); returns a
+    summary ``{stage: {train_loss, global_step, ...}}`` (also appended to metrics.jsonl)."""
+    typed = cfg if isinstance(cfg, TrainConfig) else to_train_config(cfg)
+    run_dir = Path(output_dir or typed.output_dir or "outputs/train")
+    raw = write_config(cfg if not isinstance(cfg, TrainConfig) else OmegaConf.structured(cfg), run_dir)
+    catalog = load_from_config(typed.catalog) if typed.catalog.path else load_demo_catalog()
+    index = load_or_build_index(typed, catalog, run_dir)
+    summary: dict[str, Any] = {}
+    if typed.stage1.enabled:
+        if stage_done(run_dir / "stage1"):
+            log.info("stage1: %s exists, skipping", run_dir / "stage1")
+        else:
+            examples = build_memorization_examples(catalog, index, typed.memorization)
+            summary["stage1"] = _run_stage("stage1", typed, raw, index, examples, run_dir, None)
+    if typed.stage2.enabled:
+        init = typed.stage2.init_from or (str(run_dir / "stage1") if typed.stage1.enabled else None)
+        if stage_done(run_dir / "stage2"):
+            log.info("stage2: %s exists, skipping", run_dir / "stage2")
+        else:
+            summary["stage2"] = _run_stage("stage2", typed, raw, index, stage2_examples(typed, index), run_dir, init)
+    if _is_main() and summary:
+        with open(run_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps({"summary": summary}) + "\n")
+    return summary

@@ -1,0 +1,127 @@
+"""One training stage as a small runner: ``setup / train / save / cleanup``.
+
+A stage loads its starting model (the base model, or the previous stage's merged folder), adds
+the index's virtual tokens, makes the configured parameters trainable, trains with SFTTrainer
+(resuming from its last checkpoint when one exists) and saves a plain HF folder — LoRA merged,
+tokenizer with the virtual tokens — by writing ``<name>.tmp`` and renaming it, so a stage
+folder that exists is complete.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from toolsense.data.examples import Example, to_dataset
+from toolsense.index import ToolIndex, add_index_tokens
+from toolsense.models import load_model_and_tokenizer
+from toolsense.training.config import StageSchedule, TrainConfig
+from toolsense.training.trainer import (
+    ToolsenseSFTTrainer, TrackerCallback, VirtualRowsCallback, restore_virtual_rows, sft_config,
+)
+from toolsense.training.tuning import Trainable, prepare_trainable
+
+log = logging.getLogger(__name__)
+
+
+def stage_done(path: Path) -> bool:
+    return (path / "config.json").exists()
+
+
+def last_checkpoint(folder: Path) -> Optional[str]:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
+
+
+@dataclass
+class StageRunner:
+    name: str
+    """stage1 | stage2: the folder under the run directory and the metric namespace."""
+    cfg: TrainConfig
+    schedule: StageSchedule
+    index: ToolIndex
+    examples: list[Example]
+    run_dir: Path
+    init_path: Optional[str] = None
+    """Model folder to start from; None = the configured base model."""
+    tracker: Any = None
+    trainable: Optional[Trainable] = field(default=None, init=False)
+    trainer: Any = field(default=None, init=False)
+    tokenizer: Any = field(default=None, init=False)
+    result: dict = field(default_factory=dict, init=False)
+
+    @property
+    def out_dir(self) -> Path:
+        return self.run_dir / self.name
+
+    @property
+    def ckpt_dir(self) -> Path:
+        return self.run_dir / "checkpoints" / self.name
+
+    def setup(self) -> None:
+        model, tok = load_model_and_tokenizer(self.cfg.model, path=self.init_path)
+        ids = add_index_tokens(self.index, model, tok)
+        dataset = to_dataset(self.examples, tok, self.cfg.trainer.max_length)
+        self.trainable = prepare_trainable(model, self.cfg.tuning, ids)
+        self.tokenizer = tok
+        run_name = f"{self.cfg.experiment}-{self.cfg.tuning.method}-{self.name}"
+        callbacks = [TrackerCallback(self.tracker, self.name)] if self.tracker is not None else []
+        if self.trainable.method == "lora":
+            callbacks.append(VirtualRowsCallback(self.trainable))
+        self.trainer = ToolsenseSFTTrainer(
+            model=self.trainable.model,
+            args=sft_config(self.cfg.trainer, self.schedule, self.ckpt_dir, run_name, model.config._attn_implementation),
+            train_dataset=dataset,
+            processing_class=tok,
+            callbacks=callbacks,
+        )
+        log.info("%s: %d examples (%s)", self.name, len(dataset), ", ".join(sorted(set(dataset["kind"]))))
+
+    def train(self) -> dict:
+        ckpt = last_checkpoint(self.ckpt_dir)
+        if ckpt is not None:
+            log.info("%s: resuming from %s", self.name, ckpt)
+            if self.trainable.method == "lora" and not restore_virtual_rows(self.trainable, ckpt):
+                raise RuntimeError(f"{ckpt} has no virtual-token rows; delete it to restart {self.name}")
+        out = self.trainer.train(resume_from_checkpoint=ckpt)
+        history = [h["loss"] for h in self.trainer.state.log_history if "loss" in h]
+        self.result = {
+            "train_loss": out.training_loss, "global_step": out.global_step, "resumed_from": ckpt,
+            "first_logged_loss": history[0] if history else None, "last_logged_loss": history[-1] if history else None,
+        }
+        return self.result
+
+    def save(self) -> Path:
+        tmp = self.out_dir.with_name(self.name + ".tmp")
+        acc = self.trainer.accelerator
+        if self.trainable.method == "lora":
+            model = self.trainable.merged()
+            if acc.is_main_process:
+                shutil.rmtree(tmp, ignore_errors=True)
+                model.save_pretrained(tmp)
+        else:
+            self.trainer.save_model(str(tmp))  # gathers ZeRO-3 shards
+        if acc.is_main_process:
+            self.tokenizer.save_pretrained(tmp)
+            tmp.rename(self.out_dir)
+        acc.wait_for_everyone()
+        return self.out_dir
+
+    def cleanup(self) -> None:
+        self.trainer = self.trainable = None
+        gc.collect()
+
+    def run(self) -> dict:
+        """setup → train → save → cleanup; returns the training summary."""
+        self.setup()
+        try:
+            self.train()
+            self.save()
+        finally:
+            self.cleanup()
+        return self.result

@@ -1,0 +1,138 @@
+"""TRL SFTTrainer glue: batch arithmetic, precision, the SFTConfig of a stage, and callbacks
+that log metrics and keep the virtual-token rows in every checkpoint."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import TrainerCallback
+from trl import SFTConfig, SFTTrainer
+
+from toolsense.training.config import StageSchedule, TrainerConfig
+from toolsense.training.tuning import Trainable, no_decay_parameter_names
+
+ROWS_FILE = "virtual_rows.pt"
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    per_device: int
+    grad_accum: int
+    world_size: int
+
+    @property
+    def effective(self) -> int:
+        return self.per_device * self.grad_accum * self.world_size
+
+
+def plan_batch(cfg: TrainerConfig, world_size: int) -> BatchPlan:
+    """Split ``trainer.effective_batch`` into per-device batch x accumulation x world size;
+    it must divide exactly, so the effective batch is what the config says."""
+    per = min(cfg.per_device_batch, cfg.effective_batch // world_size) or 1
+    if cfg.effective_batch % (per * world_size):
+        raise ValueError(
+            f"trainer.effective_batch={cfg.effective_batch} is not a multiple of trainer.per_device_batch={per} "
+            f"x world_size={world_size}"
+        )
+    return BatchPlan(per, cfg.effective_batch // (per * world_size), world_size)
+
+
+def use_bf16(cfg: TrainerConfig) -> bool:
+    if cfg.precision == "bf16":
+        return True
+    if cfg.precision == "fp32" or cfg.use_cpu:
+        return False
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
+def resolve_batching(cfg: TrainerConfig, attn_implementation: str | None) -> str:
+    if cfg.batching != "auto":
+        return cfg.batching
+    return "padding_free" if (attn_implementation or "").startswith("flash_attention") else "length_grouped"
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def sft_config(cfg: TrainerConfig, schedule: StageSchedule, output_dir: Path, run_name: str, attn_implementation: str | None = None) -> SFTConfig:
+    plan = plan_batch(cfg, world_size())
+    batching = resolve_batching(cfg, attn_implementation)
+    return SFTConfig(
+        output_dir=str(output_dir),
+        run_name=run_name,
+        per_device_train_batch_size=plan.per_device,
+        gradient_accumulation_steps=plan.grad_accum,
+        num_train_epochs=schedule.epochs,
+        max_steps=schedule.max_steps,
+        learning_rate=schedule.learning_rate,
+        lr_scheduler_type=schedule.lr_scheduler,
+        warmup_steps=schedule.warmup_ratio,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=cfg.max_grad_norm,
+        logging_steps=cfg.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps",
+        save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit,
+        report_to=[],
+        bf16=use_bf16(cfg),
+        use_cpu=cfg.use_cpu,
+        ddp_backend="gloo" if (cfg.use_cpu or not torch.cuda.is_available()) and world_size() > 1 else None,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        # Examples arrive tokenized and already cut to trainer.max_length (toolsense.data.examples).
+        max_length=None,
+        padding_free=batching == "padding_free",
+        train_sampling_strategy="group_by_length" if batching == "length_grouped" else "random",
+        completion_only_loss=True,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        deepspeed=cfg.deepspeed,
+        dataloader_num_workers=cfg.dataloader_num_workers,
+        disable_tqdm=False,
+    )
+
+
+class ToolsenseSFTTrainer(SFTTrainer):
+    """SFTTrainer whose embedding / LM-head matrices get no weight decay (see tuning.py)."""
+
+    def get_decay_parameter_names(self, model) -> list[str]:
+        skip = no_decay_parameter_names(model)
+        return [n for n in super().get_decay_parameter_names(model) if n not in skip]
+
+
+class TrackerCallback(TrainerCallback):
+    """Forwards the Trainer's logs as ``train/<stage>/<key>`` to the tracker (main process only)."""
+
+    def __init__(self, tracker, stage: str):
+        self.tracker, self.stage = tracker, stage
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs:
+            metrics = {f"train/{self.stage}/{k}": v for k, v in logs.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+            self.tracker.log(metrics, state.global_step)
+
+
+class VirtualRowsCallback(TrainerCallback):
+    """Writes the virtual-token rows into each checkpoint: under LoRA they are part of the frozen
+    base model, which a PEFT checkpoint does not otherwise guarantee to hold."""
+
+    def __init__(self, trainable: Trainable):
+        self.trainable = trainable
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            torch.save(self.trainable.virtual_rows(), ckpt / ROWS_FILE)
+
+
+def restore_virtual_rows(trainable: Trainable, checkpoint: str | Path) -> bool:
+    path = Path(checkpoint) / ROWS_FILE
+    if not path.exists():
+        return False
+    trainable.load_virtual_rows(torch.load(path, map_location="cpu"))
+    return True

@@ -1,0 +1,24 @@
+"""Train a Stage-1 (memorization) and Stage-2 (retrieval) model into one run directory.
+
+    python train.py experiment=tg_3fm tuning=lora
+    python train.py experiment=tg model=tiny_random stage1.max_steps=2 stage2.max_steps=2 output_dir=outputs/smoke
+"""
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from toolsense.training import register_configs, run
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    summary = run(cfg, output_dir=cfg.output_dir or HydraConfig.get().runtime.output_dir)
+    last = summary.get("stage2") or summary.get("stage1") or {}
+    return last.get("train_loss")
+
+
+if __name__ == "__main__":
+    main()
