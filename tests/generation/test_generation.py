@@ -1,0 +1,165 @@
+"""Generation pipeline on the demo catalog with scripted LLMs (deterministic stand-ins that read
+the prompt like a model would) — checks planning, code checks, judging, formats and resume."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from toolsense.catalog import load_query_jsonl
+from toolsense.generation.checks import check_mcq, check_qa, check_query, leaked_names
+from toolsense.generation.config import GenerateConfig
+from toolsense.generation.llm import CachedLLM, parse_json_reply
+from toolsense.generation.pools import Neighbourhoods
+from toolsense.generation.rrb import judge_accepts, plan_rrb
+from toolsense.generation.runner import run
+
+
+class ScriptedLLM:
+    """Writes from the tool descriptions in the prompt; judges by word overlap."""
+
+    name = "scripted"
+
+    def __init__(self, leak_every: int = 0):
+        self.calls = 0
+        self.leak_every = leak_every
+
+    def __call__(self, messages, *, temperature=0.0, max_new_tokens=256, seed=0):
+        self.calls += 1
+        text = messages[-1]["content"]
+        cards = re.findall(r"^(?:- |\d+\. )(.+?) / (.+?): (.+)$", text, flags=re.M)
+        if text.startswith("Request:"):  # RRB judge
+            query = set(re.findall(r"[a-z]{4,}", text.split("\n")[0].lower()))
+            scores = [len(query & set(re.findall(r"[a-z]{4,}", d.lower()))) for _, _, d in cards]
+            best = max(scores)
+            return json.dumps({"tools": [i + 1 for i, s in enumerate(scores) if s == best and s > 0]})
+        if "Which option is correct" in text:
+            return json.dumps({"answer": "ABCD"[[l.startswith(("A.", "B.", "C.", "D.")) and "CORRECT" in l for l in text.splitlines() if l[:2] in ("A.", "B.", "C.", "D.")].index(True)]})
+        if "Reply as JSON: {\"answer\": \"Yes\"|\"No\"}" in text:
+            return json.dumps({"answer": "Yes" if "YES-FACT" in text else "No"})
+        if "multiple-choice" in text:
+            return json.dumps({"question": "What does this tool do?", "correct_answer": "CORRECT: " + cards[0][2][:40],
+                               "wrong_answers": [c[2][:40] for c in cards[1:4]]})
+        if "yes/no question" in text:
+            target = "Yes" if "answer is Yes" in text else "No"
+            return json.dumps({"question": f"Does this tool {'YES-FACT ' if target == 'Yes' else ''}work?", "answer": target})
+        service, api, desc = cards[0]
+        if self.leak_every and self.calls % self.leak_every == 0:
+            return json.dumps({"query": f"please use {service} to do this for me"})
+        return "Sure! " + json.dumps({"query": "I want to " + " ".join(" ".join(d for _, _, d in cards).split()[:20])})
+
+
+@pytest.fixture(scope="module")
+def nb(demo_catalog):
+    rng = np.random.default_rng(0)
+    from toolsense.models.encoders import load_encoder
+
+    texts = [f"{t.api_title}: {t.api_description}" for t in demo_catalog]
+    return Neighbourhoods(demo_catalog, embeddings=load_encoder(None).encode(texts, normalize_embeddings=True))
+
+
+def test_plan_rrb_tiers_pools_and_determinism(demo_catalog, nb):
+    tasks = plan_rrb(demo_catalog, nb, {"easy": 5, "medium": 5, "hard": 5}, pool_size=14, seed=1)
+    again = plan_rrb(demo_catalog, nb, {"easy": 5, "medium": 5, "hard": 5}, pool_size=14, seed=1)
+    assert [(t.gold, t.pool) for t in tasks] == [(t.gold, t.pool) for t in again]
+    by = {tier: [t for t in tasks if t.tier == tier] for tier in ("easy", "medium", "hard")}
+    assert all(len(v) == 5 for v in by.values())
+    assert all(len(t.gold) == 1 for t in by["easy"])
+    assert all(2 <= len(t.gold) <= 3 for t in by["medium"])
+    assert all(4 <= len(t.gold) <= 8 for t in by["hard"])
+    for t in tasks:
+        assert len(t.pool) == 14 and set(t.gold) <= set(t.pool) and len(set(t.pool)) == 14
+    # medium golds are equivalent tools from *other* services
+    for t in by["medium"]:
+        services = [demo_catalog[g].service for g in t.gold]
+        assert len(set(services)) == len(services)
+    # the pool's negatives are harder than random tools
+    t = by["easy"][0]
+    negs = [p for p in t.pool if p not in t.gold]
+    rand = [demo_catalog[int(i)].name for i in np.random.default_rng(0).choice(len(demo_catalog), 13, replace=False)]
+    assert np.mean([nb.similarity(t.gold[0], n) for n in negs]) > np.mean([nb.similarity(t.gold[0], n) for n in rand if n != t.gold[0]])
+
+
+def test_code_checks(demo_catalog):
+    tool = demo_catalog[0]
+    assert leaked_names(f"use {tool.tool_title} now", [tool]) == [tool.tool_title]
+    assert check_query("hi", [tool], 25, set()) == "query too short (1 words)"
+    assert check_query("a " * 30, [tool], 25, set()).startswith("query too long")
+    assert check_query("call <<x&&y>> please now", [tool], 25, set()) == "query names the tool: ['virtual-token syntax']"
+    assert check_query("what is the weather", [tool], 25, {"what is the weather"}) == "duplicate query"
+    assert check_query("what is the weather", [tool], 25, set()) is None
+    assert check_mcq({"question": "q", "correct_answer": "a", "wrong_answers": ["a", "b", "c"]}, tool) == "answers are not distinct"
+    assert check_mcq(None, tool) == "reply is not a JSON object"
+    assert check_qa({"question": "Is it?", "answer": "No"}, tool, "Yes") == "answer No but Yes was asked for"
+    assert parse_json_reply('Sure: ```json\n{"query": "x {y}"}\n``` done') == {"query": "x {y}"}
+    assert judge_accepts({"a"}, ["a"], "easy", 0.5) and not judge_accepts({"b", "c"}, ["a"], "easy", 0.5)
+    assert not judge_accepts({"a"}, ["a", "b", "c", "d"], "hard", 0.5)
+
+
+def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
+    cfg = GenerateConfig(rrb_per_tier={"easy": 4, "medium": 3, "hard": 2}, n_probes=4, output_dir=str(tmp_path), max_attempts=2)
+    llm = ScriptedLLM(leak_every=5)
+    summary = run(cfg, writer=llm, judge=llm, catalog=demo_catalog, embeddings=nb.emb)
+    rrb = [json.loads(l) for l in (tmp_path / "rrb.jsonl").read_text().splitlines()]
+    rejected = [json.loads(l) for l in (tmp_path / "rejected.jsonl").read_text().splitlines()]
+    assert any(r["reason"].startswith("query names the tool") for r in rejected)  # code check caught leaks
+    n_acc = sum(v for k, v in summary.items() if k.startswith("gen/rrb/") and k.endswith("accepted"))
+    assert n_acc == len(rrb) >= 5
+    for row in rrb:
+        assert set(row) >= {"sample_id", "query", "tool", "analyzed_tools", "complexity"}
+        gold = [row["tool"]] if isinstance(row["tool"], dict) else row["tool"]
+        assert {g["tool_name"] for g in gold} <= {a["tool_name"] for a in row["analyzed_tools"]}
+        assert len(row["analyzed_tools"]) == 14
+    # the files load with the project's query loader (gold as tool dicts)
+    qs = load_query_jsonl(tmp_path / "rrb.jsonl")
+    assert all(n in demo_catalog for q in qs for n in q.tools)
+    mcq = [json.loads(l) for l in (tmp_path / "mcq.jsonl").read_text().splitlines()]
+    qa = [json.loads(l) for l in (tmp_path / "qa.jsonl").read_text().splitlines()]
+    assert len(mcq) == 4 and all(len(m["wrong_answers"]) == 3 for m in mcq)
+    assert [q["answer"] for q in qa] == ["Yes", "No", "Yes", "No"]
+    # resume: a second run makes no LLM call and appends nothing
+    calls = llm.calls
+    again = run(cfg, writer=llm, judge=llm, catalog=demo_catalog, embeddings=nb.emb)
+    assert llm.calls == calls
+    assert len((tmp_path / "rrb.jsonl").read_text().splitlines()) == len(rrb)
+    assert again["gen/rrb/skipped_done"] == 9 and again["gen/mcq/skipped_done"] == 4
+
+
+def test_cached_llm_replays_from_disk(tmp_path):
+    inner = ScriptedLLM()
+    msgs = [{"role": "user", "content": "Tools:\n- S / a: does things\n\nWrite ONE short request"}]
+    first = CachedLLM(inner, tmp_path / "c.jsonl")(msgs, seed=3)
+    again = CachedLLM(inner, tmp_path / "c.jsonl")
+    assert again(msgs, seed=3) == first and inner.calls == 1 and again.hits == 1
+
+
+def test_openai_backend_reads_key_only_from_environment(monkeypatch):
+    from toolsense.generation.llm import LLMConfig, build_llm
+
+    monkeypatch.delenv("MY_KEY_VAR", raising=False)
+    with pytest.raises(RuntimeError, match="llm.api_key_env='MY_KEY_VAR': set that environment variable"):
+        build_llm(LLMConfig(backend="openai", api_key_env="MY_KEY_VAR"))
+
+
+def test_bad_config_names_field():
+    with pytest.raises(ValueError, match=r"tasks: unknown \['rbb'\]"):
+        GenerateConfig(tasks=["rbb"])
+    with pytest.raises(ValueError, match=r"rrb_per_tier: unknown tiers \['extreme'\]"):
+        GenerateConfig(rrb_per_tier={"extreme": 3})
+
+
+@pytest.mark.slow
+def test_generate_cli_with_embedded_smollm2(tmp_path):
+    """The real CLI with the real (weak) embedded writer/judge: every planned item ends up
+    either accepted in its file or recorded in rejected.jsonl with a reason — nothing lost."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "gen"
+    subprocess.run([sys.executable, "generate.py", "rrb_per_tier={easy:1,medium:1,hard:1}", "n_probes=1",
+                    "max_attempts=1", f"hydra.run.dir={out}"], check=True, cwd=str(__import__("pathlib").Path(__file__).parents[2]))
+    summary = json.loads((out / "summary.json").read_text())
+    n_files = {f: len((out / f).read_text().splitlines()) if (out / f).exists() else 0 for f in ("rrb.jsonl", "mcq.jsonl", "qa.jsonl", "rejected.jsonl")}
+    assert n_files["rrb.jsonl"] + n_files["mcq.jsonl"] + n_files["qa.jsonl"] + n_files["rejected.jsonl"] == 5
+    assert sum(v for k, v in summary.items() if k.startswith("gen/")) == 5
