@@ -54,6 +54,9 @@ class _NoCache:
     def reorder_cache(self, idx):
         pass
 
+    def crop(self, length):
+        pass
+
 
 class _Out:
     def __init__(self, logits):

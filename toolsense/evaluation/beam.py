@@ -137,10 +137,30 @@ def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens
 
 
 @torch.no_grad()
+def _decode_siblings(model, tokens: torch.Tensor, pre: Prefill) -> torch.Tensor:
+    """Log-probs after each of ``tokens`` [Q, k] appended *alone* to its row's prompt, in one
+    forward of Q rows: the k candidates share the position after the prompt and a 4D mask lets
+    each see the prompt and itself only, so the prompt cache is never copied k times. The cache
+    is cropped back to the prompt afterwards. Returns [Q, k, V]."""
+    q, k = tokens.shape
+    plen = pre.attention_mask.shape[1]
+    dtype = next(model.parameters()).dtype
+    see = torch.cat([pre.attention_mask[:, None, :].expand(q, k, plen).bool(),
+                     torch.eye(k, dtype=torch.bool, device=tokens.device).expand(q, k, k)], -1)
+    mask = torch.zeros(q, 1, k, plen + k, dtype=dtype, device=tokens.device)
+    mask.masked_fill_(~see[:, None], torch.finfo(dtype).min)
+    pos = pre.attention_mask.sum(-1, keepdim=True).expand(q, k)
+    out = model(input_ids=tokens, attention_mask=mask, position_ids=pos, use_cache=True, **{_cache_kw(model): pre.cache})
+    pre.cache.crop(-k)  # negative: drop the k candidate positions (both old and new transformers)
+    return _log_softmax(out.logits)
+
+
+@torch.no_grad()
 def flat_constrained(model, pre: Prefill, tt: TrieTensors, width: int) -> Beams:
     """Constrained top-``width`` for a flat index (every tool id is one token): rank tool
     tokens by their prefill log-prob, keep the best ``width``, and add the EOS term from one
-    decode step of those candidates. Equal to :func:`beam_search` with ``constrained=True``."""
+    forward of those candidates side by side (:func:`_decode_siblings`). Equal to
+    :func:`beam_search` with ``constrained=True``."""
     nq = pre.logp.shape[0]
     cand = tt.root_tokens()
     after = tt.advance(torch.zeros_like(cand), cand)
@@ -149,16 +169,12 @@ def flat_constrained(model, pre: Prefill, tt: TrieTensors, width: int) -> Beams:
         raise ValueError("flat_constrained needs a flat index: every tool id must be one token followed by EOS")
     k = min(width, len(cand))
     vals, pick = pre.logp[:, cand].topk(k, dim=1)
-    tok = cand[pick].view(-1)
-    src = torch.arange(nq, device=tok.device).repeat_interleave(k)
-    cache = copy.deepcopy(pre.cache)
-    cache.reorder_cache(src)
-    mask = torch.cat([pre.attention_mask[src], pre.attention_mask.new_ones(len(src), 1)], 1)
-    eos = _decode(model, tok, cache, mask)[:, tt.eos_id].view(nq, k)
+    tok = cand[pick]  # [Q, k]
+    eos = _decode_siblings(model, tok, pre)[..., tt.eos_id]
     total = vals + eos
     order = total.argsort(dim=1, descending=True, stable=True)
     total = total.gather(1, order)
-    tok = tok.view(nq, k).gather(1, order)
+    tok = tok.gather(1, order)
     nodes = tt.advance(tt.advance(torch.zeros_like(tok), tok), torch.full_like(tok, tt.eos_id))
     seqs = torch.stack([tok, torch.full_like(tok, tt.eos_id)], -1)
     return _finish(tt, nq, k, total.reshape(-1), nodes.reshape(-1), seqs.reshape(nq * k, 2))

@@ -1,0 +1,146 @@
+"""Constrained decoding speed: our batched evaluator vs ToolGen's way vs the forward-only floor.
+
+    python benchmarks/constrained_decoding.py                       # flat tokens, SmolLM2, B=50
+    python benchmarks/constrained_decoding.py --index structural    # hierarchical tokens
+    python benchmarks/constrained_decoding.py --queries 8 --ref-queries 4 --tokens 5000   # quick CPU check
+
+Measured side by side in one run, on the same model, prompts and beam width:
+- floor: one batched prefill of the prompts (forward only, no decoding);
+- ours: toolsense's constrained search (flat: prefill + one decode step of the B candidates;
+  hierarchical: batched beam search with trie masks as tensors and a KV cache);
+- reference: one query at a time, HF ``generate(num_beams=B)`` with a LogitsProcessor that walks
+  a dict trie for every beam at every step (how the original ToolGen evaluation works).
+Prints ours/floor (target <= 1.5x for flat), reference/ours (target >= 10x for hierarchical),
+and whether the top-B tool lists are identical (target: all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+from toolsense.catalog import load_catalog, load_toolbench_queries  # noqa: E402
+from toolsense.data.prompts import PromptConfig  # noqa: E402
+from toolsense.evaluation.beam import prefill  # noqa: E402
+from toolsense.evaluation.config import DecodingConfig  # noqa: E402
+from toolsense.evaluation.retrieval import Retriever, encode, left_pad, length_batches  # noqa: E402
+from toolsense.index import add_index_tokens, build_index, build_trie  # noqa: E402
+from toolsense.models import ModelConfig, load_model_and_tokenizer  # noqa: E402
+
+DATA = os.environ.get("TOOLSENSE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+
+
+def dict_trie(index, tokenizer) -> dict:
+    """ToolGen-style nested dict trie: token id -> subtrie; the EOS leaf maps to the tool name."""
+    root: dict = {}
+    vocab = tokenizer.get_vocab()
+    for name, path in index.paths.items():
+        node = root
+        for tok in path:
+            node = node.setdefault(vocab[tok], {})
+        node[tokenizer.eos_token_id] = name
+    return root
+
+
+def reference_search(model, tokenizer, prompt_ids: list[int], trie: dict, beams: int, steps: int) -> list[str | None]:
+    """One query: HF beam search, a Python trie walk per beam per step in a LogitsProcessor."""
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    plen = len(prompt_ids)
+
+    class TrieProcessor(LogitsProcessor):
+        def __call__(self, input_ids, scores):
+            mask = torch.full_like(scores, float("-inf"))
+            for row, seq in enumerate(input_ids[:, plen:].tolist()):
+                node = trie
+                for t in seq:
+                    node = node.get(t, {}) if isinstance(node, dict) else {}
+                allowed = list(node.keys()) if isinstance(node, dict) else []
+                mask[row, allowed] = 0.0
+            return scores + mask
+
+    device = next(model.parameters()).device
+    inp = torch.tensor([prompt_ids], device=device)
+    out = model.generate(inp, attention_mask=torch.ones_like(inp), num_beams=beams, num_return_sequences=beams,
+                         max_new_tokens=steps, do_sample=False, logits_processor=LogitsProcessorList([TrieProcessor()]),
+                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    tools = []
+    for seq in out[:, plen:].tolist():
+        node = trie
+        for t in seq:
+            node = node.get(t) if isinstance(node, dict) else None
+            if not isinstance(node, dict):
+                break
+        tools.append(node if isinstance(node, str) else None)
+    return tools
+
+
+def sync():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2_135m")
+    ap.add_argument("--index", default="flat", choices=["flat", "structural"])
+    ap.add_argument("--tokens", type=int, default=0, help="use only the first N ToolBench tokens (0 = all 46,985)")
+    ap.add_argument("--queries", type=int, default=64, help="queries timed for floor and ours")
+    ap.add_argument("--ref-queries", type=int, default=16, help="queries timed for the reference (it is slow)")
+    ap.add_argument("--beam", type=int, default=50)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--dtype", default="float32")
+    args = ap.parse_args()
+
+    catalog = load_catalog(os.path.join(DATA, "toolbench_virtual_tokens.txt"))
+    if args.tokens:
+        catalog = catalog.subset(catalog.names[: args.tokens])
+    index = build_index(catalog, args.index)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model, tok = load_model_and_tokenizer(ModelConfig(args.model, dtype=args.dtype), device=device)
+    t0 = time.time()
+    add_index_tokens(index, model, tok)
+    model.eval()
+    print(f"{len(index.paths)} tools, {len(index.tokens())} new tokens ({args.index}) added in {time.time() - t0:.1f}s; device={device}")
+    queries = load_toolbench_queries(os.path.join(DATA, "toolbench_queries", "G1_instruction.json"))[: args.queries]
+    dec = DecodingConfig(beam_width=args.beam, ks=[1, min(10, args.beam), args.beam], batch_size=args.batch, free_form=False)
+    retriever = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), dec)
+    ids = encode(tok, [retriever.prompt(q) for q in queries])
+    batches = length_batches([len(s) for s in ids], args.batch)
+
+    def floor() -> None:
+        for b in batches:
+            prefill(model, *left_pad([ids[i] for i in b], tok.pad_token_id, device))
+
+    floor()  # warm-up
+    sync(); t = time.time(); floor(); sync(); t_floor = time.time() - t
+    ours = {}
+    sync(); t = time.time()
+    for rec in retriever.run(queries):
+        ours[rec.query.query_id] = [x["tool"] for x in rec.constrained]
+    sync(); t_ours = time.time() - t
+
+    trie = dict_trie(index, tok)
+    ref_q = queries[: args.ref_queries]
+    reference_search(model, tok, ids[0], trie, args.beam, index.depth() + 1)  # warm-up
+    sync(); t = time.time()
+    ref = {q.query_id: reference_search(model, tok, ids[i], trie, args.beam, index.depth() + 1) for i, q in enumerate(ref_q)}
+    sync(); t_ref = (time.time() - t) * len(queries) / len(ref_q)
+
+    same = sum(ours[k] == v for k, v in ref.items())
+    same10 = sum(ours[k][:10] == v[:10] for k, v in ref.items())
+    print(f"queries={len(queries)} beam={args.beam} index={args.index} tools={len(index.paths)}")
+    print(f"floor (one batched prefill) : {t_floor:8.2f} s")
+    print(f"ours (batched, tensor masks): {t_ours:8.2f} s   ours/floor = {t_ours / t_floor:.2f}x (target <= 1.5x for flat)")
+    print(f"reference (HF generate + dict trie, per query; {len(ref_q)} timed, scaled): {t_ref:8.2f} s   "
+          f"reference/ours = {t_ref / t_ours:.1f}x (target >= 10x for hierarchical)")
+    print(f"identical top-{args.beam} lists: {same}/{len(ref)}; identical top-10: {same10}/{len(ref)}")
+
+
+if __name__ == "__main__":
+    main()
