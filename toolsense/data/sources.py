@@ -6,19 +6,28 @@ from __future__ import annotations
 import glob
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, Optional
 
 from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_toolbench_queries
 from toolsense.catalog.tool import canonical_name
 from toolsense.utils.io import DataError, load_json
+from toolsense.utils.choices import StrEnum, choice
 from toolsense.utils.registry import Registry
 
 QUERY_SOURCES: Registry[Callable[["QuerySource"], list[Query]]] = Registry("stage-2 query source")
 
 
+class SourceKind(StrEnum):
+    demo = "demo"
+    toolbench = "toolbench"
+    toolgen = "toolgen"
+    jsonl = "jsonl"
+    generated = "generated"
+
+
 @dataclass
 class QuerySource:
-    kind: Literal["demo", "toolbench", "toolgen", "jsonl", "generated"] = "demo"
+    kind: SourceKind = SourceKind.demo
     """demo: the demo catalog's queries; toolbench: ToolBench query JSON; toolgen: ToolGen
     retrieval JSON (``conversations``); jsonl / generated: our ``{query, tools}`` JSONL."""
     path: Optional[str] = None
@@ -27,6 +36,9 @@ class QuerySource:
     """demo / jsonl: keep only queries of this split; None keeps all."""
     style: Optional[str] = None
     """demo / jsonl: keep only this style (verbose | short); None keeps all."""
+
+    def __post_init__(self) -> None:
+        self.kind = choice(SourceKind, self.kind, "stage2.sources.kind")
 
 
 def _paths(src: QuerySource) -> list[str]:
@@ -98,4 +110,4 @@ def _toolgen(src: QuerySource) -> list[Query]:
 
 
 def load_queries(sources: list[QuerySource]) -> list[Query]:
-    return [q for src in sources for q in QUERY_SOURCES.get(src.kind)(src)]
+    return [q for src in sources for q in QUERY_SOURCES.get(src.kind.value)(src)]

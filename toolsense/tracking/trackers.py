@@ -101,5 +101,5 @@ def _wandb(*, logger, name: str, tags: list[str], config: dict, run_dir: Path, g
 
 def make_tracker(logger, *, run_dir: Path, name: str, group: str, tags: list[str], config: dict, extra: dict | None = None) -> MultiTracker:
     """The run's JSONL tracker plus the one ``logger.kind`` names."""
-    others = TRACKERS.get(logger.kind)(logger=logger, name=name, tags=tags, config=config, run_dir=run_dir, group=group)
+    others = TRACKERS.get(str(logger.kind))(logger=logger, name=name, tags=tags, config=config, run_dir=run_dir, group=group)
     return MultiTracker([JsonlTracker(run_dir / "metrics.jsonl", extra), *others])

@@ -1,15 +1,15 @@
 """The training config tree (``conf/train.yaml``): typed dataclasses with help text, registered
 in Hydra's ConfigStore as the schema of every composed train config.
 
-Bad combinations fail in ``__post_init__`` with a message naming the field; :func:`to_train_config`
-turns a composed DictConfig into a :class:`TrainConfig` and runs every check, so ``train.py``
-rejects a bad command line before any model is loaded.
+Hydra checks keys, types and enum choices while composing; cross-field combinations fail in
+``__post_init__`` with a message naming the field. :func:`to_train_config` builds the
+:class:`TrainConfig` (running every check), which ``train.py`` does before loading any model.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.memorization import MemorizationConfig, check_formats
@@ -17,6 +17,40 @@ from toolsense.data.prompts import PromptConfig
 from toolsense.data.sources import QuerySource
 from toolsense.index.config import IndexConfig
 from toolsense.models.config import ModelConfig
+from toolsense.utils.choices import StrEnum, choice
+
+
+class MultiTool(StrEnum):
+    split = "split"
+    joint = "joint"
+
+
+class OnUnknownTool(StrEnum):
+    error = "error"
+    skip = "skip"
+
+
+class TuningMethod(StrEnum):
+    lora = "lora"
+    full = "full"
+
+
+class Batching(StrEnum):
+    auto = "auto"
+    padding_free = "padding_free"
+    length_grouped = "length_grouped"
+    padded = "padded"
+
+
+class Precision(StrEnum):
+    auto = "auto"
+    bf16 = "bf16"
+    fp32 = "fp32"
+
+
+class LoggerKind(StrEnum):
+    none = "none"
+    wandb = "wandb"
 
 
 @dataclass
@@ -37,18 +71,22 @@ class StageSchedule:
 class Stage2Config(StageSchedule):
     sources: list[QuerySource] = field(default_factory=lambda: [QuerySource()])
     """Where Stage-2 queries come from (``conf/stage2/*.yaml``)."""
-    multi_tool: Literal["split", "joint"] = "split"
+    multi_tool: MultiTool = MultiTool.split
     """A query with several gold tools: one example per tool, or one listing all of them."""
-    on_unknown_tool: Literal["error", "skip"] = "error"
+    on_unknown_tool: OnUnknownTool = OnUnknownTool.error
     max_queries: int = -1
     """> 0 keeps only the first N queries (smoke tests)."""
     init_from: Optional[str] = None
     """Start Stage 2 from this model folder instead of this run's Stage-1 output."""
 
+    def __post_init__(self) -> None:
+        self.multi_tool = choice(MultiTool, self.multi_tool, "stage2.multi_tool")
+        self.on_unknown_tool = choice(OnUnknownTool, self.on_unknown_tool, "stage2.on_unknown_tool")
+
 
 @dataclass
 class TuningConfig:
-    method: Literal["lora", "full"] = "lora"
+    method: TuningMethod = TuningMethod.lora
     """lora: adapters on every linear projection + trainable virtual-token rows; full: all weights."""
     r: int = 64
     alpha: int = 128
@@ -57,6 +95,7 @@ class TuningConfig:
     """PEFT target_modules; all-linear = every linear projection except the LM head."""
 
     def __post_init__(self) -> None:
+        self.method = choice(TuningMethod, self.method, "tuning.method")
         if self.method == "lora" and self.r < 1:
             raise ValueError(f"tuning.r must be >= 1 for LoRA, got {self.r}")
 
@@ -68,9 +107,9 @@ class TrainerConfig:
     per_device_batch x grad_accum x world_size."""
     per_device_batch: int = 8
     max_length: int = 1024
-    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    precision: Precision = Precision.auto
     """auto: bf16 where the hardware has it, fp32 on CPU."""
-    batching: Literal["auto", "padding_free", "length_grouped", "padded"] = "auto"
+    batching: Batching = Batching.auto
     """padding_free: a batch is one row of concatenated examples with per-example positions
     (block-diagonal attention; efficient with varlen kernels, i.e. flash_attention_*);
     length_grouped: batches of similar-length examples padded to their longest (efficient
@@ -91,6 +130,8 @@ class TrainerConfig:
     dataloader_num_workers: int = 0
 
     def __post_init__(self) -> None:
+        self.batching = choice(Batching, self.batching, "trainer.batching")
+        self.precision = choice(Precision, self.precision, "trainer.precision")
         for name in ("effective_batch", "per_device_batch", "max_length", "save_steps", "logging_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"trainer.{name} must be >= 1, got {getattr(self, name)}")
@@ -98,7 +139,7 @@ class TrainerConfig:
 
 @dataclass
 class LoggerConfig:
-    kind: Literal["none", "wandb"] = "none"
+    kind: LoggerKind = LoggerKind.none
     project: str = "toolsense"
     entity: Optional[str] = None
     mode: str = "${oc.env:WANDB_MODE,offline}"
@@ -106,6 +147,9 @@ class LoggerConfig:
     group: Optional[str] = None
     """Runs are grouped by this; None = the experiment name."""
     tags: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.kind = choice(LoggerKind, self.kind, "logger.kind")
 
 
 @dataclass
@@ -140,19 +184,16 @@ class TrainConfig:
 
 def register_configs() -> None:
     """Register the schema under the name ``train_schema`` (train.yaml's first default)."""
-    from hydra.core.config_store import ConfigStore
+    from toolsense.utils.hydra import register_schema
 
-    from toolsense.training.schema import omegaconf_schema
-
-    ConfigStore.instance().store(name="train_schema", node=omegaconf_schema(TrainConfig))
+    register_schema("train_schema", TrainConfig)
 
 
 def to_train_config(cfg: Any) -> TrainConfig:
-    """A composed DictConfig (or plain dict) → a checked :class:`TrainConfig`."""
-    from omegaconf import DictConfig, OmegaConf
+    """A composed DictConfig → a checked :class:`TrainConfig` (every ``__post_init__`` runs)."""
+    from omegaconf import OmegaConf
 
-    from toolsense.training.schema import from_dict
-
-    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
-    data = {k: v for k, v in data.items() if k != "hydra"}
-    return from_dict(TrainConfig, data)
+    if isinstance(cfg, TrainConfig):
+        return cfg
+    node = OmegaConf.merge(OmegaConf.structured(TrainConfig), cfg)
+    return OmegaConf.to_object(node)

@@ -44,16 +44,18 @@ def _is_main() -> bool:
 
 def write_config(cfg: DictConfig | dict, run_dir: Path) -> dict:
     """Save the resolved config as ``config.yaml``; refuse a run dir that holds another config."""
-    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    data = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True) if isinstance(cfg, DictConfig) else dict(cfg)
     data.pop("hydra", None)
     path = run_dir / "config.yaml"
+    if not _is_main():  # rank 0 writes and checks; other ranks must not read a half-written file
+        return data
     if path.exists():
         old = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
         strip = lambda d: {k: v for k, v in d.items() if k != "output_dir"}  # noqa: E731
         if strip(old) != strip(data):
             diff = sorted(k for k in set(old) | set(data) if k != "output_dir" and old.get(k) != data.get(k))
             raise ValueError(f"{path} holds a different config (sections {diff} differ); use a new output_dir")
-    elif _is_main():
+    else:
         run_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(OmegaConf.create(data), path)
     return data

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+import torch
+
 from toolsense.data.examples import Example, to_dataset
 from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import load_model_and_tokenizer
 from toolsense.training.config import StageSchedule, TrainConfig
 from toolsense.training.trainer import (
-    ToolsenseSFTTrainer, TrackerCallback, VirtualRowsCallback, restore_virtual_rows, sft_config,
+    ToolsenseSFTTrainer, TrackerCallback, VirtualRowsCallback, plan_batch, restore_virtual_rows, sft_config, world_size,
 )
 from toolsense.training.tuning import Trainable, prepare_trainable
 
@@ -80,7 +82,9 @@ class StageRunner:
             processing_class=tok,
             callbacks=callbacks,
         )
-        log.info("%s: %d examples (%s)", self.name, len(dataset), ", ".join(sorted(set(dataset["kind"]))))
+        plan = plan_batch(self.cfg.trainer, world_size())
+        log.info("%s: %d examples (%s); batch %d per device x %d accumulation x %d processes = %d", self.name, len(dataset),
+                 ", ".join(sorted(set(dataset["kind"]))), plan.per_device, plan.grad_accum, plan.world_size, plan.effective)
 
     def train(self) -> dict:
         ckpt = last_checkpoint(self.ckpt_dir)
@@ -114,7 +118,9 @@ class StageRunner:
 
     def cleanup(self) -> None:
         self.trainer = self.trainable = None
-        gc.collect()
+        if torch.cuda.is_available():  # hand the stage's memory back before the next stage loads
+            gc.collect()
+            torch.cuda.empty_cache()
 
     def run(self) -> dict:
         """setup → train → save → cleanup; returns the training summary."""

@@ -51,7 +51,7 @@ def use_bf16(cfg: TrainerConfig) -> bool:
 
 def resolve_batching(cfg: TrainerConfig, attn_implementation: str | None) -> str:
     if cfg.batching != "auto":
-        return cfg.batching
+        return str(cfg.batching)
     return "padding_free" if (attn_implementation or "").startswith("flash_attention") else "length_grouped"
 
 

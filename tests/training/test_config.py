@@ -1,0 +1,72 @@
+"""The composed config: groups, experiments, and bad combinations rejected naming the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.training.conftest import compose_train
+from toolsense.training import to_train_config
+from toolsense.training.trainer import plan_batch
+from toolsense.training.config import TrainerConfig
+
+
+@pytest.mark.parametrize(
+    "experiment, builder, formats, system",
+    [
+        ("tg", "flat", ["desc2tok"], False),
+        ("tg_h", "structural", ["desc2tok"], False),
+        ("tg_3fm", "flat", ["desc2tok", "tok2desc", "mcts"], True),
+        ("tg_5fm", "structural", ["desc2tok", "tok2desc", "mcts", "hier_next", "hier_node"], True),
+    ],
+)
+def test_experiments_compose(experiment, builder, formats, system):
+    for tuning, lr in (("lora", 2e-4), ("full", 2e-5)):
+        cfg = to_train_config(compose_train([f"experiment={experiment}", f"tuning={tuning}"]))
+        assert (cfg.index.builder, cfg.memorization.formats, cfg.prompts.use_system_prompt) == (builder, formats, system)
+        assert cfg.tuning.method == tuning and cfg.stage1.learning_rate == lr and cfg.experiment == experiment
+        assert cfg.model.name_or_path == "smollm2_135m" and cfg.trainer.effective_batch == 1024
+    lora = to_train_config(compose_train([f"experiment={experiment}"])).tuning
+    assert (lora.r, lora.alpha, lora.dropout, lora.target_modules) == (64, 128, 0.0, "all-linear")
+
+
+def test_hierarchical_format_with_flat_index_rejected():
+    cfg = compose_train(["experiment=tg_5fm", "index=flat"])
+    with pytest.raises(ValueError, match=r"^memorization.formats: 'hier_next' needs a hierarchical index, but index.builder gives a flat index"):
+        to_train_config(cfg)
+
+
+def test_bad_choices_fail_at_compose_naming_the_field():
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(ConfigCompositionException) as e:
+        compose_train(["model.dtype=float64"])
+    assert "model.dtype" in str(e.value.__cause__) and "float32" in str(e.value.__cause__)
+    with pytest.raises(ConfigCompositionException) as e:
+        compose_train(["trainer.batching=packed"])
+    assert "trainer.batching" in str(e.value.__cause__) and "length_grouped" in str(e.value.__cause__)
+    with pytest.raises(ConfigCompositionException) as e:
+        compose_train(["trainer.no_such_key=1"])
+    assert "no_such_key" in str(e.value.__cause__)
+
+
+def test_bad_combinations_name_the_field():
+    with pytest.raises(ValueError, match=r"^tuning.method=lora with trainer=ds_zero3"):
+        to_train_config(compose_train(["trainer=ds_zero3"]))
+    with pytest.raises(ValueError, match=r"^trainer.per_device_batch must be >= 1"):
+        to_train_config(compose_train(["trainer.per_device_batch=0"]))
+
+
+def test_deepspeed_groups_carry_zero_stage():
+    z2 = to_train_config(compose_train(["trainer=ds_zero2"])).trainer.deepspeed
+    z3 = to_train_config(compose_train(["trainer=ds_zero3", "tuning=full"])).trainer.deepspeed
+    assert z2["zero_optimization"]["stage"] == 2 and z3["zero_optimization"]["stage"] == 3
+    assert z3["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
+
+
+def test_effective_batch_split():
+    p = plan_batch(TrainerConfig(effective_batch=1024, per_device_batch=8), world_size=8)
+    assert (p.per_device, p.grad_accum, p.world_size, p.effective) == (8, 16, 8, 1024)
+    p = plan_batch(TrainerConfig(effective_batch=16, per_device_batch=32), world_size=1)
+    assert (p.per_device, p.grad_accum) == (16, 1)
+    with pytest.raises(ValueError, match=r"trainer.effective_batch=100 is not a multiple of trainer.per_device_batch=8 x world_size=2"):
+        plan_batch(TrainerConfig(effective_batch=100, per_device_batch=8), world_size=2)
