@@ -66,14 +66,14 @@ def test_pt2d_resumes_from_its_jsonl(pt2d_rows, demo_traces, monkeypatch):
 
 
 def test_no_shortcut_means_no_standout_tool(tmp_path, fast_stats):
-    ts = generate_traces(GeneratorConfig(strength=0.5, seed=1))
+    ts = generate_traces(GeneratorConfig(n_fit=120, n_eval_per_cluster=24, strength=0.5, seed=1))
     fit, ev = ts.split(["0"], None)
     rows = run_pt2d(ts, fit, ev, PT2DConfig(features=["char_3_5"]), fast_stats, tmp_path / "p.jsonl")
     assert _auc(rows, "list_files", "char_3_5") < 0.65
 
 
 def test_duplicated_identifier_shows_in_the_second_tool(tmp_path, fast_stats):
-    ts = generate_traces(GeneratorConfig(duplicate_in="fetch_logs", seed=2))
+    ts = generate_traces(GeneratorConfig(n_fit=120, n_eval_per_cluster=24, duplicate_in="fetch_logs", seed=2))
     fit, ev = ts.split(["0"], None)
     rows = run_pt2d(ts, fit, ev, PT2DConfig(features=["char_3_5"]), fast_stats, tmp_path / "p.jsonl")
     assert _auc(rows, "fetch_logs", "char_3_5") > 0.72 and _auc(rows, "list_files", "char_3_5") > 0.8

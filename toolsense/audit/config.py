@@ -82,7 +82,7 @@ class AuditConfig:
         if self.mode == "audit" and not self.data.path:
             raise ValueError("data.path is required (or run the demo: python audit.py mode=demo)")
         if self.finetune.enabled is None:
-            self.finetune.enabled = self.mode == "demo"
+            self.finetune.enabled = self.mode == "demo" and self.scorer.kind == "hf"
         if self.finetune.enabled and self.scorer.kind != "hf":
             raise ValueError("finetune.enabled needs scorer.kind=hf (the adapter is scored locally)")
 

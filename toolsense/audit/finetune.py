@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class FinetuneConfig:
     enabled: Optional[bool] = None
-    """Fine-tune before scoring; the adapter then becomes scorer.adapter. None = only in demo mode."""
+    """Fine-tune before scoring; the adapter then becomes scorer.adapter. None = only in demo mode with the hf scorer."""
     lora_r: int = 8
     lora_alpha: int = 16
     lora_dropout: float = 0.0
@@ -35,8 +35,8 @@ class FinetuneConfig:
     last_layers: Optional[int] = 8
     """Adapt only the last N transformer layers (None = all): backprop then stops there, which
     makes a CPU step several times cheaper."""
-    lr: float = 1e-3
-    epochs: int = 2
+    lr: float = 5e-3
+    epochs: int = 3
     batch_size: int = 8
     max_length: int = 384
     """Longer examples are cut from the left of the prompt (the answer is always kept)."""
@@ -137,7 +137,7 @@ def finetune_lora(model_cfg: ModelConfig, records: Sequence[TraceRecord], prompt
                 opt.step()
                 sched.step()
                 opt.zero_grad()
-                losses.append(float(loss))
+                losses.append(float(loss.detach()))
                 mf.write(json.dumps({"audit/finetune_loss": losses[-1], "step": len(losses), "epoch": epoch}) + "\n")
                 mf.flush()
                 bar.update(1)

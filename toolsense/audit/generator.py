@@ -30,9 +30,9 @@ LOG_EVENTS = ["cache warmed", "lock released", "worker idle", "retry scheduled",
 
 @dataclass
 class GeneratorConfig:
-    n_fit: int = 120
+    n_fit: int = 96
     """Records in the fit partition (cluster 0)."""
-    n_eval_per_cluster: int = 30
+    n_eval_per_cluster: int = 16
     """Records in each evaluation cluster."""
     n_eval_clusters: int = 5
     """Evaluation clusters 1..n."""

@@ -35,7 +35,7 @@ def parse_answer_prob(text: str) -> Optional[float]:
 class AuditPromptConfig:
     system: Optional[str] = "Rate builds."
     """System message; None sends none (the chat template may add its own default)."""
-    template: str = "{question}\n{trace}\nReply <answer>1-10</answer>."
+    template: str = "{question}\n{trace}\nReply <answer>N</answer> with N from 1 to 10."
     """User turn. ``{trace}`` is the serialized tool results; ``{<field>}`` any prompt field."""
     section_template: str = "[{tool}] {text}"
     """How one tool result is serialized into ``{trace}``."""

@@ -13,8 +13,8 @@ from toolsense.audit.prompting import PARSERS, AuditPromptConfig, build_messages
 from toolsense.audit.redaction import RedactionConfig, redact
 from toolsense.audit.scorers import ScoreCache, ScoreItem, cache_key
 from toolsense.audit.stats import auroc_by_partition, paired_delta_ci
-from toolsense.audit.store import JsonlStore
 from toolsense.audit.traces import TraceSet
+from toolsense.utils.io import write_jsonl
 
 
 def variants(traces: TraceSet, cfg: RedactionConfig) -> tuple[dict[str, TraceSet], dict[str, dict]]:
@@ -27,33 +27,42 @@ def variants(traces: TraceSet, cfg: RedactionConfig) -> tuple[dict[str, TraceSet
 
 def score_variants(scorer, cache: ScoreCache, sets: dict[str, TraceSet], idx: Sequence[int], prompt: AuditPromptConfig,
                    unparseable_score: float, samples_path: Path, batch: int = 16) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    """Scores of records ``idx`` under every variant, and the unparseable answers per variant. Answers come from the cache when present;
-    new ones are cached and appended to ``samples.jsonl`` batch by batch (resumable)."""
+    """Scores of records ``idx`` under every variant, and the unparseable answers per variant.
+
+    Answers come from the cache when present; new ones are cached batch by batch, so an
+    interrupted run resumes there. ``samples.jsonl`` (one row per record and variant: prompt,
+    raw answer, parsed score) is rewritten from the answers at the end."""
     parse = PARSERS.get(prompt.parser)
-    samples = JsonlStore(samples_path, lambda r: (r["variant"], r["id"]))
     items = [(v, i, ScoreItem(ts.records[i].id, v, build_messages(ts.records[i], prompt)))
              for v, ts in sets.items() for i in idx]
-    todo = [(v, i, it) for v, i, it in items if cache.get(cache_key(scorer, it.messages)) is None]
+    answers: dict[tuple[str, int], object] = {}
+    for v, i, it in items:
+        key = cache_key(scorer, it.messages)
+        if key in cache:
+            answers[(v, i)] = cache.get(key)
+    todo = [(v, i, it) for v, i, it in items if (v, i) not in answers]
     with tqdm(total=len(todo), desc="scoring", leave=False) as bar:
         for b in range(0, len(todo), batch):
             chunk = todo[b:b + batch]
-            for (_, _, it), ans in zip(chunk, scorer.answer([it for _, _, it in chunk])):
+            for (v, i, it), ans in zip(chunk, scorer.answer([it for _, _, it in chunk])):
                 cache.put(cache_key(scorer, it.messages), ans)
+                answers[(v, i)] = ans
             bar.update(len(chunk))
     scores = {v: np.full(len(idx), np.nan) for v in sets}
     unparseable = {v: 0 for v in sets}
     pos = {i: n for n, i in enumerate(idx)}
+    samples = []
     for v, i, it in items:
-        ans = cache.get(cache_key(scorer, it.messages))
+        ans = answers[(v, i)]
         score = parse(ans) if isinstance(ans, str) else ans
         parsed = score is not None
         unparseable[v] += int(not parsed)
         scores[v][pos[i]] = score if parsed else unparseable_score
-        if samples.get((v, it.id)) is None:
-            rec = sets[v].records[i]
-            samples.add({"id": it.id, "variant": v, "partition": rec.partition, "label": rec.label,
-                         "prompt": it.messages[-1]["content"], "answer": ans, "parsed": parsed,
-                         "score": float(scores[v][pos[i]])})
+        rec = sets[v].records[i]
+        samples.append({"id": it.id, "variant": v, "partition": rec.partition, "label": rec.label,
+                        "prompt": it.messages[-1]["content"], "answer": ans, "parsed": parsed,
+                        "score": float(scores[v][pos[i]])})
+    write_jsonl(samples_path, samples)
     return scores, unparseable
 
 

@@ -94,9 +94,12 @@ class ScoreCache:
     def __init__(self, folder: str | Path | None):
         self.store = JsonlStore(Path(folder) / "scores.jsonl", lambda r: r["key"]) if folder else None
 
+    def __contains__(self, key: str) -> bool:
+        return self.store is not None and self.store.get(key) is not None
+
     def get(self, key: str):
-        row = self.store.get(key) if self.store else None
-        return row if row is None else row["answer"]
+        """The cached answer (check ``key in cache`` first: a cached answer may itself be None)."""
+        return self.store.get(key)["answer"]
 
     def put(self, key: str, answer) -> None:
         if self.store:

@@ -1,0 +1,95 @@
+"""End to end through the Hydra config: demo traces, PT2D, dilution and redaction scored by a
+precomputed shortcut-reading scorer (the model-free stand-in for the fine-tuned LM)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+from toolsense.audit.config import audit_config
+from toolsense.audit.generator import GeneratorConfig, generate_traces
+from toolsense.audit.prompting import AuditPromptConfig, build_messages
+from toolsense.audit.redaction import RedactionConfig
+from toolsense.audit.redaction_eval import variants
+from toolsense.audit.run import run_from_hydra
+from toolsense.audit.scorers import messages_sha256
+
+CONF = Path(__file__).parents[2] / "conf"
+GEN = ["generator.n_fit=120", "generator.n_eval_per_cluster=24"]
+
+
+def _compose(overrides):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose("audit", overrides=overrides)
+
+
+def _shortcut_scores(cfg, path: Path):
+    """Scores an agent that reads only the file name in list_files would give, per prompt."""
+    traces = generate_traces(cfg.generator)
+    sets, _ = variants(traces, cfg.redaction)
+    rows = []
+    for ts in sets.values():
+        for rec in ts.records:
+            msgs = build_messages(rec, cfg.prompt)
+            line = msgs[-1]["content"].split("[list_files]")[1].split("\n")[0]
+            score = 0.9 if "report_KT" in line else 0.1 if "report_PL" in line else 0.5
+            rows.append({"prompt_sha256": messages_sha256(msgs), "score": score})
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+
+
+def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys):
+    scores = tmp_path / "scores.jsonl"
+    base = ["mode=demo", *GEN, "stats.n_boot=200", "dilution.ks=[0,2,10]", "dilution.seeds=[0,1]"]
+    _shortcut_scores(audit_config(_compose(base + [f"output_dir={tmp_path}/x", "audit/scorer=precomputed", "scorer.path=unused"])), scores)
+    out = tmp_path / "run"
+    cfg = _compose(base + [f"output_dir={out}", "audit/scorer=precomputed", f"scorer.path={scores}"])
+    metric = run_from_hydra(cfg)
+    res = json.loads((out / "results.json").read_text())
+    printed = capsys.readouterr().out
+    assert "Findings:" in printed and "redact identifier: AUROC 0.500" in printed and "control intact" in printed
+    for name in ("report.md", "pt2d.png", "dilution.png", "redaction.png", "samples.jsonl", "traces.jsonl", "pt2d.jsonl"):
+        assert (out / name).stat().st_size > 0, name
+    red = res["redaction"]["variants"]
+    assert res["redaction"]["n_scored"] == 120 and res["data"]["n_fit"] == 120
+    assert red["original"]["auroc"]["all"]["auroc"] > 0.8
+    assert red["identifier"]["auroc"]["all"]["auroc"] == 0.5 and red["identifier"]["delta"]["hi"] < -0.25
+    assert red["time"]["control"] and red["time"]["delta"]["auroc"] == 0.0
+    assert red["project"]["delta"]["auroc"] == 0.0
+    assert metric == pytest.approx(red["identifier"]["delta"]["auroc"])
+    n = res["data"]["n_records"]
+    assert red["identifier"]["replacements"]["replacements"] == 5 * n
+    assert red["identifier"]["replacements"]["scored_records_touched"] == 120
+    assert red["time"]["replacements"]["by_field"] == {"fetch_logs": n, "query_db": n, "run_tests": n}
+    assert set(red["identifier"]["auroc"]) == {"all", "1", "2", "3", "4", "5"}
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 4 * 120 and all(s["parsed"] for s in samples)
+    assert all("[ID]" in s["prompt"] and "KT-" not in s["prompt"] for s in samples if s["variant"] == "identifier")
+    pt = {(r["view"], r["features"]): r["auroc"]["all"]["auroc"] for r in res["pt2d"]["rows"]}
+    assert pt[("full", "char_3_5")] < 0.62 < 0.85 < pt[("list_files", "char_3_5")]
+    report = (out / "report.md").read_text()
+    assert "## Stage 2 - token-class redaction" in report and "time (control)" in report
+    # rerun in the same folder: every stage resumes from its files
+    assert run_from_hydra(cfg) == pytest.approx(metric)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["data.path=null"], "data.path is required (or run the demo: python audit.py mode=demo)"),
+    (["mode=demo", "+data.nope=1"], "data: unknown field(s) ['nope']"),
+    (["mode=demo", "pt2d.features=[word_9]"], "pt2d: unknown PT2D feature set 'word_9'; choose from"),
+    (["mode=demo", "generator.strength=2"], "generator.strength must be in [0, 1], got 2"),
+    (["mode=demo", "audit/scorer=openai"], "scorer.kind=openai needs scorer.base_url and scorer.model"),
+])
+def test_config_errors_name_the_field(overrides, message):
+    with pytest.raises(ValueError) as e:
+        audit_config(_compose(["output_dir=/tmp/unused"] + overrides))
+    assert message in str(e.value)
+
+
+def test_every_redaction_preset_builds():
+    for name in ("demo", "generic"):
+        cfg = audit_config(_compose(["mode=demo", "output_dir=/tmp/unused", f"audit/redaction={name}"]))
+        assert isinstance(cfg.redaction, RedactionConfig) and cfg.redaction.classes
+    assert audit_config(_compose(["mode=demo", "output_dir=/tmp/unused"])).finetune.enabled is True
+    assert audit_config(_compose(["data.path=x.jsonl", "output_dir=/tmp/unused"])).finetune.enabled is False

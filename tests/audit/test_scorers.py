@@ -1,0 +1,141 @@
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from toolsense.audit.prompting import AuditPromptConfig, build_messages, parse_answer_1_10, parse_answer_prob
+from toolsense.audit.redaction_eval import score_variants
+from toolsense.audit.scorers import ScoreCache, ScoreItem, ScorerConfig, build_scorer, messages_sha256
+from toolsense.utils.io import DataError
+
+
+def test_answer_parsers():
+    assert parse_answer_1_10("<answer>10</answer>") == 1.0
+    assert parse_answer_1_10("so <answer> 4 </answer>") == pytest.approx(3 / 9)
+    assert parse_answer_1_10("<answer>1</answer>") == 0.0
+    for bad in ("<answer>0</answer>", "<answer>11</answer>", "7", "<answer>seven</answer>", ""):
+        assert parse_answer_1_10(bad) is None
+    assert parse_answer_prob("<answer>0.25</answer>") == 0.25 and parse_answer_prob("<answer>1.5</answer>") is None
+
+
+def _items(traces, n=6, variant="original"):
+    p = AuditPromptConfig()
+    return [ScoreItem(r.id, variant, build_messages(r, p)) for r in traces.records[:n]]
+
+
+def test_precomputed_scores_by_id_or_prompt_hash(tmp_path, demo_traces):
+    items = _items(demo_traces, 3)
+    rows = [{"id": items[0].id, "variant": "original", "score": 0.25},
+            {"prompt_sha256": messages_sha256(items[1].messages), "text": "<answer>10</answer>"},
+            {"id": items[2].id, "variant": "original", "score": None}]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    scorer = build_scorer(ScorerConfig(kind="precomputed", path=str(path)))
+    assert scorer.answer(items) == [0.25, "<answer>10</answer>", None]
+    with pytest.raises(DataError, match=rf"s.jsonl: no score for record 'c0-3' variant 'original' \(prompt_sha256 "):
+        scorer.answer(_items(demo_traces, 4)[3:])
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"id": "a", "variant": "v", "score": 1.5}, "s.jsonl:2: field 'score' must be a number in [0, 1] or null, got 1.5"),
+    ({"id": "a", "variant": "v"}, "s.jsonl:2: needs field 'score' (number or null) or 'text' (string)"),
+    ({"score": 0.1}, "s.jsonl:2: needs 'prompt_sha256' or both 'id' and 'variant'"),
+])
+def test_precomputed_file_errors(tmp_path, row, message):
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"id": "z", "variant": "v", "score": 0}) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(DataError) as e:
+        build_scorer(ScorerConfig(kind="precomputed", path=str(path)))
+    assert message in str(e.value)
+
+
+def test_scorer_config_errors():
+    with pytest.raises(KeyError, match=r"unknown audit scorer 'nope'; choose from \['hf', 'openai', 'precomputed'\]"):
+        ScorerConfig(kind="nope")
+    with pytest.raises(ValueError, match="scorer.kind=openai needs scorer.base_url and scorer.model"):
+        ScorerConfig(kind="openai")
+    with pytest.raises(ValueError, match="scorer.kind=precomputed needs scorer.path"):
+        ScorerConfig(kind="precomputed")
+
+
+class _Endpoint(BaseHTTPRequestHandler):
+    """A tiny OpenAI-compatible chat endpoint: answers 9 when the prompt lists a KT report, else 2."""
+
+    seen: list = []
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append({"auth": self.headers.get("Authorization"), "path": self.path, "body": body})
+        prompt = body["messages"][-1]["content"]
+        answer = "<answer>9</answer>" if "report_KT" in prompt.split("[list_files]")[1].split("\n")[0] else "<answer>2</answer>"
+        payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                              "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}],
+                              "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def endpoint():
+    server = HTTPServer(("127.0.0.1", 0), _Endpoint)
+    server.timeout = 5
+    _Endpoint.seen = []
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def test_openai_endpoint_scorer_key_from_env_only(endpoint, demo_traces, tmp_path, monkeypatch):
+    secret = "sk-test-do-not-store-123"
+    monkeypatch.setenv("AUDIT_TEST_KEY", secret)
+    cfg = ScorerConfig(kind="openai", base_url=endpoint, model="judge", api_key_env="AUDIT_TEST_KEY", max_retries=0, timeout_s=5)
+    scorer = build_scorer(cfg)
+    cache = ScoreCache(tmp_path / "cache")
+    sets = {"original": demo_traces}
+    idx = list(range(8))
+    scores, unparseable = score_variants(scorer, cache, sets, idx, AuditPromptConfig(), 0.5, tmp_path / "samples.jsonl")
+    expected = [8 / 9 if "report_KT" in r.section("list_files") else 1 / 9 for r in demo_traces.records[:8]]
+    assert scores["original"].tolist() == pytest.approx(expected) and unparseable == {"original": 0}
+    assert len(_Endpoint.seen) == 8
+    assert all(s["auth"] == f"Bearer {secret}" and s["path"] == "/v1/chat/completions" for s in _Endpoint.seen)
+    assert _Endpoint.seen[0]["body"]["temperature"] == 0.0 and _Endpoint.seen[0]["body"]["max_tokens"] == 8
+    # a rerun is served from the cache: no new requests
+    scores2, _ = score_variants(build_scorer(cfg), ScoreCache(tmp_path / "cache"), sets, idx, AuditPromptConfig(), 0.5, tmp_path / "samples.jsonl")
+    assert len(_Endpoint.seen) == 8 and scores2["original"].tolist() == scores["original"].tolist()
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            assert secret not in f.read_text()
+    monkeypatch.delenv("AUDIT_TEST_KEY")
+    with pytest.raises(RuntimeError, match="environment variable AUDIT_TEST_KEY is not set"):
+        build_scorer(cfg)
+
+
+def test_hf_scorer_on_tiny_random_counts_unparseable_and_caches(tiny_model_dir, demo_traces, tmp_path, monkeypatch):
+    from toolsense.models import ModelConfig
+
+    mc = ModelConfig("tiny_random", dtype="float32", eos_token="<|im_end|>")
+    cfg = ScorerConfig(kind="hf", batch_size=4, max_new_tokens=4, unparseable_score=0.5)
+    scorer = build_scorer(cfg, mc)
+    cache = ScoreCache(tmp_path / "cache")
+    idx = list(range(5))
+    scores, unparseable = score_variants(scorer, cache, {"original": demo_traces}, idx, AuditPromptConfig(), 0.5,
+                                         tmp_path / "samples.jsonl", batch=4)
+    # a random 2-layer model never writes <answer>N</answer>: every answer counted, scored 0.5
+    assert unparseable == {"original": 5} and scores["original"].tolist() == [0.5] * 5
+    rows = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert len(rows) == 5 and all(isinstance(r["answer"], str) and not r["parsed"] for r in rows)
+    assert scorer.identity["model"] == "tiny_random" and len(scorer.identity["weights"]) == 16
+    monkeypatch.setattr(scorer.model, "generate", lambda *a, **k: pytest.fail("cache miss on rerun"))
+    again, _ = score_variants(scorer, ScoreCache(tmp_path / "cache"), {"original": demo_traces}, idx, AuditPromptConfig(), 0.5,
+                              tmp_path / "samples2.jsonl", batch=4)
+    assert again["original"].tolist() == [0.5] * 5
