@@ -33,12 +33,12 @@ def toy(bigram):
 
 def test_constrained_beam_search_ranks_by_full_sequence_probability(toy):
     model, pre, tt = toy
-    beams = beam_search(model, pre, tt, 5, 2, constrained=True)
+    beams = beam_search(model, pre, tt, 5, 2, constrained=True, share_prompt=False)
     assert beams.tools == [["S&&x", "S&&z", "S&&y"]]  # only 3 tools exist: 3 beams, never more
     assert beams.scores[0] == pytest.approx([math.log(0.2 * 0.9), math.log(0.1 * 0.99), math.log(0.15 * 0.5)], abs=1e-5)
     assert beams.sequences == [[[3, EOS], [5, EOS], [4, EOS]]]
-    fast = flat_constrained(model, pre, tt, 5)
-    assert fast.tools == beams.tools and fast.scores[0] == pytest.approx(beams.scores[0])
+    for fast in (flat_constrained(model, pre, tt, 5), beam_search(model, pre, tt, 5, 2, constrained=True)):
+        assert fast.tools == beams.tools and fast.scores[0] == pytest.approx(beams.scores[0])
 
 
 def test_free_form_keeps_text_beams_as_non_tools(toy):
@@ -77,8 +77,14 @@ def test_fast_flat_path_equals_full_beam_search_on_tiny_random(tiny_model, demo_
     trie = build_trie(index, tok)
     tt = TrieTensors.from_trie(trie, model.get_output_embeddings().weight.shape[0])
     pre = prefill(model.eval(), *_prompts(tok, QUERIES))
-    full = beam_search(model, pre, tt, 50, 2, constrained=True)
+    # the full search with one cache row per beam (no shared-prompt shortcut) is the reference
+    full = beam_search(model, pre, tt, 50, 2, constrained=True, share_prompt=False)
     fast = flat_constrained(model, pre, tt, 50)
+    shared = beam_search(model, pre, tt, 50, 2, constrained=True)
+    assert shared.tools == full.tools and np.allclose(shared.scores, full.scores, atol=1e-4)
+    free_full = beam_search(model, pre, tt, 50, 2, constrained=False, share_prompt=False)
+    free_shared = beam_search(model, pre, tt, 50, 2, constrained=False)
+    assert free_shared.sequences == free_full.sequences and np.allclose(free_shared.scores, free_full.scores, atol=1e-4)
     assert fast.tools == full.tools
     assert np.allclose(fast.scores, full.scores, atol=1e-4)
     assert all(len(t) == 50 and len(set(t)) == 50 for t in full.tools)

@@ -91,12 +91,18 @@ def _finish(tt: TrieTensors, nq: int, width: int, scores, nodes, seqs) -> Beams:
 
 
 @torch.no_grad()
-def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens: int, constrained: bool) -> Beams:
-    """Beam search of width ``width`` from ``pre`` (its cache is copied, not consumed).
-    Ended beams continue with a single zero-cost placeholder step (recorded as -1)."""
+def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens: int, constrained: bool,
+                share_prompt: bool = True) -> Beams:
+    """Beam search of width ``width`` from ``pre`` (its cache is left as it was).
+    Ended beams continue with a single zero-cost placeholder step (recorded as -1).
+
+    With ``share_prompt`` and two steps (flat ids: token, EOS) the single decode step runs the
+    beams side by side over the shared prompt cache (:func:`_decode_siblings`) instead of
+    copying the cache per beam; otherwise the cache is expanded to one row per beam."""
     nq, vocab = pre.logp.shape
     dev = pre.logp.device
-    cache = copy.deepcopy(pre.cache)
+    siblings = share_prompt and max_new_tokens == 2
+    cache = None if siblings else copy.deepcopy(pre.cache)
     mask = pre.attention_mask
     logp = pre.logp
     nodes = torch.zeros(nq, dtype=torch.long, device=dev)
@@ -105,7 +111,9 @@ def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens
     seqs = torch.empty(nq, 0, dtype=torch.long, device=dev)
     nb = 1
     for step in range(max_new_tokens):
-        if step > 0:
+        if step > 0 and siblings:
+            logp = _decode_siblings(model, seqs[:, -1].clamp(min=0).view(nq, width), pre).view(nq * width, vocab)
+        elif step > 0:
             logp = _decode(model, seqs[:, -1].clamp(min=0), cache, mask)
         if constrained:
             logp = logp.masked_fill(~tt.allowed_mask(nodes), NEG_INF)
@@ -131,8 +139,9 @@ def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens
         nb = width
         if bool(done.all()) or step == max_new_tokens - 1:
             break
-        cache.reorder_cache(src)
-        mask = torch.cat([mask[src], mask.new_ones(len(src), 1)], 1)
+        if not siblings:
+            cache.reorder_cache(src)
+            mask = torch.cat([mask[src], mask.new_ones(len(src), 1)], 1)
     return _finish(tt, nq, nb, scores, nodes, seqs)
 
 

@@ -124,43 +124,48 @@ def load_demo(cfg: BenchmarkConfig) -> Benchmark:
     return Benchmark(name, "retrieval", items, str(DEMO_DIR / "queries.jsonl"))
 
 
-def _probe_tool(obj: dict, where: str) -> tuple[str, dict]:
-    raw = obj.get("tool")
-    if not isinstance(raw, dict):
-        raise DataError(f"{where}: field 'tool' must be a tool object with 'tool_name'")
-    return _gold_names(raw, where, "tool")[0], raw
+def _mcq_options(obj: dict, where: str) -> tuple[tuple[str, ...], int]:
+    wrong = obj.get("wrong_answers")
+    if not isinstance(wrong, list) or len(wrong) != 3 or not all(isinstance(w, str) and w.strip() for w in wrong):
+        raise DataError(f"{where}: field 'wrong_answers' must be a list of 3 non-empty strings")
+    options = (_text(obj, "correct_answer", where),) + tuple(w.strip() for w in wrong)
+    if len(set(options)) != 4:
+        raise DataError(f"{where}: field 'wrong_answers' repeats an option or the correct answer")
+    return options, 0
+
+
+def _qa_options(obj: dict, where: str) -> tuple[tuple[str, ...], int]:
+    answer = obj.get("answer")
+    if answer not in ("Yes", "No"):
+        raise DataError(f"{where}: field 'answer' must be 'Yes' or 'No', got {answer!r}")
+    return ("Yes", "No"), 0 if answer == "Yes" else 1
+
+
+def _load_probe(cfg: BenchmarkConfig, kind: Kind, options_of) -> Benchmark:
+    """A released-format probe file (default: the demo probes); ``options_of(obj, where)``
+    gives the options (correct at the returned index) and validates them."""
+    path = Path(cfg.path) if cfg.path else DEMO_DIR / f"probes_{kind}.jsonl"
+    items = []
+    for lineno, obj in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        options, answer = options_of(obj, where)
+        raw = obj.get("tool")
+        if not isinstance(raw, dict):
+            raise DataError(f"{where}: field 'tool' must be a tool object with 'tool_name'")
+        tool = _gold_names(raw, where, "tool")[0]
+        qid = str(obj.get("id", f"{path.stem}-{lineno}"))
+        items.append(ProbeItem(qid, _text(obj, "question", where), options, answer, tool, raw))
+    return Benchmark(path.stem, kind, items, str(path))
 
 
 @BENCHMARKS.register("mcq")
 def load_mcq(cfg: BenchmarkConfig) -> Benchmark:
-    path = Path(cfg.path) if cfg.path else DEMO_DIR / "probes_mcq.jsonl"
-    items = []
-    for lineno, obj in iter_jsonl(path):
-        where = f"{path}:{lineno}"
-        wrong = obj.get("wrong_answers")
-        if not isinstance(wrong, list) or len(wrong) != 3 or not all(isinstance(w, str) and w.strip() for w in wrong):
-            raise DataError(f"{where}: field 'wrong_answers' must be a list of 3 non-empty strings")
-        tool, record = _probe_tool(obj, where)
-        options = (_text(obj, "correct_answer", where),) + tuple(w.strip() for w in wrong)
-        if len(set(options)) != 4:
-            raise DataError(f"{where}: field 'wrong_answers' repeats an option or the correct answer")
-        items.append(ProbeItem(str(obj.get("id", f"{path.stem}-{lineno}")), _text(obj, "question", where), options, 0, tool, record))
-    return Benchmark(path.stem, "mcq", items, str(path))
+    return _load_probe(cfg, "mcq", _mcq_options)
 
 
 @BENCHMARKS.register("qa")
 def load_qa(cfg: BenchmarkConfig) -> Benchmark:
-    path = Path(cfg.path) if cfg.path else DEMO_DIR / "probes_qa.jsonl"
-    items = []
-    for lineno, obj in iter_jsonl(path):
-        where = f"{path}:{lineno}"
-        answer = obj.get("answer")
-        if answer not in ("Yes", "No"):
-            raise DataError(f"{where}: field 'answer' must be 'Yes' or 'No', got {answer!r}")
-        tool, record = _probe_tool(obj, where)
-        items.append(ProbeItem(str(obj.get("id", f"{path.stem}-{lineno}")), _text(obj, "question", where), ("Yes", "No"),
-                               0 if answer == "Yes" else 1, tool, record))
-    return Benchmark(path.stem, "qa", items, str(path))
+    return _load_probe(cfg, "qa", _qa_options)
 
 
 def load_benchmark(cfg: BenchmarkConfig) -> Benchmark:
