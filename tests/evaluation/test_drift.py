@@ -27,3 +27,15 @@ def test_run_drift_separates_virtual_rows_from_base_vocab(tiny_run, tmp_path):
     assert s["n_virtual"] == 126 and s["n_base_sample"] == 100
     assert json.loads((tmp_path / "drift.json").read_text())["pairs"][1]["input"]["virtual"] == pytest.approx(s1_s2["input"]["virtual"])
     assert (tmp_path / "drift.png").stat().st_size > 1000
+
+
+def test_drift_task_through_the_runner(tiny_run, tmp_path):
+    from toolsense.evaluation.runner import run
+
+    s = run({"task": "drift", "run": str(tiny_run), "drift": {"checkpoints": ["stage1", "stage2"], "sample_size": 50},
+             "eval_logger": {"kind": "none"}}, tmp_path)
+    assert [(p["from"], p["to"]) for p in s["pairs"]] == [("stage1", "stage2")]
+    assert s["flat"]["stage1->stage2/input/base_vocab"] == 0.0 and s["flat"]["stage1->stage2/input/virtual"] > 0.5
+    assert (tmp_path / "drift.json").is_file()
+    with pytest.raises(ValueError, match="task=drift needs run="):
+        run({"task": "drift", "eval_logger": {"kind": "none"}}, tmp_path)
