@@ -63,6 +63,8 @@ def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys):
     assert red["identifier"]["replacements"]["scored_records_touched"] == 120
     assert red["time"]["replacements"]["by_field"] == {"fetch_logs": n, "query_db": n, "run_tests": n}
     assert set(red["identifier"]["auroc"]) == {"all", "1", "2", "3", "4", "5"}
+    for part, d in red["identifier"]["delta_by_partition"].items():
+        assert d["auroc"] < -0.2 and d["lo"] <= d["auroc"] <= d["hi"] and d["n"] == 24, part
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 4 * 120 and all(s["parsed"] for s in samples)
     assert all("[ID]" in s["prompt"] and "KT-" not in s["prompt"] for s in samples if s["variant"] == "identifier")

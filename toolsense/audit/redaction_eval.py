@@ -80,8 +80,9 @@ def compare(traces: TraceSet, idx: Sequence[int], scores: dict[str, np.ndarray],
                "control": control.get(v, False)}
         if v != "original":
             row["delta"] = paired_delta_ci(y, base, s, stats.n_boot, stats.level, stats.seed).as_dict()
-            row["delta_by_partition"] = {k: by_part[k].auroc - auroc_by_partition(y, base, parts, 0)[k].auroc
-                                         for k in by_part}
+            row["delta_by_partition"] = {
+                str(p): paired_delta_ci(y[parts == p], base[parts == p], s[parts == p], stats.n_boot, stats.level, stats.seed).as_dict()
+                for p in sorted(set(parts.tolist()), key=str)}
             row["replacements"] = {k: c for k, c in counts[v].items() if k != "per_record"}
             row["replacements"]["scored_records_touched"] = int(sum(counts[v]["per_record"][i] > 0 for i in idx))
         out[v] = row

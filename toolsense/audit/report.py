@@ -125,6 +125,10 @@ def _ci(a: dict) -> str:
     return "n/a" if a["auroc"] != a["auroc"] else f"{a['auroc']:.3f} [{a['lo']:.3f}, {a['hi']:.3f}]"
 
 
+def _delta(d: dict) -> str:
+    return "n/a" if d["auroc"] != d["auroc"] else f"{d['auroc']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
+
+
 def write_report(res: dict, out_dir: Path) -> Path:
     """``report.md`` with findings, tables and the plots, from the results dict."""
     plots = plot_all(res, out_dir)
@@ -157,11 +161,15 @@ def write_report(res: dict, out_dir: Path) -> Path:
         for v, r in red["variants"].items():
             delta = r.get("delta")
             rows.append([v + (" (control)" if r["control"] else ""), _ci(r["auroc"]["all"]),
-                         "" if delta is None else f"{delta['auroc']:+.3f} [{delta['lo']:+.3f}, {delta['hi']:+.3f}]",
+                         "" if delta is None else _delta(delta),
                          r.get("replacements", {}).get("replacements", ""), r["unparseable"]]
                         + [f"{r['auroc'][p]['auroc']:.3f}" for p in parts])
         md += ["## Stage 2 - token-class redaction", "", f"Scorer: `{json.dumps(red['scorer'])}`; {red['n_scored']} eval records per variant.", "",
                _table(["variant", "AUROC", "dA vs original", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
+               "ΔA per cluster (paired bootstrap CI):", "",
+               _table(["variant"] + [f"c{p}" for p in parts],
+                      [[v] + [_delta(r["delta_by_partition"][p]) for p in parts]
+                       for v, r in red["variants"].items() if v != "original"]), "",
                "![redaction](redaction.png)", ""]
     path = out_dir / "report.md"
     path.write_text("\n".join(md), encoding="utf-8")
