@@ -23,18 +23,24 @@ def mean_completion_loss(model, tokenizer, examples, max_length: int = 1024) -> 
 
 
 @torch.no_grad()
-def constrained_recall_at_1(model, tokenizer, queries, index, prompts) -> float:
+def constrained_recall_at_1(model, tokenizer, queries, index, prompts, batch_size: int = 16) -> float:
     """Flat index, greedy constrained decoding: the first step may only emit a tool token (then
-    EOS is forced), so the prediction is the argmax of the logits over the tool tokens."""
+    EOS is forced), so the prediction is the argmax of the next-token logits over the tool tokens."""
     from toolsense.data.prompts import render_prompt, retrieval_messages
 
     model.eval()
     names = list(index.paths)
     ids = torch.tensor(tokenizer.convert_tokens_to_ids([index.paths[n][0] for n in names]))
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
     hits = 0
-    for q in queries:
-        text = render_prompt(tokenizer, retrieval_messages(q.text, prompts))
-        inp = tokenizer(text, add_special_tokens=False, return_tensors="pt")
-        logits = model(**inp).logits[0, -1]
-        hits += names[int(logits[ids].argmax())] in q.tools
+    try:
+        for start in range(0, len(queries), batch_size):
+            chunk = queries[start : start + batch_size]
+            texts = [render_prompt(tokenizer, retrieval_messages(q.text, prompts)) for q in chunk]
+            inp = tokenizer(texts, add_special_tokens=False, return_tensors="pt", padding=True)
+            logits = model(**inp).logits[:, -1]
+            best = logits[:, ids].argmax(dim=1).tolist()
+            hits += sum(names[b] in q.tools for b, q in zip(best, chunk))
+    finally:
+        tokenizer.padding_side = side
     return hits / len(queries)
