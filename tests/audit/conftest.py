@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -27,3 +28,19 @@ def demo_traces(demo_traces_path):
 @pytest.fixture
 def fast_stats():
     return FAST_STATS
+
+
+CONF = Path(__file__).parents[2] / "conf"
+
+
+def compose_audit(overrides: list[str]):
+    """conf/audit.yaml composed with Hydra overrides, as `python audit.py ...` would see it."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose("audit", overrides=overrides)
+
+
+@pytest.fixture
+def compose():
+    return compose_audit

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
 
 from toolsense.audit.config import audit_config
 from toolsense.audit.generator import GeneratorConfig, generate_traces
@@ -16,13 +15,7 @@ from toolsense.audit.redaction_eval import variants
 from toolsense.audit.run import run_from_hydra
 from toolsense.audit.scorers import messages_sha256
 
-CONF = Path(__file__).parents[2] / "conf"
 GEN = ["generator.n_fit=120", "generator.n_eval_per_cluster=24"]
-
-
-def _compose(overrides):
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("audit", overrides=overrides)
 
 
 def _shortcut_scores(cfg, path: Path):
@@ -39,12 +32,12 @@ def _shortcut_scores(cfg, path: Path):
     path.write_text("\n".join(json.dumps(r) for r in rows))
 
 
-def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys):
+def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys, compose):
     scores = tmp_path / "scores.jsonl"
     base = ["mode=demo", *GEN, "stats.n_boot=200", "dilution.ks=[0,2,10]", "dilution.seeds=[0,1]"]
-    _shortcut_scores(audit_config(_compose(base + [f"output_dir={tmp_path}/x", "audit/scorer=precomputed", "scorer.path=unused"])), scores)
+    _shortcut_scores(audit_config(compose(base + [f"output_dir={tmp_path}/x", "audit/scorer=precomputed", "scorer.path=unused"])), scores)
     out = tmp_path / "run"
-    cfg = _compose(base + [f"output_dir={out}", "audit/scorer=precomputed", f"scorer.path={scores}"])
+    cfg = compose(base + [f"output_dir={out}", "audit/scorer=precomputed", f"scorer.path={scores}"])
     metric = run_from_hydra(cfg)
     res = json.loads((out / "results.json").read_text())
     printed = capsys.readouterr().out
@@ -83,15 +76,15 @@ def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys):
     (["mode=demo", "generator.strength=2"], "generator.strength must be in [0, 1], got 2"),
     (["mode=demo", "audit/scorer=openai"], "scorer.kind=openai needs scorer.base_url and scorer.model"),
 ])
-def test_config_errors_name_the_field(overrides, message):
+def test_config_errors_name_the_field(overrides, message, compose):
     with pytest.raises(ValueError) as e:
-        audit_config(_compose(["output_dir=/tmp/unused"] + overrides))
+        audit_config(compose(["output_dir=/tmp/unused"] + overrides))
     assert message in str(e.value)
 
 
-def test_every_redaction_preset_builds():
+def test_every_redaction_preset_builds(compose):
     for name in ("demo", "generic"):
-        cfg = audit_config(_compose(["mode=demo", "output_dir=/tmp/unused", f"audit/redaction={name}"]))
+        cfg = audit_config(compose(["mode=demo", "output_dir=/tmp/unused", f"audit/redaction={name}"]))
         assert isinstance(cfg.redaction, RedactionConfig) and cfg.redaction.classes
-    assert audit_config(_compose(["mode=demo", "output_dir=/tmp/unused"])).finetune.enabled is True
-    assert audit_config(_compose(["data.path=x.jsonl", "output_dir=/tmp/unused"])).finetune.enabled is False
+    assert audit_config(compose(["mode=demo", "output_dir=/tmp/unused"])).finetune.enabled is True
+    assert audit_config(compose(["data.path=x.jsonl", "output_dir=/tmp/unused"])).finetune.enabled is False
