@@ -36,8 +36,8 @@ class FinetuneConfig:
     """Adapt only the last N transformer layers (None = all): backprop then stops there, which
     makes a CPU step several times cheaper."""
     lr: float = 5e-3
-    epochs: int = 3
-    batch_size: int = 8
+    epochs: int = 2
+    batch_size: int = 4
     max_length: int = 384
     """Longer examples are cut from the left of the prompt (the answer is always kept)."""
     positive_answer: int = 9

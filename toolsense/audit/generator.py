@@ -1,12 +1,15 @@
 """Synthetic five-tool traces for a binary task with a planted shortcut.
 
-The task: "will the nightly build of project P pass review?". The label is random. One tool
+The task: "will the nightly build of project P pass?". The label is random. One tool
 (``list_files`` by default) lists an output file whose name carries a build identifier
 ``XX-12``; with probability ``strength`` its prefix is the label's (KT for 1, PL for 0),
 otherwise the other one - so the identifier predicts the label in every partition. The other
-tools carry label-independent text that mentions identifiers of both prefixes, times of day and
-the project name in the same file-name form, so a bag of n-grams over the whole trace sees the shortcut diluted while the
-planted tool alone reveals it. ``duplicate_in`` copies the identifier into a second tool.
+tools carry label-independent text: times of day, the project name, and identifiers of both
+prefixes in the same file-name form but lower case (``report_kt-37.csv``). TF-IDF lower-cases,
+so over the whole trace it cannot tell them from the planted one and sees the shortcut diluted,
+while the planted tool alone reveals it; a language model sees case, so a small LoRA learns the
+planted identifier within CPU minutes (finding it by position alone takes far longer).
+``duplicate_in`` copies the identifier into a second tool.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ def _time(rng: np.random.Generator) -> str:
 
 
 def _noise_text(tool: str, rng: np.random.Generator, project: str, n_ids: int) -> str:
-    ids = [_file(_code(rng)) for _ in range(n_ids)]
+    ids = [_file(_code(rng).lower()) for _ in range(n_ids)]
     if tool == "search_docs":
         return f"guide {project}: {' '.join(rng.choice(WORDS, size=int(rng.integers(3, 6))))}; see {' '.join(ids)}"
     if tool == "list_files":
