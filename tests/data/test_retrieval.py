@@ -82,3 +82,11 @@ def test_tokenize_marks_only_completion_and_eos(tiny_model):
     assert len(cut["input_ids"]) == 5 and cut["input_ids"][-2:] == comp and cut["completion_mask"] == [0, 0, 0, 1, 1]
     nxt = tokenize_example(Example(ex.messages, "<<S:x>>", "hier_next", assistant_prefix="", eos=False), tok, 1024)
     assert nxt["completion_mask"][-1] == 1 and nxt["input_ids"][-1] != tok.eos_token_id
+
+
+def test_generated_source_reads_rrb_records(shared_data):
+    """Generated realistic queries come in the RRB format: ``tool`` is a dict, or a list when several answer."""
+    qs = load_queries([QuerySource("generated", str(shared_data / "samples" / "rrb_sample.jsonl"), split=None)])
+    assert len(qs) == 24
+    assert qs[0].text == "Show me the most recently posted job openings" and qs[0].tools == ("JobSearch&&api/v2/Jobs/Latest",)
+    assert any(len(q.tools) > 1 for q in qs)

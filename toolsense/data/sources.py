@@ -43,7 +43,7 @@ class QuerySource:
 
 def _paths(src: QuerySource) -> list[str]:
     if not src.path:
-        raise ValueError(f"stage2.sources: a {src.kind!r} source needs a path")
+        raise ValueError(f"stage2.sources: a {str(src.kind)!r} source needs a path")
     found = sorted(glob.glob(src.path)) if any(c in src.path for c in "*?[") else [src.path]
     if not found:
         raise FileNotFoundError(f"stage2.sources: no file matches {src.path!r}")

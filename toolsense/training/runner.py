@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-from toolsense.catalog import Catalog, load_demo_catalog
+from toolsense.catalog import Catalog
 from toolsense.catalog.config import load_from_config
 from toolsense.data.memorization import build_memorization_examples
 from toolsense.data.retrieval import retrieval_examples
@@ -102,7 +102,7 @@ def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = No
     typed = cfg if isinstance(cfg, TrainConfig) else to_train_config(cfg)
     run_dir = Path(output_dir or typed.output_dir or "outputs/train")
     raw = write_config(cfg if not isinstance(cfg, TrainConfig) else OmegaConf.structured(cfg), run_dir)
-    catalog = load_from_config(typed.catalog) if typed.catalog.path else load_demo_catalog()
+    catalog = load_from_config(typed.catalog)
     index = load_or_build_index(typed, catalog, run_dir)
     summary: dict[str, Any] = {}
     if typed.stage1.enabled:

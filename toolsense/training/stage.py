@@ -66,6 +66,9 @@ class StageRunner:
         return self.run_dir / "checkpoints" / self.name
 
     def setup(self) -> None:
+        from transformers import set_seed
+
+        set_seed(self.cfg.trainer.seed)  # LoRA's initialisation draws from the global RNG before the Trainer seeds it
         model, tok = load_model_and_tokenizer(self.cfg.model, path=self.init_path)
         ids = add_index_tokens(self.index, model, tok)
         dataset = to_dataset(self.examples, tok, self.cfg.trainer.max_length)
