@@ -114,33 +114,23 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
 
     rng = np.random.default_rng(cfg.seed + 1)
     probe_tools = [catalog[int(i)] for i in rng.permutation(len(catalog))[: cfg.n_probes]]
-    if "mcq" in cfg.tasks:
-        for i, tool in enumerate(tqdm(probe_tools, desc="MCQ", unit="item")):
-            tid = f"mcq-{i:05d}"
+    makers = {
+        "mcq": lambda i, tool, a: make_mcq_item(tool, catalog, nb, writer, judge, temp, a, cfg.seed),
+        "qa": lambda i, tool, a: make_qa_item(tool, "Yes" if i % 2 == 0 else "No", writer, judge, temp, a),
+    }
+    for kind in [k for k in ("mcq", "qa") if k in cfg.tasks]:
+        for i, tool in enumerate(tqdm(probe_tools, desc=kind.upper(), unit="item")):
+            tid = f"{kind}-{i:05d}"
             if tid in done:
-                stats["mcq/skipped_done"] += 1
+                stats[f"{kind}/skipped_done"] += 1
                 continue
-            item, attempt = attempt_loop(tid, lambda a: make_mcq_item(tool, catalog, nb, writer, judge, temp, a, cfg.seed))
+            item, attempt = attempt_loop(tid, lambda a: makers[kind](i, tool, a))
             if item is None:
-                stats["mcq/rejected"] += 1
+                stats[f"{kind}/rejected"] += 1
                 continue
-            w.append("mcq.jsonl", {"id": str(uuid.uuid5(NAMESPACE, tid)), **item, "tool": tool_record(tool),
-                                   "generation": meta(tid, attempt)})
-            stats["mcq/accepted"] += 1
-    if "qa" in cfg.tasks:
-        for i, tool in enumerate(tqdm(probe_tools, desc="QA", unit="item")):
-            tid = f"qa-{i:05d}"
-            if tid in done:
-                stats["qa/skipped_done"] += 1
-                continue
-            target = "Yes" if i % 2 == 0 else "No"
-            item, attempt = attempt_loop(tid, lambda a: make_qa_item(tool, target, writer, judge, temp, a))
-            if item is None:
-                stats["qa/rejected"] += 1
-                continue
-            w.append("qa.jsonl", {"id": str(uuid.uuid5(NAMESPACE, tid)), **item, "tool": tool_record(tool),
-                                  "generation": meta(tid, attempt)})
-            stats["qa/accepted"] += 1
+            w.append(f"{kind}.jsonl", {"id": str(uuid.uuid5(NAMESPACE, tid)), **item, "tool": tool_record(tool),
+                                       "generation": meta(tid, attempt)})
+            stats[f"{kind}/accepted"] += 1
 
     summary = {"gen/" + k: v for k, v in sorted(stats.items())}
     summary["rejection_reasons"] = dict(reasons.most_common())
