@@ -7,8 +7,9 @@ otherwise the other one - so the identifier predicts the label in every partitio
 tools carry label-independent text: times of day, the project name, and identifiers of both
 prefixes in the same file-name form but lower case (``report_kt-37.csv``). TF-IDF lower-cases,
 so over the whole trace it cannot tell them from the planted one and sees the shortcut diluted,
-while the planted tool alone reveals it; a language model sees case, so a small LoRA learns the
-planted identifier within CPU minutes (finding it by position alone takes far longer).
+while the planted tool alone reveals it. A language model does see case, so only the planted
+identifier is upper case in its prompt. (Measured: 48 LoRA steps on SmolLM2-135M, last 8
+layers, did not yet learn it - see the audit report.)
 ``duplicate_in`` copies the identifier into a second tool.
 """
 
