@@ -139,3 +139,36 @@ def test_hf_scorer_on_tiny_random_counts_unparseable_and_caches(tiny_model_dir, 
     again, _ = score_variants(scorer, ScoreCache(tmp_path / "cache"), {"original": demo_traces}, idx, AuditPromptConfig(), 0.5,
                               tmp_path / "samples2.jsonl", batch=4)
     assert again["original"].tolist() == [0.5] * 5
+
+
+def test_hf_answer_probs_is_the_expected_digit_after_the_answer_prefix(tiny_model_dir, demo_traces, tmp_path):
+    """answer_probs = sum_d p(d | prompt, "<answer>") * (d - 1) / 9 over the digits 1-9, renormalized;
+    the joined ids are exactly what the fine-tune trains on; never unparseable; its own cache key."""
+    import torch
+
+    from toolsense.audit.finetune import FinetuneConfig, encode_examples
+    from toolsense.models import ModelConfig
+
+    mc = ModelConfig("tiny_random", dtype="float32", eos_token="<|im_end|>")
+    scorer = build_scorer(ScorerConfig(kind="hf", method="answer_probs", batch_size=3), mc, AuditPromptConfig())
+    recs = demo_traces.records[:5]
+    scores, unparseable = score_variants(scorer, ScoreCache(tmp_path / "cache"), {"original": demo_traces}, list(range(5)),
+                                         AuditPromptConfig(), 0.5, tmp_path / "samples.jsonl", batch=3)
+    tok, model = scorer.tok, scorer.model
+    digits = [tok(f"<answer>{d}", add_special_tokens=False)["input_ids"][-1] for d in range(1, 10)]
+    expected = []
+    for x, _ in encode_examples(tok, recs, AuditPromptConfig(), FinetuneConfig()):  # prompt + "<answer>" + digit
+        with torch.no_grad():
+            p = model(input_ids=torch.tensor([x[:-1]])).logits[0, -1, digits].softmax(-1)
+        expected.append(float((p * torch.arange(9) / 9).sum()))
+    assert scores["original"].tolist() == pytest.approx(expected, abs=1e-5) and unparseable == {"original": 0}
+    assert len(set(round(s, 6) for s in expected)) > 1  # a continuous score, not one constant
+    gen = build_scorer(ScorerConfig(kind="hf"), mc)
+    from toolsense.audit.scorers import cache_key
+
+    assert gen.decoding["do_sample"] is False and scorer.decoding["method"] == "answer_probs"
+    assert cache_key(gen, _items(demo_traces, 1)[0].messages) != cache_key(scorer, _items(demo_traces, 1)[0].messages)
+    with pytest.raises(ValueError, match="scorer.method=answer_probs needs a prompt.parser with answer choices"):
+        build_scorer(ScorerConfig(kind="hf", method="answer_probs"), mc, AuditPromptConfig(parser="answer_prob"))
+    with pytest.raises(ValueError, match=r"scorer.method=answer_probs needs scorer.kind=hf \(got openai\)"):
+        ScorerConfig(kind="openai", base_url="http://x", model="m", method="answer_probs")

@@ -83,6 +83,14 @@ class AuditConfig:
             raise ValueError("data.path is required (or run the demo: python audit.py mode=demo)")
         if self.finetune.enabled is None:
             self.finetune.enabled = self.mode == "demo" and self.scorer.kind == "hf"
+        if self.scorer.kind == "hf" and self.scorer.method is None:
+            self.scorer.method = "answer_probs" if self.mode == "demo" else "generate"
+        if self.scorer.method == "answer_probs":
+            from toolsense.audit.prompting import ANSWER_CHOICES
+
+            if self.prompt.parser not in ANSWER_CHOICES:
+                raise ValueError(f"scorer.method=answer_probs needs a prompt.parser with answer choices "
+                                 f"{sorted(ANSWER_CHOICES)}, got {self.prompt.parser!r}")
         if self.finetune.enabled and self.scorer.kind != "hf":
             raise ValueError("finetune.enabled needs scorer.kind=hf (the adapter is scored locally)")
 

@@ -31,6 +31,22 @@ def parse_answer_prob(text: str) -> Optional[float]:
     return float(m.group(1))
 
 
+@dataclass(frozen=True)
+class AnswerChoices:
+    """How a scorer that reads answer probabilities (``scorer.method=answer_probs``) scores a
+    parser's format: after the assistant turn opens with ``prefix``, the next-token
+    probabilities of the single-token ``values`` keys, renormalized, weight their values."""
+
+    prefix: str
+    values: dict[str, float]
+
+
+ANSWER_CHOICES: dict[str, AnswerChoices] = {
+    # "10" shares its first token with "1" and is read as 1 (the demo fine-tune teaches 2 and 9).
+    "answer_1_10": AnswerChoices("<answer>", {str(d): (d - 1) / 9 for d in range(1, 10)}),
+}
+
+
 @dataclass
 class AuditPromptConfig:
     system: Optional[str] = "Rate builds."

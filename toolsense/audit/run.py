@@ -53,7 +53,7 @@ def stage2(cfg: AuditConfig, traces: TraceSet, fit: np.ndarray, ev: np.ndarray, 
         adapter = finetune_lora(cfg.model, fit_records, cfg.prompt, cfg.finetune,
                                 default_cache_dir(scorer_cfg).parent / "audit_adapters" / key)
         scorer_cfg = dataclasses.replace(scorer_cfg, adapter=str(adapter))
-    scorer = build_scorer(scorer_cfg, cfg.model)
+    scorer = build_scorer(scorer_cfg, cfg.model, cfg.prompt)
     cache = ScoreCache(default_cache_dir(scorer_cfg) if scorer_cfg.cache else None)
     sets, counts = variants(traces, cfg.redaction)
     idx = np.flatnonzero(ev).tolist()

@@ -6,5 +6,7 @@ from toolsense.audit.scorers.base import SCORERS, ScoreCache, ScoreItem, ScorerC
 __all__ = ["SCORERS", "ScoreCache", "ScoreItem", "ScorerConfig", "cache_key", "messages_sha256", "build_scorer"]
 
 
-def build_scorer(cfg: ScorerConfig, model_cfg=None):
-    return SCORERS.get(cfg.kind)(cfg, model_cfg)
+def build_scorer(cfg: ScorerConfig, model_cfg=None, prompt=None):
+    """The registered scorer for ``cfg.kind``; ``prompt`` (an AuditPromptConfig) tells the hf
+    answer_probs method which answer format to read."""
+    return SCORERS.get(cfg.kind)(cfg, model_cfg, prompt)

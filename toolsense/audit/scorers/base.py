@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Protocol
+from typing import Callable, Literal, Optional, Protocol
 
 from toolsense.audit.store import JsonlStore
 from toolsense.utils.registry import Registry
@@ -32,6 +32,11 @@ class ScorerConfig:
     """Registered scorer: hf (local causal LM), openai (OpenAI-compatible endpoint), precomputed (file)."""
     adapter: Optional[str] = None
     """hf: a PEFT LoRA adapter folder applied to the model section's checkpoint."""
+    method: Optional[Literal["generate", "answer_probs"]] = None
+    """hf: generate = greedy answer read by prompt.parser (unparseable answers counted);
+    answer_probs = expected answer value from the next-token probabilities of the parser's
+    digits after its answer prefix (continuous, one forward pass, never unparseable).
+    None = answer_probs for the fine-tuned demo model, generate otherwise."""
     batch_size: int = 16
     """hf: prompts per generate call."""
     max_new_tokens: int = 8
@@ -58,6 +63,10 @@ class ScorerConfig:
             raise ValueError("scorer.kind=openai needs scorer.base_url and scorer.model")
         if self.kind == "precomputed" and not self.path:
             raise ValueError("scorer.kind=precomputed needs scorer.path")
+        if self.method not in (None, "generate", "answer_probs"):
+            raise ValueError(f"scorer.method must be generate or answer_probs, got {self.method!r}")
+        if self.method == "answer_probs" and self.kind != "hf":
+            raise ValueError(f"scorer.method=answer_probs needs scorer.kind=hf (got {self.kind})")
         if self.batch_size < 1 or self.max_new_tokens < 1:
             raise ValueError("scorer.batch_size and scorer.max_new_tokens must be >= 1")
 

@@ -33,5 +33,5 @@ class OpenAIScorer:
 
 
 @SCORERS.register("openai")
-def _openai(cfg: ScorerConfig, model_cfg=None) -> OpenAIScorer:
+def _openai(cfg: ScorerConfig, model_cfg=None, prompt=None) -> OpenAIScorer:
     return OpenAIScorer(cfg)

@@ -51,5 +51,5 @@ class PrecomputedScorer:
 
 
 @SCORERS.register("precomputed")
-def _precomputed(cfg: ScorerConfig, model_cfg=None) -> PrecomputedScorer:
+def _precomputed(cfg: ScorerConfig, model_cfg=None, prompt=None) -> PrecomputedScorer:
     return PrecomputedScorer(cfg)
