@@ -93,9 +93,15 @@ class TuningConfig:
     dropout: float = 0.0
     target_modules: str = "all-linear"
     """PEFT target_modules; all-linear = every linear projection except the LM head."""
+    embedding_lr_scale: float = 1.0
+    """Learning-rate multiplier for the embedding / LM-head matrices (under LoRA: the virtual-token
+    rows). New rows start at sub-token means, far from where they must end, so short runs
+    (the CPU demo) learn them much faster with a larger step; 1.0 = one learning rate for all."""
 
     def __post_init__(self) -> None:
         self.method = choice(TuningMethod, self.method, "tuning.method")
+        if self.embedding_lr_scale <= 0:
+            raise ValueError(f"tuning.embedding_lr_scale must be > 0, got {self.embedding_lr_scale}")
         if self.method == "lora" and self.r < 1:
             raise ValueError(f"tuning.r must be >= 1 for LoRA, got {self.r}")
 

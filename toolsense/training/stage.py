@@ -84,6 +84,7 @@ class StageRunner:
             train_dataset=dataset,
             processing_class=tok,
             callbacks=callbacks,
+            embedding_lr_scale=self.cfg.tuning.embedding_lr_scale,
         )
         plan = plan_batch(self.cfg.trainer, world_size())
         log.info("%s: %d examples (%s); batch %d per device x %d accumulation x %d processes = %d", self.name, len(dataset),

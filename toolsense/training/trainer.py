@@ -98,11 +98,31 @@ def sft_config(cfg: TrainerConfig, schedule: StageSchedule, output_dir: Path, ru
 
 
 class ToolsenseSFTTrainer(SFTTrainer):
-    """SFTTrainer whose embedding / LM-head matrices get no weight decay (see tuning.py)."""
+    """SFTTrainer whose embedding / LM-head matrices get no weight decay (see tuning.py) and,
+    with ``embedding_lr_scale`` != 1, their own parameter group at a scaled learning rate (the
+    scheduler scales every group alike, so the ratio holds through warmup and decay)."""
+
+    def __init__(self, *args, embedding_lr_scale: float = 1.0, **kwargs):
+        self.embedding_lr_scale = embedding_lr_scale
+        super().__init__(*args, **kwargs)
 
     def get_decay_parameter_names(self, model) -> list[str]:
         skip = no_decay_parameter_names(model)
         return [n for n in super().get_decay_parameter_names(model) if n not in skip]
+
+    def create_optimizer(self, model=None):
+        opt = super().create_optimizer(model) if model is not None else super().create_optimizer()
+        if self.embedding_lr_scale == 1.0 or self.is_deepspeed_enabled:
+            return opt
+        named = dict(self.model.named_parameters())
+        emb = {id(named[n]) for n in no_decay_parameter_names(self.model) if named[n].requires_grad}
+        moved = []
+        for group in opt.param_groups:
+            moved += [p for p in group["params"] if id(p) in emb]
+            group["params"] = [p for p in group["params"] if id(p) not in emb]
+        if moved:
+            opt.add_param_group({"params": moved, "lr": self.args.learning_rate * self.embedding_lr_scale, "weight_decay": 0.0})
+        return opt
 
 
 class TrackerCallback(TrainerCallback):
