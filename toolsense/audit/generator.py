@@ -8,8 +8,7 @@ tools carry label-independent text: times of day, the project name, and identifi
 prefixes in the same file-name form but lower case (``report_kt-37.csv``). TF-IDF lower-cases,
 so over the whole trace it cannot tell them from the planted one and sees the shortcut diluted,
 while the planted tool alone reveals it. A language model does see case, so only the planted
-identifier is upper case in its prompt. (Measured: 48 LoRA steps on SmolLM2-135M, last 8
-layers, did not yet learn it - see the audit report.)
+identifier is upper case in its prompt.
 ``duplicate_in`` copies the identifier into a second tool.
 """
 

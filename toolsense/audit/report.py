@@ -36,7 +36,9 @@ def findings(res: dict) -> list[str]:
     if red:
         o = red["variants"]["original"]["auroc"]["all"]
         out.append(f"Redaction: original AUROC {o['auroc']:.3f} [{o['lo']:.3f}, {o['hi']:.3f}] "
-                   f"({red['variants']['original']['unparseable']} unparseable of {red['n_scored']})")
+                   + (f"(scored by answer probabilities, no parsing; {red['n_scored']} records)"
+                      if red.get("decoding", {}).get("method") == "answer_probs" else
+                      f"({red['variants']['original']['unparseable']} unparseable of {red['n_scored']})"))
         for v, row in red["variants"].items():
             if v == "original":
                 continue
@@ -168,7 +170,7 @@ def write_report(res: dict, out_dir: Path) -> Path:
                          "" if delta is None else _delta(delta),
                          r.get("replacements", {}).get("replacements", ""), r["unparseable"]]
                         + [f"{r['auroc'][p]['auroc']:.3f}" for p in parts])
-        md += ["## Stage 2 - token-class redaction", "", f"Scorer: `{json.dumps(red['scorer'])}`; {red['n_scored']} eval records per variant.", "",
+        md += ["## Stage 2 - token-class redaction", "", f"Scorer: `{json.dumps(red['scorer'])}`, decoding `{json.dumps(red.get('decoding'))}`; {red['n_scored']} eval records per variant.", "",
                _table(["variant", "AUROC", "dA vs original", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
                "ΔA per cluster (paired bootstrap CI):", "",
                _table(["variant"] + [f"c{p}" for p in parts],
