@@ -50,7 +50,7 @@ class JsonlTracker:
             f.write(json.dumps(row) + "\n")
 
     def finish(self) -> None:
-        pass
+        """Nothing to close: each line is appended and the file closed as it is logged."""
 
 
 class WandbTracker:
