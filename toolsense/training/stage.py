@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import load_model_and_tokenizer
 from toolsense.training.config import StageSchedule, TrainConfig
 from toolsense.training.trainer import (
-    ToolsenseSFTTrainer, TrackerCallback, VirtualRowsCallback, plan_batch, restore_virtual_rows, sft_config, world_size,
+    ROWS_FILE, ToolsenseSFTTrainer, TrackerCallback, VirtualRowsCallback, plan_batch, restore_virtual_rows, sft_config, world_size,
 )
 from toolsense.training.tuning import Trainable, prepare_trainable
 
@@ -34,10 +35,24 @@ def stage_done(path: Path) -> bool:
     return (path / "config.json").exists()
 
 
-def last_checkpoint(folder: Path) -> Optional[str]:
-    from transformers.trainer_utils import get_last_checkpoint
+def last_checkpoint(folder: Path, needs: tuple[str, ...] = ()) -> Optional[str]:
+    """The newest *complete* ``checkpoint-N`` under ``folder``, or None.
 
-    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
+    A run killed while saving leaves a checkpoint folder without ``trainer_state.json`` (the
+    Trainer writes it after the weights and optimizer) or without our own files (``needs``,
+    written by a callback after that). Such a folder is skipped with a warning, never deleted:
+    the next save at that step overwrites it.
+    """
+    if not folder.is_dir():
+        return None
+    steps = sorted(((int(m.group(1)), p) for p in folder.iterdir()
+                    if p.is_dir() and (m := re.fullmatch(r"checkpoint-(\d+)", p.name))), reverse=True)
+    for _, path in steps:
+        missing = [f for f in ("trainer_state.json", *needs) if not (path / f).exists()]
+        if not missing:
+            return str(path)
+        log.warning("%s is incomplete (no %s), probably interrupted while saving; skipping it", path, ", ".join(missing))
+    return None
 
 
 @dataclass
@@ -91,7 +106,7 @@ class StageRunner:
                  ", ".join(sorted(set(dataset["kind"]))), plan.per_device, plan.grad_accum, plan.world_size, plan.effective)
 
     def train(self) -> dict:
-        ckpt = last_checkpoint(self.ckpt_dir)
+        ckpt = last_checkpoint(self.ckpt_dir, needs=(ROWS_FILE,) if self.trainable.method == "lora" else ())
         if ckpt is not None:
             log.info("%s: resuming from %s", self.name, ckpt)
             if self.trainable.method == "lora" and not restore_virtual_rows(self.trainable, ckpt):

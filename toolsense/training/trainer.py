@@ -147,7 +147,9 @@ class VirtualRowsCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
             ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            torch.save(self.trainable.virtual_rows(), ckpt / ROWS_FILE)
+            tmp = ckpt / (ROWS_FILE + ".tmp")
+            torch.save(self.trainable.virtual_rows(), tmp)
+            tmp.replace(ckpt / ROWS_FILE)  # present only once complete: it marks the checkpoint complete
 
 
 def restore_virtual_rows(trainable: Trainable, checkpoint: str | Path) -> bool:
