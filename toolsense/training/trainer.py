@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,10 +98,47 @@ def sft_config(cfg: TrainerConfig, schedule: StageSchedule, output_dir: Path, ru
     )
 
 
+@contextmanager
+def completion_positions_only():
+    """Make TRL's fused LM head project only the positions that carry a label, on every device.
+
+    TRL (1.16) scores only labelled positions on Triton devices but *every* position elsewhere,
+    to keep tile shapes fixed for graph compilers. Our completions are short (a virtual token and
+    EOS after a ~100-token prompt), so on CPU that wastes most of the LM head's FLOPs and the
+    vocabulary-sized softmax. The loss, gradients and metrics are the same either way (masked
+    positions contribute exactly zero); tests/training/test_compact_head.py checks it.
+    """
+    try:
+        import trl.trainer.utils as trl_utils
+    except ImportError:  # pragma: no cover - other TRL layouts: keep TRL's behaviour
+        yield
+        return
+    original = getattr(trl_utils, "_use_triton", None)
+    if original is None:
+        yield
+        return
+    trl_utils._use_triton = lambda device: device.type == "cpu" or original(device)
+    try:
+        yield
+    finally:
+        trl_utils._use_triton = original
+
+
 class ToolsenseSFTTrainer(SFTTrainer):
     """SFTTrainer whose embedding / LM-head matrices get no weight decay (see tuning.py) and,
     with ``embedding_lr_scale`` != 1, their own parameter group at a scaled learning rate (the
-    scheduler scales every group alike, so the ratio holds through warmup and decay)."""
+    scheduler scales every group alike, so the ratio holds through warmup and decay).
+
+    ``compact_lm_head`` (default on) projects only the labelled positions through the LM head on
+    CPU as well (see ``completion_positions_only``)."""
+
+    compact_lm_head: bool = True
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if not self.compact_lm_head:
+            return super().compute_loss(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
+        with completion_positions_only():
+            return super().compute_loss(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
 
     def __init__(self, *args, embedding_lr_scale: float = 1.0, **kwargs):
         self.embedding_lr_scale = embedding_lr_scale
