@@ -109,3 +109,25 @@ def test_hierarchical_constrained_outputs_are_always_valid_tools(tiny_model, dem
     free = beam_search(model, pre, tt, 20, index.depth() + 1, constrained=False)
     for tools, seqs in zip(free.tools, free.sequences):
         assert [trie.lookup(s) for s in seqs] == tools  # a free output is a tool only if exactly id + EOS
+
+
+@pytest.mark.parametrize("builder", ["structural", "clustered"])
+def test_shared_prompt_tree_search_equals_expanded_cache_search(tiny_model, demo_catalog, builder):
+    """Beams decoded over one shared prompt cache with lineage masks give the same beams and
+    scores as the textbook search that copies the cache per beam, for several steps, and leave
+    the prompt cache as it was."""
+    model, tok = tiny_model
+    params = {"branching": 4, "embeddings": np.random.default_rng(0).normal(size=(len(demo_catalog), 8))} if builder == "clustered" else {}
+    index = build_index(demo_catalog, builder, **params)
+    add_index_tokens(index, model, tok)
+    trie = build_trie(index, tok)
+    tt = TrieTensors.from_trie(trie, model.get_output_embeddings().weight.shape[0])
+    pre = prefill(model.eval(), *_prompts(tok, QUERIES))
+    plen = pre.cache.get_seq_length()
+    for constrained, steps in ((True, index.depth() + 1), (False, index.depth() + 3)):
+        full = beam_search(model, pre, tt, 12, steps, constrained=constrained, share_prompt=False)
+        tree = beam_search(model, pre, tt, 12, steps, constrained=constrained)
+        assert tree.sequences == full.sequences and tree.tools == full.tools
+        assert np.allclose(tree.scores, full.scores, atol=1e-4)
+        assert pre.cache.get_seq_length() == plen
+    assert any(len(s) == index.depth() + 3 for seqs in full.sequences for s in seqs)  # free-form really ran every step

@@ -96,13 +96,15 @@ def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens
     """Beam search of width ``width`` from ``pre`` (its cache is left as it was).
     Ended beams continue with a single zero-cost placeholder step (recorded as -1).
 
-    With ``share_prompt`` and two steps (flat ids: token, EOS) the single decode step runs the
-    beams side by side over the shared prompt cache (:func:`_decode_siblings`) instead of
-    copying the cache per beam; otherwise the cache is expanded to one row per beam."""
+    With ``share_prompt`` (default) every decode step appends the ``Q x B`` current tokens to the
+    *shared* prompt cache as new positions, and a 4D mask lets each token see the prompt and its
+    own ancestors only (:func:`_decode_tree`): the prompt's keys and values are never copied per
+    beam, and the beams' own positions are never reordered (the mask follows each beam's
+    lineage). Without it, the cache is expanded to one row per beam and reordered every step
+    (the textbook way; kept as the reference the tests compare against)."""
     nq, vocab = pre.logp.shape
     dev = pre.logp.device
-    siblings = share_prompt and max_new_tokens == 2
-    cache = None if siblings else copy.deepcopy(pre.cache)
+    cache = None if share_prompt else copy.deepcopy(pre.cache)
     mask = pre.attention_mask
     logp = pre.logp
     nodes = torch.zeros(nq, dtype=torch.long, device=dev)
@@ -110,58 +112,79 @@ def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens
     done = torch.zeros(nq, dtype=torch.bool, device=dev)
     seqs = torch.empty(nq, 0, dtype=torch.long, device=dev)
     nb = 1
-    for step in range(max_new_tokens):
-        if step > 0 and siblings:
-            logp = _decode_siblings(model, seqs[:, -1].clamp(min=0).view(nq, width), pre).view(nq * width, vocab)
-        elif step > 0:
-            logp = _decode(model, seqs[:, -1].clamp(min=0), cache, mask)
-        if constrained:
-            logp = logp.masked_fill(~tt.allowed_mask(nodes), NEG_INF)
-        if done.any():
-            logp[done] = NEG_INF
-            logp[done, 0] = 0.0  # the placeholder continuation
-        cand = (scores[:, None] + logp).view(nq, nb * vocab)
-        vals, idx = cand.topk(min(width, nb * vocab), dim=1)
-        if vals.shape[1] < width:  # pad to width with impossible beams
-            fill = width - vals.shape[1]
-            vals = torch.cat([vals, vals.new_full((nq, fill), NEG_INF)], 1)
-            idx = torch.cat([idx, idx[:, :1].expand(nq, fill)], 1)
-        src = (idx // vocab + torch.arange(nq, device=dev)[:, None] * nb).view(-1)
-        tok = (idx % vocab).view(-1)
-        was_done = done[src]
-        tok = torch.where(was_done, torch.full_like(tok, -1), tok)
-        nodes = torch.where(was_done, nodes[src], tt.advance(nodes[src], tok))
-        scores = vals.view(-1)
-        done = was_done | (tok == tt.eos_id) | (scores == NEG_INF)
-        if constrained:
-            done |= nodes == DEAD
-        seqs = torch.cat([seqs[src], tok[:, None]], 1)
-        nb = width
-        if bool(done.all()) or step == max_new_tokens - 1:
-            break
-        if not siblings:
-            cache.reorder_cache(src)
-            mask = torch.cat([mask[src], mask.new_ones(len(src), 1)], 1)
+    see = parent = None  # tree mode: [Q, B, calls*B] which earlier beam positions each beam sees
+    calls = 0
+    try:
+        for step in range(max_new_tokens):
+            if step > 0 and share_prompt:
+                own = torch.eye(width, dtype=torch.bool, device=dev).expand(nq, width, width)
+                see = own if see is None else torch.cat([see.gather(1, parent[:, :, None].expand(-1, -1, see.shape[2])), own], -1)
+                logp = _decode_tree(model, seqs[:, -1].clamp(min=0).view(nq, width), pre, see, calls).view(nq * width, vocab)
+                calls += 1
+            elif step > 0:
+                logp = _decode(model, seqs[:, -1].clamp(min=0), cache, mask)
+            if constrained:
+                logp = logp.masked_fill(~tt.allowed_mask(nodes), NEG_INF)
+            if done.any():
+                logp[done] = NEG_INF
+                logp[done, 0] = 0.0  # the placeholder continuation
+            cand = (scores[:, None] + logp).view(nq, nb * vocab)
+            vals, idx = cand.topk(min(width, nb * vocab), dim=1)
+            if vals.shape[1] < width:  # pad to width with impossible beams
+                fill = width - vals.shape[1]
+                vals = torch.cat([vals, vals.new_full((nq, fill), NEG_INF)], 1)
+                idx = torch.cat([idx, idx[:, :1].expand(nq, fill)], 1)
+            parent = idx // vocab  # [Q, B]: the beam (within its query) each new beam extends
+            src = (parent + torch.arange(nq, device=dev)[:, None] * nb).view(-1)
+            tok = (idx % vocab).view(-1)
+            was_done = done[src]
+            tok = torch.where(was_done, torch.full_like(tok, -1), tok)
+            nodes = torch.where(was_done, nodes[src], tt.advance(nodes[src], tok))
+            scores = vals.view(-1)
+            done = was_done | (tok == tt.eos_id) | (scores == NEG_INF)
+            if constrained:
+                done |= nodes == DEAD
+            seqs = torch.cat([seqs[src], tok[:, None]], 1)
+            nb = width
+            if bool(done.all()) or step == max_new_tokens - 1:
+                break
+            if not share_prompt:
+                cache.reorder_cache(src)
+                mask = torch.cat([mask[src], mask.new_ones(len(src), 1)], 1)
+    finally:
+        if calls:
+            pre.cache.crop(-calls * width)  # negative: drop the beams' positions (old and new transformers)
     return _finish(tt, nq, nb, scores, nodes, seqs)
 
 
 @torch.no_grad()
-def _decode_siblings(model, tokens: torch.Tensor, pre: Prefill) -> torch.Tensor:
-    """Log-probs after each of ``tokens`` [Q, k] appended *alone* to its row's prompt, in one
-    forward of Q rows: the k candidates share the position after the prompt and a 4D mask lets
-    each see the prompt and itself only, so the prompt cache is never copied k times. The cache
-    is cropped back to the prompt afterwards. Returns [Q, k, V]."""
+def _decode_tree(model, tokens: torch.Tensor, pre: Prefill, see: torch.Tensor, call: int) -> torch.Tensor:
+    """Log-probs [Q, k, V] after ``tokens`` [Q, k], appended to the prompt cache (which may
+    already hold ``call`` earlier blocks of k beam positions) in one forward of Q rows. Token j
+    of row q sees the prompt and the earlier-or-own beam positions where ``see[q, j]`` is true
+    ([Q, k, (call + 1) * k]); all k tokens sit at the same position, ``call`` after the prompt.
+    The caller crops the cache back to the prompt."""
     q, k = tokens.shape
     plen = pre.attention_mask.shape[1]
     dtype = next(model.parameters()).dtype
-    see = torch.cat([pre.attention_mask[:, None, :].expand(q, k, plen).bool(),
-                     torch.eye(k, dtype=torch.bool, device=tokens.device).expand(q, k, k)], -1)
-    mask = torch.zeros(q, 1, k, plen + k, dtype=dtype, device=tokens.device)
-    mask.masked_fill_(~see[:, None], torch.finfo(dtype).min)
-    pos = pre.attention_mask.sum(-1, keepdim=True).expand(q, k)
+    visible = torch.cat([pre.attention_mask[:, None, :].expand(q, k, plen).bool(), see], -1)
+    mask = torch.zeros(q, 1, k, visible.shape[-1], dtype=dtype, device=tokens.device)
+    mask.masked_fill_(~visible[:, None], torch.finfo(dtype).min)
+    pos = pre.attention_mask.sum(-1, keepdim=True).expand(q, k) + call
     out = model(input_ids=tokens, attention_mask=mask, position_ids=pos, use_cache=True, **{_cache_kw(model): pre.cache})
-    pre.cache.crop(-k)  # negative: drop the k candidate positions (both old and new transformers)
     return _log_softmax(out.logits)
+
+
+@torch.no_grad()
+def _decode_siblings(model, tokens: torch.Tensor, pre: Prefill) -> torch.Tensor:
+    """Log-probs [Q, k, V] after each of ``tokens`` [Q, k] appended *alone* to its row's prompt
+    (:func:`_decode_tree` with no earlier beam positions); the cache is cropped back after."""
+    k = tokens.shape[1]
+    own = torch.eye(k, dtype=torch.bool, device=tokens.device).expand(tokens.shape[0], k, k)
+    try:
+        return _decode_tree(model, tokens, pre, own, 0)
+    finally:
+        pre.cache.crop(-k)
 
 
 @torch.no_grad()
