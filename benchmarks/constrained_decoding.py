@@ -132,11 +132,22 @@ def main() -> None:
     ref = {q.query_id: reference_search(model, tok, ids[i], trie, args.beam, index.depth() + 1) for i, q in enumerate(ref_q)}
     sync(); t_ref = (time.time() - t) * len(queries) / len(ref_q)
 
+    # What any exact method must add to the floor on hardware whose cost is linear in FLOPs (CPU):
+    # the B candidates' decode step (body + a full-vocabulary head each), over the prefill's body.
+    emb = {id(p) for p in (model.get_input_embeddings().weight, model.get_output_embeddings().weight)}
+    body = 2 * sum(p.numel() for p in model.parameters() if id(p) not in emb)
+    head = 2 * model.get_output_embeddings().weight.numel()
+    prefill_tokens = sum(len(b) * max(len(ids[i]) for i in b) for b in batches)
+    bound = 1 + len(queries) * args.beam * (body + head) / (prefill_tokens * body)
+
     same = sum(ours[k] == v for k, v in ref.items())
     same10 = sum(ours[k][:10] == v[:10] for k, v in ref.items())
     print(f"queries={len(queries)} beam={args.beam} index={args.index} tools={len(index.paths)}")
     print(f"floor (one batched prefill) : {t_floor:8.2f} s")
     print(f"ours (batched, tensor masks): {t_ours:8.2f} s   ours/floor = {t_ours / t_floor:.2f}x (target <= 1.5x for flat)")
+    if index.depth() == 1:
+        print(f"  FLOP bound for any exact flat method (prefill + {args.beam} candidates x (body + {head // 2 // 10**6}M-weight head)"
+              f" over {prefill_tokens} padded prompt tokens): {bound:.2f}x")
     print(f"reference (HF generate + dict trie, per query; {len(ref_q)} timed, scaled): {t_ref:8.2f} s   "
           f"reference/ours = {t_ref / t_ours:.1f}x (target >= 10x for hierarchical)")
     print(f"identical top-{args.beam} lists: {same}/{len(ref)}; identical top-10: {same10}/{len(ref)}")
