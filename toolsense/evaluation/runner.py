@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -99,13 +99,18 @@ def evaluate(cfg: Mapping, output_dir: str | Path) -> list[dict]:
 
 
 def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
-    """Entry point of ``evaluate.py``: evaluation (default) or ``task=drift``; writes
+    """Entry point of ``evaluate.py``: evaluation (default), ``task=drift`` or ``task=compare``
+    (an ablation table over earlier evaluations, see compare.py); writes
     ``results.json`` and ``table.md`` under the output dir, prints the table, returns the summary."""
     plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     out = Path(output_dir or plain.get("output_dir") or "outputs/evaluate")
     out.mkdir(parents=True, exist_ok=True)
     logger_cfg = from_section(EvalLoggerConfig, plain.get("eval_logger"), "eval_logger", strict=True)
     t0 = time.time()
+    if plain.get("task") == "compare":
+        from toolsense.evaluation.compare import CompareConfig, run_compare
+
+        return run_compare(from_section(CompareConfig, plain.get("compare"), "compare", strict=True), out)
     with tracker(logger_cfg, plain) as track:
         if plain.get("task", "evaluate") == "drift":
             from toolsense.evaluation.drift import run_drift
@@ -125,3 +130,28 @@ def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict
     print(table)
     print(f"wrote {out / 'table.md'} and {out / 'results.json'} ({summary['seconds']} s)")
     return summary
+
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, overrides: Sequence[str] = ()) -> dict[str, Any] | None:
+    """evaluate.py on a finished training run, into ``<run_dir>/eval`` (train.py's
+    ``evaluate.suite=...``). Composes evaluate.yaml with ``run=<run_dir>`` plus the overrides,
+    from inside a running Hydra app or standalone. Only the main process (RANK 0) evaluates."""
+    import os
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if int(os.environ.get("RANK", "0")) != 0:
+        return None
+    run_dir = Path(run_dir)
+    ovr = [f"run={run_dir}", f"output_dir={run_dir / 'eval'}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
+    if GlobalHydra.instance().is_initialized():
+        cfg = compose("evaluate", overrides=ovr)
+    else:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("evaluate", overrides=ovr)
+    log.info("evaluating %s (%s)", run_dir, " ".join(ovr[2:]) or "evaluate.yaml defaults")
+    return run(cfg)

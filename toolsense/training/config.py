@@ -159,6 +159,22 @@ class LoggerConfig:
 
 
 @dataclass
+class EvaluateAfterConfig:
+    """Evaluate the run once it has trained (``<run dir>/eval``), with evaluate.py's own config:
+    ``evaluate.suite=demo`` or ``evaluate.overrides=[benchmark=rrb,baseline=bm25]``. In a sweep,
+    every job then evaluates its own run and the sweep ends with one comparison table."""
+
+    suite: Optional[str] = None
+    """An evaluate.py suite (conf/suite/); None and no overrides = do not evaluate."""
+    overrides: list[str] = field(default_factory=list)
+    """More evaluate.py overrides (decoding.beam_width=10, benchmark=..., ...)."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.suite is not None or bool(self.overrides)
+
+
+@dataclass
 class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     catalog: CatalogConfig = field(default_factory=CatalogConfig)
@@ -176,6 +192,7 @@ class TrainConfig:
     """Experiment name (tg, tg_h, tg_3fm, tg_5fm, ...): W&B group and run-name prefix."""
     output_dir: Optional[str] = None
     """The run directory; None = Hydra's output dir."""
+    evaluate: EvaluateAfterConfig = field(default_factory=EvaluateAfterConfig)
 
     def __post_init__(self) -> None:
         check_formats(self.memorization.formats, self.index.scheme)

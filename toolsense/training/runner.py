@@ -42,6 +42,10 @@ def _is_main() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
+NOT_TRAINING = ("output_dir", "evaluate")
+"""Config sections that do not change what is trained: a rerun may differ in them."""
+
+
 def write_config(cfg: DictConfig | dict, run_dir: Path) -> dict:
     """Save the resolved config as ``config.yaml``; refuse a run dir that holds another config."""
     data = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True) if isinstance(cfg, DictConfig) else dict(cfg)
@@ -51,9 +55,9 @@ def write_config(cfg: DictConfig | dict, run_dir: Path) -> dict:
         return data
     if path.exists():
         old = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-        strip = lambda d: {k: v for k, v in d.items() if k != "output_dir"}  # noqa: E731
+        strip = lambda d: {k: v for k, v in d.items() if k not in NOT_TRAINING}  # noqa: E731
         if strip(old) != strip(data):
-            diff = sorted(k for k in set(old) | set(data) if k != "output_dir" and old.get(k) != data.get(k))
+            diff = sorted(k for k in set(old) | set(data) if k not in NOT_TRAINING and old.get(k) != data.get(k))
             raise ValueError(f"{path} holds a different config (sections {diff} differ); use a new output_dir")
     else:
         run_dir.mkdir(parents=True, exist_ok=True)

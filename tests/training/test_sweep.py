@@ -1,0 +1,35 @@
+"""The ablation in one command, for real: a Hydra -m sweep of train.py over two experiments on
+tiny_random, each job evaluating its own run (evaluate.overrides=...), and the sweep ending with
+one comparison table (the CompareAfterSweep callback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.training.conftest import ASSETS, ROOT, TINY
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def test_sweep_trains_evaluates_and_compares(tmp_path):
+    sweep = tmp_path / "sweep"
+    evaluate = f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","decoding=beam10","decoding.resamples=100"]'
+    cmd = [sys.executable, str(ROOT / "train.py"), "-m", *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))],
+           "stage1.max_steps=2", "stage2.max_steps=2", "experiment=tg,tg_5fm", evaluate, f"hydra.sweep.dir={sweep}"]
+    out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    runs = sorted(p.name for p in sweep.iterdir() if p.is_dir())
+    assert runs == ["0_tg-lora", "1_tg_5fm-lora"]
+    for run in runs:
+        res = json.loads((sweep / run / "eval" / "generated" / "model" / "results.json").read_text())
+        assert res["n"] == 16 and res["source"]["run"] == str(sweep / run)
+        assert 0.0 <= res["metrics"]["Rc@1"]["value"] <= 1.0
+    table = (sweep / "comparison.md").read_text().splitlines()
+    assert table[0] == "| system | generated Rc@1 | generated Rf@1 | generated IS@1 | generated Rc@10 | generated Rf@10 |"
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| tg-lora", "| tg_5fm-lora"]
+    comp = json.loads((sweep / "comparison.json").read_text())
+    got = comp["cells"]["tg_5fm-lora"]["generated Rc@1"]["value"]
+    assert got == json.loads((sweep / runs[1] / "eval" / "generated" / "model" / "results.json").read_text())["metrics"]["Rc@1"]["value"]
