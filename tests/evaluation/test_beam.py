@@ -92,15 +92,20 @@ def test_fast_flat_path_equals_full_beam_search_on_tiny_random(tiny_model, demo_
         assert [trie.lookup(s) for s in seqs] == tools
 
 
-@pytest.mark.parametrize("builder", ["structural", "clustered"])
-def test_hierarchical_constrained_outputs_are_always_valid_tools(tiny_model, demo_catalog, builder):
+def _hierarchical(tiny_model, catalog, builder):
+    """tiny_random with a hierarchical index of the demo catalog, prefilled on QUERIES."""
     model, tok = tiny_model
-    params = {"branching": 4, "embeddings": np.random.default_rng(0).normal(size=(len(demo_catalog), 8))} if builder == "clustered" else {}
-    index = build_index(demo_catalog, builder, **params)
+    params = {"branching": 4, "embeddings": np.random.default_rng(0).normal(size=(len(catalog), 8))} if builder == "clustered" else {}
+    index = build_index(catalog, builder, **params)
     add_index_tokens(index, model, tok)
     trie = build_trie(index, tok)
     tt = TrieTensors.from_trie(trie, model.get_output_embeddings().weight.shape[0])
-    pre = prefill(model.eval(), *_prompts(tok, QUERIES))
+    return model, index, trie, tt, prefill(model.eval(), *_prompts(tok, QUERIES))
+
+
+@pytest.mark.parametrize("builder", ["structural", "clustered"])
+def test_hierarchical_constrained_outputs_are_always_valid_tools(tiny_model, demo_catalog, builder):
+    model, index, trie, tt, pre = _hierarchical(tiny_model, demo_catalog, builder)
     beams = beam_search(model, pre, tt, 20, index.depth() + 1, constrained=True)
     for tools, seqs, scores in zip(beams.tools, beams.sequences, beams.scores):
         assert len(tools) == 20 and None not in tools and len(set(tools)) == 20
@@ -116,13 +121,7 @@ def test_shared_prompt_tree_search_equals_expanded_cache_search(tiny_model, demo
     """Beams decoded over one shared prompt cache with lineage masks give the same beams and
     scores as the textbook search that copies the cache per beam, for several steps, and leave
     the prompt cache as it was."""
-    model, tok = tiny_model
-    params = {"branching": 4, "embeddings": np.random.default_rng(0).normal(size=(len(demo_catalog), 8))} if builder == "clustered" else {}
-    index = build_index(demo_catalog, builder, **params)
-    add_index_tokens(index, model, tok)
-    trie = build_trie(index, tok)
-    tt = TrieTensors.from_trie(trie, model.get_output_embeddings().weight.shape[0])
-    pre = prefill(model.eval(), *_prompts(tok, QUERIES))
+    model, index, trie, tt, pre = _hierarchical(tiny_model, demo_catalog, builder)
     plen = pre.cache.get_seq_length()
     for constrained, steps in ((True, index.depth() + 1), (False, index.depth() + 3)):
         full = beam_search(model, pre, tt, 12, steps, constrained=constrained, share_prompt=False)
