@@ -70,3 +70,20 @@ def test_effective_batch_split():
     assert (p.per_device, p.grad_accum) == (16, 1)
     with pytest.raises(ValueError, match=r"trainer.effective_batch=100 is not a multiple of trainer.per_device_batch=8 x world_size=2"):
         plan_batch(TrainerConfig(effective_batch=100, per_device_batch=8), world_size=2)
+
+
+def test_slurm_launcher_composes_to_submitit():
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from tests.training.conftest import ROOT
+    from toolsense.training import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["launcher=slurm", "hydra.launcher.partition=gpu"], return_hydra_config=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    assert (launcher.gpus_per_node, launcher.tasks_per_node, launcher.partition, launcher.timeout_min) == (1, 1, "gpu", 1440)
+    assert OmegaConf.to_container(cfg.hydra.sweep)["subdir"] == "${hydra.job.num}_${experiment}-${tuning.method}"
+    assert cfg.hydra.callbacks.compare._target_ == "toolsense.evaluation.compare.CompareAfterSweep"

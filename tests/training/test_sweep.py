@@ -1,6 +1,7 @@
 """The ablation in one command, for real: a Hydra -m sweep of train.py over two experiments on
 tiny_random, each job evaluating its own run (evaluate.overrides=...), and the sweep ending with
-one comparison table (the CompareAfterSweep callback)."""
+one comparison table (the CompareAfterSweep callback) — with Hydra's basic launcher and with
+submitit's local executor, the machinery of launcher=slurm."""
 
 from __future__ import annotations
 
@@ -9,19 +10,22 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.training.conftest import ASSETS, ROOT, TINY
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def test_sweep_trains_evaluates_and_compares(tmp_path):
+@pytest.mark.parametrize("launcher", ["local", "submitit_local"])  # submitit_local: the Slurm launcher's machinery
+def test_sweep_trains_evaluates_and_compares(tmp_path, launcher):
     sweep = tmp_path / "sweep"
     evaluate = f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","decoding=beam10","decoding.resamples=100"]'
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))],
-           "stage1.max_steps=2", "stage2.max_steps=2", "experiment=tg,tg_5fm", evaluate, f"hydra.sweep.dir={sweep}"]
+           "stage1.max_steps=2", "stage2.max_steps=2", "experiment=tg,tg_5fm", evaluate, f"hydra.sweep.dir={sweep}", f"launcher={launcher}"]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
-    runs = sorted(p.name for p in sweep.iterdir() if p.is_dir())
+    runs = sorted(p.name for p in sweep.iterdir() if p.is_dir() and not p.name.startswith("."))
     assert runs == ["0_tg-lora", "1_tg_5fm-lora"]
     for run in runs:
         res = json.loads((sweep / run / "eval" / "generated" / "model" / "results.json").read_text())
