@@ -66,9 +66,10 @@ class EvalModel:
 
 
 def pick_device(device: Optional[str]) -> torch.device:
-    if device:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """The configured device, else this process's GPU (``cuda:<LOCAL_RANK>`` under torchrun), else CPU."""
+    from toolsense.evaluation.distributed import local_device
+
+    return torch.device(device or local_device())
 
 
 def load_run(run_dir: str | Path, stage: str = "stage2", device: Optional[str] = None,

@@ -14,31 +14,49 @@ log = logging.getLogger(__name__)
 
 class SampleLog:
     """``samples.jsonl`` of one evaluation. Items already in the file are skipped on resume;
-    a torn last line from an interrupted run is dropped (and said so), never mistaken for data."""
+    a torn last line from an interrupted run is dropped (and said so), never mistaken for data.
 
-    def __init__(self, path: str | Path, key: str = "item_id"):
+    Under data-parallel evaluation (``rank`` set) each process appends to its own
+    ``samples.rank<r>.jsonl``; items in any rank file count as done (a run interrupted with 8
+    processes resumes with 1 or 4), and :meth:`consolidate` (rank 0, after the others finished)
+    folds them into ``samples.jsonl``."""
+
+    def __init__(self, path: str | Path, key: str = "item_id", rank: int | None = None):
         self.path = Path(path)
         self.key = key
+        self.own = self.path if rank is None else self.path.with_name(f"{self.path.stem}.rank{rank}.jsonl")
         self.rows: dict[str, dict] = {}
-        if self.path.exists():
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-            good = []
-            for i, line in enumerate(lines, 1):
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    if i == len(lines):
-                        log.warning("%s:%d: dropping a torn last line from an interrupted run", self.path, i)
-                        continue
-                    raise ValueError(f"{self.path}:{i}: malformed samples line; delete the file to start over") from None
-                self.rows[row[self.key]] = row
-                good.append(line)
-            if len(good) != len(lines):
-                self.path.write_text("".join(g + "\n" for g in good), encoding="utf-8")
-            if self.rows:
-                log.info("resuming %s: %d items already done", self.path, len(self.rows))
+        for p in [self.path, *self.rank_files()]:
+            self.rows.update(self._read(p, repair=p == self.own))
+        if self.rows:
+            log.info("resuming %s: %d items already done", self.path, len(self.rows))
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.path, "a", encoding="utf-8")
+        self._f = open(self.own, "a", encoding="utf-8")
+
+    def rank_files(self) -> list[Path]:
+        return sorted(self.path.parent.glob(f"{self.path.stem}.rank*.jsonl"))
+
+    def _read(self, path: Path, repair: bool) -> dict[str, dict]:
+        """Rows of ``path``. A torn last line is dropped, and cut from the file when it is ours
+        (another process may still be writing its own file)."""
+        if not path.exists():
+            return {}
+        lines = path.read_text(encoding="utf-8").splitlines()
+        rows, good = {}, []
+        for i, line in enumerate(lines, 1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                if i == len(lines):
+                    if repair:
+                        log.warning("%s:%d: dropping a torn last line from an interrupted run", path, i)
+                    continue
+                raise ValueError(f"{path}:{i}: malformed samples line; delete the file to start over") from None
+            rows[row[self.key]] = row
+            good.append(line)
+        if repair and len(good) != len(lines):
+            path.write_text("".join(g + "\n" for g in good), encoding="utf-8")
+        return rows
 
     def done(self, item_id: str) -> bool:
         return item_id in self.rows
@@ -47,6 +65,26 @@ class SampleLog:
         self._f.write(json.dumps(row, ensure_ascii=False) + "\n")
         self._f.flush()
         self.rows[row[self.key]] = row
+
+    def consolidate(self, ids: Iterable[str]) -> None:
+        """Fold every rank file into ``samples.jsonl`` (rows in ``ids`` order, then any others),
+        written to a temporary file and renamed, then delete the rank files. Call it once all
+        processes have finished writing."""
+        self._f.flush()
+        files = self.rank_files()
+        if not files:
+            return
+        for p in [self.path, *files]:
+            self.rows.update(self._read(p, repair=False))
+        ids = list(ids)
+        order = ids + sorted(set(self.rows) - set(ids))
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text("".join(json.dumps(self.rows[i], ensure_ascii=False) + "\n" for i in order if i in self.rows), encoding="utf-8")
+        self._f.close()
+        tmp.replace(self.path)
+        for p in files:
+            p.unlink()
+        self._f = open(self.path, "a", encoding="utf-8")
 
     def ordered(self, ids: Iterable[str]) -> list[dict]:
         return [self.rows[i] for i in ids if i in self.rows]

@@ -24,6 +24,7 @@ from toolsense.evaluation.baselines import build_baseline
 from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import BaselineConfig, DecodingConfig, DriftConfig, ProbeConfig
 from toolsense.evaluation.context import EvalModel, from_section, load_run, load_untrained
+from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.evaluation.outputs import git_sha, results_table, write_json
 from toolsense.evaluation.probes import evaluate_probe
 from toolsense.evaluation.retrieval import Retriever
@@ -61,9 +62,11 @@ def system_name(ev: EvalModel) -> str:
     return f"{ev.source['model']}:{ev.source['stage']}"
 
 
-def evaluate(cfg: Mapping, output_dir: str | Path) -> list[dict]:
+def evaluate(cfg: Mapping, output_dir: str | Path, shard: Shard = Shard()) -> list[dict]:
     """Run every benchmark × system of ``cfg`` (a plain resolved mapping); returns the
-    per-evaluation results (each also written to its own results.json)."""
+    per-evaluation results (each also written to its own results.json). Under torchrun the
+    parametric retrieval is shared out between the processes; baselines and probes run on
+    rank 0, which alone returns results (distributed.py)."""
     out = Path(output_dir)
     dec = from_section(DecodingConfig, cfg.get("decoding"), "decoding", strict=True)
     probe = from_section(ProbeConfig, cfg.get("probe"), "probe", strict=True)
@@ -77,19 +80,23 @@ def evaluate(cfg: Mapping, output_dir: str | Path) -> list[dict]:
     if ev is not None:
         provenance.update(index_sha256=ev.index_sha256, source=ev.source)
     retriever = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, dec) if ev is not None else None
-    baselines = {label: build_baseline(catalog, bc, dec.beam_width) for label, bc in baselines_cfg.items()}
+    baselines = {label: build_baseline(catalog, bc, dec.beam_width) for label, bc in baselines_cfg.items()} if shard.main else {}
     results = []
     for label, bench in benches.items():
         if bench.kind == "retrieval":
             if retriever is not None:
-                results.append(evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), dec,
-                                                out / label / "model", provenance))
+                res = evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), dec,
+                                       out / label / "model", provenance, shard)
+                if res is not None:
+                    results.append(res)
+            if not shard.main:
+                continue
             for bl_label, ranker in baselines.items():
                 bl_dec = DecodingConfig(**{**dec.__dict__, "free_form": False})
                 prov = {**provenance, "index_sha256": None, "source": {"baseline": baselines_cfg[bl_label].__dict__}}
                 results.append(evaluate_ranking(bench, bl_label, ranker.run, set(catalog.names), bl_dec,
                                                 out / label / bl_label, prov))
-        elif ev is not None:
+        elif ev is not None and shard.main:
             for mode in probe.modes:
                 res = evaluate_probe(ev, bench, mode, probe, out / label / mode, dec.resamples, dec.seed)
                 res["config"] = provenance["config"]
@@ -106,6 +113,11 @@ def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict
     out = Path(output_dir or plain.get("output_dir") or "outputs/evaluate")
     out.mkdir(parents=True, exist_ok=True)
     logger_cfg = from_section(EvalLoggerConfig, plain.get("eval_logger"), "eval_logger", strict=True)
+    shard = init_shard()
+    if not shard.main:  # a helper process of data-parallel retrieval: no tracker, files or table
+        if plain.get("task", "evaluate") == "evaluate":
+            evaluate(plain, out, shard)
+        return {}
     t0 = time.time()
     if plain.get("task") == "compare":
         from toolsense.evaluation.compare import CompareConfig, run_compare
@@ -120,7 +132,7 @@ def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict
             summary = run_drift(plain["run"], from_section(DriftConfig, plain.get("drift"), "drift", strict=True), out)
             track({f"eval/drift/{k}": v for k, v in summary["flat"].items()})
             return summary
-        results = evaluate(plain, out)
+        results = evaluate(plain, out, shard)
         dec = from_section(DecodingConfig, plain.get("decoding"), "decoding", strict=True)
         table = results_table(results, dec.ks)
         (out / "table.md").write_text(table, encoding="utf-8")
@@ -138,14 +150,11 @@ CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, overrides: Sequence[str] = ()) -> dict[str, Any] | None:
     """evaluate.py on a finished training run, into ``<run_dir>/eval`` (train.py's
     ``evaluate.suite=...``). Composes evaluate.yaml with ``run=<run_dir>`` plus the overrides,
-    from inside a running Hydra app or standalone. Only the main process (RANK 0) evaluates."""
-    import os
-
+    from inside a running Hydra app or standalone. Under torchrun every process takes part
+    (data-parallel retrieval, distributed.py)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    if int(os.environ.get("RANK", "0")) != 0:
-        return None
     run_dir = Path(run_dir)
     ovr = [f"run={run_dir}", f"output_dir={run_dir / 'eval'}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
     if GlobalHydra.instance().is_initialized():

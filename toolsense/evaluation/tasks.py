@@ -13,6 +13,7 @@ from tqdm import tqdm
 from toolsense.catalog import Query
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import DecodingConfig
+from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
 from toolsense.evaluation.retrieval import Retrieved
@@ -45,9 +46,11 @@ def summarize(rows: Sequence[dict], tiers: Sequence[str], dec: DecodingConfig, w
 
 
 def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools: set[str], dec: DecodingConfig,
-                     out_dir: str | Path, provenance: dict[str, Any]) -> dict[str, Any]:
+                     out_dir: str | Path, provenance: dict[str, Any], shard: Shard = Shard()) -> dict[str, Any] | None:
     """Rank every query of ``bench`` with ``ranker``, log each item to ``out_dir/samples.jsonl``
-    as it completes (skipping items already there), and write ``out_dir/results.json``."""
+    as it completes (skipping items already there), and write ``out_dir/results.json``.
+    With a ``shard`` of several processes each ranks its share (distributed.py) and rank 0
+    merges and scores; the other ranks return None."""
     out_dir = Path(out_dir)
     items: list[Query] = bench.items
     missing = missing_gold(items, known_tools)
@@ -57,9 +60,11 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
     ids = [q.query_id for q in items]
     if len(set(ids)) != len(ids):
         raise ValueError(f"benchmark {bench.name!r} repeats query ids; samples.jsonl needs unique ids")
-    with SampleLog(out_dir / "samples.jsonl") as samples:
-        todo = [q for q in items if not samples.done(q.query_id)]
-        bar = tqdm(total=len(items), initial=len(items) - len(todo), desc=f"{bench.name}/{system}", unit="q")
+    with SampleLog(out_dir / "samples.jsonl", rank=shard.rank if shard.world > 1 else None) as samples:
+        mine = shard.take(items)
+        todo = [q for q in mine if not samples.done(q.query_id)]
+        desc = f"{bench.name}/{system}" + (f" [rank {shard.rank}/{shard.world}]" if shard.world > 1 else "")
+        bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=desc, unit="q")
         for rec in ranker(todo):
             q = rec.query
             ranked_c = [x["tool"] for x in rec.constrained]
@@ -73,7 +78,13 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
             })
             bar.update(1)
         bar.close()
+        shard.barrier()  # every process has written its share
+        if not shard.main:
+            return None
+        samples.consolidate(ids)
         rows = samples.ordered(ids)
+    if len(rows) != len(ids):
+        raise RuntimeError(f"{out_dir / 'samples.jsonl'}: {len(ids) - len(rows)} of {len(ids)} items have no sample")
     with_free = all(r["free"] is not None for r in rows)
     summary = summarize(rows, [r["tier"] for r in rows], dec, with_free)
     result = {

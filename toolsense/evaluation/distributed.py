@@ -1,0 +1,56 @@
+"""Data-parallel evaluation: ``torchrun --nproc_per_node 8 evaluate.py run=...`` gives each
+process (one GPU each) every ``world``-th query of a retrieval benchmark. Each process appends
+its samples to ``samples.rank<r>.jsonl``; after a barrier rank 0 merges them into
+``samples.jsonl`` and computes the metrics, so results equal a single-process run's. Baselines
+and probes (cheap) run on rank 0. Single-process runs take none of these paths."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass
+from typing import Sequence, TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Shard:
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def take(self, items: Sequence[T]) -> list[T]:
+        """This process's items: every ``world``-th, by position in the full benchmark (not in
+        what is left to do), so every process agrees without talking, also on resume."""
+        return list(items[self.rank :: self.world])
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            torch.distributed.barrier()
+
+
+def init_shard() -> Shard:
+    """The process's shard from torchrun's environment; joins the process group when there are
+    several processes (NCCL on GPUs, else gloo). Rank 0 may spend a while on baselines and
+    probes while the others wait, hence the long timeout."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1 and not torch.distributed.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        if backend == "nccl":
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        torch.distributed.init_process_group(backend, timeout=datetime.timedelta(hours=4))
+    return Shard(rank, world)
+
+
+def local_device() -> str:
+    """``cuda:<LOCAL_RANK>`` under torchrun with GPUs, else ``cuda`` or ``cpu``."""
+    if not torch.cuda.is_available():
+        return "cpu"
+    return f"cuda:{os.environ['LOCAL_RANK']}" if "LOCAL_RANK" in os.environ else "cuda"
