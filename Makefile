@@ -34,7 +34,8 @@ test-slow: setup
 
 bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/index_scale.py
-	HF_HUB_OFFLINE=1 $(PY) benchmarks/constrained_decoding.py
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/constrained_decoding.py --ref-queries 8
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/constrained_decoding.py --index structural --ref-queries 8
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/train_throughput.py
 
 clean:
