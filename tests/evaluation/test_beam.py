@@ -130,3 +130,33 @@ def test_shared_prompt_tree_search_equals_expanded_cache_search(tiny_model, demo
         assert np.allclose(tree.scores, full.scores, atol=1e-4)
         assert pre.cache.get_seq_length() == plen
     assert any(len(s) == index.depth() + 3 for seqs in full.sequences for s in seqs)  # free-form really ran every step
+
+
+@pytest.mark.parametrize("builder", ["flat", "structural"])
+def test_shared_prefix_prefill_gives_the_same_search(tiny_model, demo_catalog, builder):
+    """Encoding the prompts' common prefix once (pads between it and each prompt's own tokens)
+    gives the same next-token log-probs and the same beams as the plain left-padded prefill."""
+    from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
+    from toolsense.evaluation.beam import common_prefix_length, prefill_shared
+    from toolsense.evaluation.retrieval import encode
+
+    model, tok = tiny_model
+    index = build_index(demo_catalog, builder)
+    add_index_tokens(index, model, tok)
+    tt = TrieTensors.from_trie(build_trie(index, tok), model.get_output_embeddings().weight.shape[0])
+    ids = encode(tok, [render_prompt(tok, retrieval_messages(t, PromptConfig())) for t in QUERIES])
+    shared = common_prefix_length(ids)
+    assert shared >= 10 and all(len(s) > shared for s in ids)  # system prompt + template, then the query
+    plain = prefill(model.eval(), *_prompts(tok, QUERIES))
+    pre = prefill_shared(model, ids, tok.pad_token_id, "cpu")
+    short = min(range(len(ids)), key=lambda i: len(ids[i]))
+    row = pre.attention_mask[short].tolist()
+    assert len(row) == max(map(len, ids)) and row[:shared] == [1] * shared and row[shared] == 0  # pads after the prefix
+    torch.testing.assert_close(pre.logp, plain.logp, rtol=1e-4, atol=1e-4)
+    for constrained in (True, False):
+        a = beam_search(model, plain, tt, 10, index.depth() + 1, constrained=constrained)
+        b = beam_search(model, pre, tt, 10, index.depth() + 1, constrained=constrained)
+        assert b.sequences == a.sequences and np.allclose(b.scores, a.scores, atol=1e-4)
+    if builder == "flat":
+        assert flat_constrained(model, pre, tt, 10).tools == flat_constrained(model, plain, tt, 10).tools
+    assert common_prefix_length([[1, 2, 3], [1, 2, 3]]) == 2 and common_prefix_length([[1, 2], [3]]) == 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import inspect
 from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 
@@ -59,6 +60,52 @@ def prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Pre
     out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=pos, use_cache=True, logits_to_keep=1)
     cache = out.cache if _cache_kw(model) == "cache" else out.past_key_values
     return Prefill(_log_softmax(out.logits[:, -1]), cache, attention_mask)
+
+
+def common_prefix_length(seqs: Sequence[Sequence[int]]) -> int:
+    """Tokens every sequence starts with, leaving each at least one token of its own."""
+    n = min(len(s) for s in seqs) - 1
+    first = seqs[0]
+    for i in range(max(n, 0)):
+        if any(s[i] != first[i] for s in seqs[1:]):
+            return i
+    return max(n, 0)
+
+
+@torch.no_grad()
+def prefill_shared(model, prompts: Sequence[Sequence[int]], pad_id: int, device, min_shared: int = 4) -> Prefill:
+    """:func:`prefill` of token-id prompts, encoding their common prefix (system prompt, chat
+    template) once: the prefix runs as one row, its cache is repeated for every prompt, and the
+    rest of each prompt follows it, left-padded — so the pads sit between the prefix and the
+    prompt's own tokens, masked out, with positions that continue the prefix. Same log-probs
+    as :func:`prefill` up to float rounding (tested). Falls back to :func:`prefill` when the
+    prompts share fewer than ``min_shared`` tokens or there is only one."""
+    shared = common_prefix_length(prompts) if len(prompts) > 1 else 0
+    if shared < min_shared:
+        width = max(len(s) for s in prompts)
+        ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, s in enumerate(prompts):
+            ids[i, width - len(s):] = torch.as_tensor(s)
+            mask[i, width - len(s):] = 1
+        return prefill(model, ids.to(device), mask.to(device))
+    head = torch.tensor([list(prompts[0][:shared])], device=device)
+    out = model(input_ids=head, position_ids=torch.arange(shared, device=device)[None], use_cache=True, logits_to_keep=1)
+    cache = out.cache if _cache_kw(model) == "cache" else out.past_key_values
+    cache.batch_repeat_interleave(len(prompts))
+    rest = [s[shared:] for s in prompts]
+    width = max(len(s) for s in rest)
+    ids = torch.full((len(rest), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rest), shared + width), dtype=torch.long)
+    mask[:, :shared] = 1
+    for i, s in enumerate(rest):
+        ids[i, width - len(s):] = torch.as_tensor(s)
+        mask[i, shared + width - len(s):] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)[:, shared:]
+    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
+                **{_cache_kw(model): cache})
+    return Prefill(_log_softmax(out.logits[:, -1]), cache, mask)
 
 
 @torch.no_grad()

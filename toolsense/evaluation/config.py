@@ -18,6 +18,8 @@ class DecodingConfig:
     """Also run the unconstrained search (needed for Rf and IS)."""
     fast_flat: bool = True
     """Flat indexes: constrained top-B from one prefill plus one decode step of the B candidates."""
+    share_prefix: bool = True
+    """Encode the prompts' common prefix (system prompt, chat template) once per batch."""
     max_new_tokens: Optional[int] = None
     """Free-form search length; None = the index depth + 1 (longer outputs cannot be tools)."""
     resamples: int = 1000

@@ -1,5 +1,6 @@
-"""Parametric retrieval of a batch of queries: the training prompt, one prefill, then the
-constrained search (flat fast path or masked beam search) and the free-form search."""
+"""Parametric retrieval of a batch of queries: the training prompt, one prefill (the prompts'
+common prefix encoded once), then the constrained search (flat fast path or masked beam
+search) and the free-form search."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-from toolsense.evaluation.beam import Beams, beam_search, flat_constrained, prefill
+from toolsense.evaluation.beam import Beams, beam_search, flat_constrained, prefill, prefill_shared
 from toolsense.evaluation.config import DecodingConfig
 from toolsense.evaluation.trie_tensors import TrieTensors
 
@@ -75,8 +76,10 @@ class Retriever:
         ids = encode(self.tok, prompts)
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
         for batch in length_batches([len(s) for s in ids], self.dec.batch_size):
-            inp, mask = left_pad([ids[i] for i in batch], pad, self.device)
-            pre = prefill(self.model, inp, mask)
+            if self.dec.share_prefix:
+                pre = prefill_shared(self.model, [ids[i] for i in batch], pad, self.device)
+            else:
+                pre = prefill(self.model, *left_pad([ids[i] for i in batch], pad, self.device))
             con = self.constrained(pre)
             fre = self.free(pre) if self.dec.free_form else None
             for j, i in enumerate(batch):
