@@ -124,10 +124,11 @@ def main() -> None:
     floor()  # warm-up
     sync(); t = time.time(); floor(); sync(); t_floor = time.time() - t
     sync(); t = time.time(); floor_shared(); sync(); t_floor_shared = time.time() - t
-    ours = {}
+    ours, our_scores = {}, {}
     sync(); t = time.time()
     for rec in retriever.run(queries):
         ours[rec.query.query_id] = [x["tool"] for x in rec.constrained]
+        our_scores[rec.query.query_id] = {x["tool"]: x["score"] for x in rec.constrained}
     sync(); t_ours = time.time() - t
 
     trie = dict_trie(index, tok)
@@ -151,6 +152,10 @@ def main() -> None:
 
     same = sum(ours[k] == v for k, v in ref.items())
     same10 = sum(ours[k][:10] == v[:10] for k, v in ref.items())
+    # A list that differs only where two tools' scores lie within float rounding (1e-4) of each
+    # other: same set, and the reference's order never contradicts our scores by more than that.
+    ties = sum(ours[k] != v and set(ours[k]) == set(v)
+               and all(our_scores[k][a] >= our_scores[k][b] - 1e-4 for a, b in zip(v, v[1:])) for k, v in ref.items())
     print(f"queries={len(queries)} beam={args.beam} index={args.index} tools={len(index.paths)}")
     print(f"floor (one batched prefill) : {t_floor:8.2f} s")
     print(f"  the same prefill encoding each batch's common prefix once ({min(shared)}-{max(shared)} tokens; ours does this): "
@@ -163,7 +168,8 @@ def main() -> None:
               f"{flops_ratio:.2f}x for ours (shared prefixes)")
     print(f"reference (HF generate + dict trie, per query; {len(ref_q)} timed, scaled): {t_ref:8.2f} s   "
           f"reference/ours = {t_ref / t_ours:.1f}x (target >= 10x for hierarchical)")
-    print(f"identical top-{args.beam} lists: {same}/{len(ref)}; identical top-10: {same10}/{len(ref)}")
+    print(f"identical top-{args.beam} lists: {same}/{len(ref)}; identical top-10: {same10}/{len(ref)}; "
+          f"the others differ only by near-ties (scores within 1e-4): {ties}/{len(ref) - same}")
 
 
 if __name__ == "__main__":
