@@ -12,9 +12,13 @@ from omegaconf import DictConfig
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
-    from toolsense.evaluation.runner import run
+    from hydra.core.hydra_config import HydraConfig
 
-    run(cfg)
+    from toolsense.evaluation.runner import run
+    from toolsense.utils.hydra import shared_output_dir
+
+    given = any(o.startswith("output_dir=") for o in HydraConfig.get().overrides.task)
+    run(cfg, output_dir=shared_output_dir(cfg.output_dir if given else None))
 
 
 if __name__ == "__main__":

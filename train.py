@@ -6,17 +6,17 @@
 """
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from toolsense.training import register_configs, run
+from toolsense.utils.hydra import shared_output_dir
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    run_dir = cfg.output_dir or HydraConfig.get().runtime.output_dir
+    run_dir = shared_output_dir(cfg.output_dir)
     summary = run(cfg, output_dir=run_dir)
     if cfg.evaluate.suite is not None or cfg.evaluate.overrides:
         from toolsense.evaluation.runner import evaluate_trained_run

@@ -60,3 +60,12 @@ def test_two_process_gloo(tmp_path):
     assert summary["stage1"]["global_step"] == 2
     assert "batch 2 per device x 1 accumulation x 2 processes = 4" in out.stdout + out.stderr
     assert (run_dir / "stage1" / "model.safetensors").exists() and not (run_dir / "stage1.tmp").exists()
+
+
+def test_several_processes_need_an_explicit_output_dir():
+    """Under torchrun each process would stamp its own Hydra directory: refused, naming the field."""
+    env = {**ENV, "WORLD_SIZE": "2", "RANK": "0"}
+    for script in ("train.py", "evaluate.py"):
+        out = subprocess.run([sys.executable, str(ROOT / script), "model=tiny_random"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode != 0 and "output_dir: set it explicitly" in out.stderr, (script, out.stderr[-2000:])

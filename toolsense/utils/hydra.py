@@ -9,3 +9,19 @@ def register_schema(name: str, node: type) -> None:
     """Register a dataclass as the schema a top-level YAML lists first in its defaults, so a
     bad key or type fails at compose time naming the field."""
     ConfigStore.instance().store(name=name, node=node)
+
+
+def shared_output_dir(explicit: str | None) -> str:
+    """The run's output directory: ``output_dir=`` when given, else Hydra's (timestamped) one.
+    Several processes (torchrun, Slurm tasks) must be given one explicitly: each would stamp
+    its own time and write to a directory of its own."""
+    import os
+
+    from hydra.core.hydra_config import HydraConfig
+
+    if explicit:
+        return explicit
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ValueError("output_dir: set it explicitly (output_dir=outputs/<name>) when launching several processes; "
+                         "each would otherwise pick its own timestamped Hydra directory")
+    return HydraConfig.get().runtime.output_dir
