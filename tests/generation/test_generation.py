@@ -163,3 +163,42 @@ def test_generate_cli_with_embedded_smollm2(tmp_path):
     n_files = {f: len((out / f).read_text().splitlines()) if (out / f).exists() else 0 for f in ("rrb.jsonl", "mcq.jsonl", "qa.jsonl", "rejected.jsonl")}
     assert n_files["rrb.jsonl"] + n_files["mcq.jsonl"] + n_files["qa.jsonl"] + n_files["rejected.jsonl"] == 5
     assert sum(v for k, v in summary.items() if k.startswith("gen/")) == 5
+
+
+class SlowScriptedLLM(ScriptedLLM):
+    """ScriptedLLM that waits like a network call and records how many calls overlap."""
+
+    def __init__(self):
+        super().__init__()
+        import threading
+
+        self.lock, self.in_flight, self.max_in_flight = threading.Lock(), 0, 0
+
+    def __call__(self, messages, **kw):
+        import time
+
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        time.sleep(0.02)
+        try:
+            return super().__call__(messages, **kw)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def test_concurrent_generation_equals_sequential(tmp_path, demo_catalog, nb):
+    outputs = {}
+    for workers in (1, 4):
+        out = tmp_path / f"w{workers}"
+        cfg = GenerateConfig(rrb_per_tier={"easy": 4, "medium": 3, "hard": 2}, n_probes=4, output_dir=str(out),
+                             max_attempts=2, concurrency=workers)
+        llm = SlowScriptedLLM()
+        run(cfg, writer=llm, judge=llm, catalog=demo_catalog, embeddings=nb.emb)
+        assert (llm.max_in_flight > 1) == (workers > 1)  # the threads really overlapped the calls
+        outputs[workers] = {f: (out / f).read_text() for f in ("rrb.jsonl", "mcq.jsonl", "qa.jsonl")}
+    assert outputs[4] == outputs[1]  # same items, same order
+    assert len(outputs[1]["rrb.jsonl"].splitlines()) >= 5
+    with pytest.raises(ValueError, match="concurrency must be >= 1"):
+        GenerateConfig(concurrency=0)

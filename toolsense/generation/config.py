@@ -36,6 +36,10 @@ class GenerateConfig:
     """MCQ and QA items each (QA alternates Yes/No targets)."""
     max_attempts: int = 3
     """Writer attempts per item before it is recorded as rejected."""
+    concurrency: int = 1
+    """Items made at once, in threads (for API writers/judges, whose calls wait on the network);
+    files are still written in plan order, and the result equals a sequential run's except
+    that two concurrent items writing the same query are caught at acceptance, not retried."""
     seed: int = 0
     encoder: Optional[str] = None
     """Sentence encoder for hard negatives; None = embedded all-MiniLM-L6-v2."""
@@ -49,5 +53,7 @@ class GenerateConfig:
         bad_tiers = [t for t in self.rrb_per_tier if t not in ("easy", "medium", "hard")]
         if bad_tiers:
             raise ValueError(f"rrb_per_tier: unknown tiers {bad_tiers}; choose from easy, medium, hard")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.pool_size < 2:
             raise ValueError(f"pool_size must be >= 2, got {self.pool_size}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol
@@ -88,10 +89,12 @@ class OpenAIChatLLM:
 
 
 class CachedLLM:
-    """Disk cache in front of a backend, keyed by (backend name, messages, decoding params)."""
+    """Disk cache in front of a backend, keyed by (backend name, messages, decoding params).
+    Thread-safe: concurrent calls (``concurrency`` > 1) append whole lines under a lock."""
 
     def __init__(self, inner: ChatLLM, path: str | Path):
         self.inner, self.path, self.name = inner, Path(path), inner.name
+        self._lock = threading.Lock()
         self._cache: dict[str, str] = {}
         if self.path.exists():
             for line in self.path.read_text(encoding="utf-8").splitlines():
@@ -106,10 +109,11 @@ class CachedLLM:
             self.hits += 1
             return self._cache[key]
         reply = self.inner(messages, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
-        self._cache[key] = reply
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n")
+        with self._lock:
+            self._cache[key] = reply
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n")
         return reply
 
 
