@@ -42,6 +42,8 @@ class LLMConfig:
     """openai backend: endpoint URL (None = the client's default / OPENAI_BASE_URL)."""
     api_key_env: str = "OPENAI_API_KEY"
     """openai backend: NAME of the environment variable holding the key (the key itself never goes in config)."""
+    max_retries: int = 6
+    """openai backend: retries with exponential back-off on rate limits and server errors."""
     temperature: float = 0.7
     max_new_tokens: int = 256
 
@@ -71,13 +73,13 @@ class HFChatLLM:
 
 
 class OpenAIChatLLM:
-    def __init__(self, model: str, base_url: str | None, api_key_env: str):
+    def __init__(self, model: str, base_url: str | None, api_key_env: str, max_retries: int = 6):
         from openai import OpenAI
 
         key = os.environ.get(api_key_env)
         if not key:
             raise RuntimeError(f"llm.api_key_env={api_key_env!r}: set that environment variable to the API key")
-        self.client = OpenAI(api_key=key, base_url=base_url)
+        self.client = OpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
         self.model = model
         self.name = f"openai:{model}@{base_url or 'default'}"
 
@@ -121,7 +123,7 @@ def build_llm(cfg: LLMConfig) -> ChatLLM:
     if cfg.backend == "hf":
         return HFChatLLM(cfg.model)
     if cfg.backend == "openai":
-        return OpenAIChatLLM(cfg.openai_model, cfg.base_url, cfg.api_key_env)
+        return OpenAIChatLLM(cfg.openai_model, cfg.base_url, cfg.api_key_env, cfg.max_retries)
     raise ValueError(f"llm.backend must be 'hf' or 'openai', got {cfg.backend!r}")
 
 
