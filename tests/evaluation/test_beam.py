@@ -61,7 +61,8 @@ def test_free_form_stops_ended_beams(toy):
 
 def _prompts(tok, texts):
     from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-    from toolsense.evaluation.retrieval import encode, left_pad
+    from toolsense.evaluation.beam import left_pad
+    from toolsense.evaluation.retrieval import encode
 
     ids = encode(tok, [render_prompt(tok, retrieval_messages(t, PromptConfig())) for t in texts])
     return left_pad(ids, tok.pad_token_id, "cpu")

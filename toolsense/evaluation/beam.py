@@ -62,6 +62,18 @@ def prefill(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Pre
     return Prefill(_log_softmax(out.logits[:, -1]), cache, attention_mask)
 
 
+def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-id rows right-aligned in one tensor, with their attention mask."""
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        if len(s):
+            ids[i, width - len(s):] = torch.as_tensor(s)
+            mask[i, width - len(s):] = 1
+    return ids.to(device), mask.to(device)
+
+
 def common_prefix_length(seqs: Sequence[Sequence[int]]) -> int:
     """Tokens every sequence starts with, leaving each at least one token of its own."""
     n = min(len(s) for s in seqs) - 1
@@ -82,26 +94,13 @@ def prefill_shared(model, prompts: Sequence[Sequence[int]], pad_id: int, device,
     prompts share fewer than ``min_shared`` tokens or there is only one."""
     shared = common_prefix_length(prompts) if len(prompts) > 1 else 0
     if shared < min_shared:
-        width = max(len(s) for s in prompts)
-        ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for i, s in enumerate(prompts):
-            ids[i, width - len(s):] = torch.as_tensor(s)
-            mask[i, width - len(s):] = 1
-        return prefill(model, ids.to(device), mask.to(device))
+        return prefill(model, *left_pad(prompts, pad_id, device))
     head = torch.tensor([list(prompts[0][:shared])], device=device)
     out = model(input_ids=head, position_ids=torch.arange(shared, device=device)[None], use_cache=True, logits_to_keep=1)
     cache = out.cache if _cache_kw(model) == "cache" else out.past_key_values
     cache.batch_repeat_interleave(len(prompts))
-    rest = [s[shared:] for s in prompts]
-    width = max(len(s) for s in rest)
-    ids = torch.full((len(rest), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rest), shared + width), dtype=torch.long)
-    mask[:, :shared] = 1
-    for i, s in enumerate(rest):
-        ids[i, width - len(s):] = torch.as_tensor(s)
-        mask[i, shared + width - len(s):] = 1
-    ids, mask = ids.to(device), mask.to(device)
+    ids, own = left_pad([s[shared:] for s in prompts], pad_id, device)
+    mask = torch.cat([own.new_ones(len(prompts), shared), own], 1)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)[:, shared:]
     out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
                 **{_cache_kw(model): cache})

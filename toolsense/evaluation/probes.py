@@ -25,7 +25,8 @@ from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.metrics import accuracy
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
-from toolsense.evaluation.retrieval import encode, left_pad
+from toolsense.evaluation.beam import left_pad
+from toolsense.evaluation.retrieval import encode
 
 log = logging.getLogger(__name__)
 LETTERS = "ABCDEFGH"

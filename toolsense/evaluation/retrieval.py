@@ -7,11 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-import torch
-
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-from toolsense.evaluation.beam import Beams, beam_search, flat_constrained, prefill, prefill_shared
+from toolsense.evaluation.beam import Beams, beam_search, flat_constrained, left_pad, prefill, prefill_shared
 from toolsense.evaluation.config import DecodingConfig
 from toolsense.evaluation.trie_tensors import TrieTensors
 
@@ -19,17 +17,6 @@ from toolsense.evaluation.trie_tensors import TrieTensors
 def encode(tokenizer, texts: Sequence[str]) -> list[list[int]]:
     """Token ids of rendered prompts; the chat template already holds any special tokens."""
     return tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-
-
-def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        if len(s):
-            ids[i, width - len(s):] = torch.as_tensor(s)
-            mask[i, width - len(s):] = 1
-    return ids.to(device), mask.to(device)
 
 
 def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
