@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from toolsense.evaluation.beam import Prefill, beam_search, flat_constrained, prefill
+from toolsense.evaluation.beam import TREE_MAX_STEPS, Prefill, beam_search, flat_constrained, prefill
 from toolsense.evaluation.trie_tensors import TrieTensors
 from toolsense.index import Trie, add_index_tokens, build_index, build_trie
 
@@ -124,13 +124,13 @@ def test_shared_prompt_tree_search_equals_expanded_cache_search(tiny_model, demo
     the prompt cache as it was."""
     model, index, trie, tt, pre = _hierarchical(tiny_model, demo_catalog, builder)
     plen = pre.cache.get_seq_length()
-    for constrained, steps in ((True, index.depth() + 1), (False, index.depth() + 3)):
+    for constrained, steps in ((True, index.depth() + 1), (False, index.depth() + 3), (False, TREE_MAX_STEPS + 1)):
         full = beam_search(model, pre, tt, 12, steps, constrained=constrained, share_prompt=False)
         tree = beam_search(model, pre, tt, 12, steps, constrained=constrained)
         assert tree.sequences == full.sequences and tree.tools == full.tools
         assert np.allclose(tree.scores, full.scores, atol=1e-4)
         assert pre.cache.get_seq_length() == plen
-    assert any(len(s) == index.depth() + 3 for seqs in full.sequences for s in seqs)  # free-form really ran every step
+    assert any(len(s) == TREE_MAX_STEPS + 1 for seqs in full.sequences for s in seqs)  # free-form really ran every step
 
 
 @pytest.mark.parametrize("builder", ["flat", "structural"])

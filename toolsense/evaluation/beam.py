@@ -24,6 +24,9 @@ import torch
 from toolsense.evaluation.trie_tensors import DEAD, TrieTensors
 
 NEG_INF = float("-inf")
+TREE_MAX_STEPS = 8
+"""Searches up to this many steps decode beams over the shared prompt cache (tool ids are 1-4
+tokens + EOS); longer free-form searches expand the cache per beam."""
 
 
 @dataclass
@@ -147,7 +150,10 @@ def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens
     own ancestors only (:func:`_decode_tree`): the prompt's keys and values are never copied per
     beam, and the beams' own positions are never reordered (the mask follows each beam's
     lineage). Without it, the cache is expanded to one row per beam and reordered every step
-    (the textbook way; kept as the reference the tests compare against)."""
+    (the textbook way; kept as the reference the tests compare against). Long searches
+    (more than ``TREE_MAX_STEPS`` steps) take the textbook way too: every beam token attends to
+    all ``steps x B`` beam positions of the tree, which outgrows the copies it saves."""
+    share_prompt = share_prompt and max_new_tokens <= TREE_MAX_STEPS
     nq, vocab = pre.logp.shape
     dev = pre.logp.device
     cache = None if share_prompt else copy.deepcopy(pre.cache)
