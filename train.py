@@ -18,10 +18,10 @@ register_configs()
 def main(cfg: DictConfig) -> float | None:
     run_dir = shared_output_dir(cfg.output_dir)
     summary = run(cfg, output_dir=run_dir)
-    if cfg.evaluate.suite is not None or cfg.evaluate.overrides:
+    if cfg.evaluate.suite is not None or cfg.evaluate.overrides or cfg.evaluate.drift:
         from toolsense.evaluation.runner import evaluate_trained_run
 
-        evaluate_trained_run(run_dir, cfg.evaluate.suite, list(cfg.evaluate.overrides))
+        evaluate_trained_run(run_dir, cfg.evaluate.suite, list(cfg.evaluate.overrides), cfg.evaluate.drift)
     last = summary.get("stage2") or summary.get("stage1") or {}
     return last.get("train_loss")
 

@@ -74,6 +74,22 @@ def test_conflicting_baselines_and_bad_files_are_named(tmp_path):
         collect([tmp_path / "nowhere"])
 
 
+def test_drift_files_add_columns_to_their_run(tmp_path):
+    run = _run(tmp_path, "0_tg-lora", "tg", "lora", 0.4, 0.3)
+    (run / "eval" / "drift").mkdir()
+    (run / "eval" / "drift" / "drift.json").write_text(json.dumps({"run": str(run), "pairs": [
+        {"from": "base", "to": "stage1", "input": {"virtual": 0.25, "base_vocab": 0.0, "cosine_change": 0.1}},
+        {"from": "stage1", "to": "stage2", "input": {"virtual": 0.125, "base_vocab": 0.0, "cosine_change": 0.0}}]}))
+    comp = comparison(collect([tmp_path]), ["Rc@1"])
+    assert comp["columns"][-4:] == ["drift base->stage1 virtual", "drift base->stage1 base",
+                                    "drift stage1->stage2 virtual", "drift stage1->stage2 base"]
+    assert comp["cells"]["tg-lora"]["drift stage1->stage2 virtual"] == {"value": 0.125}
+    assert comparison_table(comp).splitlines()[2].endswith("| 0.2500 | 0.0000 | 0.1250 | 0.0000 |")
+    (run / "eval" / "drift" / "drift.json").write_text(json.dumps({"pairs": []}))
+    with pytest.raises(DataError, match=r"drift.json: field 'pairs' or 'run' is missing"):
+        collect([tmp_path])
+
+
 def test_run_compare_writes_table_and_json(tmp_path, capsys):
     _run(tmp_path / "sweep", "0", "tg", "lora", 0.4, 0.3)
     run_compare(CompareConfig(roots=[str(tmp_path / "sweep")], metrics=["Rc@1"]), tmp_path / "out")

@@ -22,7 +22,8 @@ def test_sweep_trains_evaluates_and_compares(tmp_path, launcher):
     sweep = tmp_path / "sweep"
     evaluate = f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","decoding=beam10","decoding.resamples=100"]'
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))],
-           "stage1.max_steps=2", "stage2.max_steps=2", "experiment=tg,tg_5fm", evaluate, f"hydra.sweep.dir={sweep}", f"launcher={launcher}"]
+           "stage1.max_steps=2", "stage2.max_steps=2", "experiment=tg,tg_5fm", evaluate, f"hydra.sweep.dir={sweep}", f"launcher={launcher}",
+           f"evaluate.drift={launcher == 'local'}"]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
     runs = sorted(p.name for p in sweep.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -32,8 +33,15 @@ def test_sweep_trains_evaluates_and_compares(tmp_path, launcher):
         assert res["n"] == 16 and res["source"]["run"] == str(sweep / run)
         assert 0.0 <= res["metrics"]["Rc@1"]["value"] <= 1.0
     table = (sweep / "comparison.md").read_text().splitlines()
-    assert table[0] == "| system | generated Rc@1 | generated Rf@1 | generated IS@1 | generated Rc@10 | generated Rf@10 |"
+    assert table[0].startswith("| system | generated Rc@1 | generated Rf@1 | generated IS@1 | generated Rc@10 | generated Rf@10 |")
     assert [row.split(" | ")[0] for row in table[2:]] == ["| tg-lora", "| tg_5fm-lora"]
     comp = json.loads((sweep / "comparison.json").read_text())
+    if launcher == "local":  # evaluate.drift=true: base -> stage1 -> stage2 drift per run, in the same rows
+        drift = comp["cells"]["tg-lora"]
+        assert drift["drift base->stage1 virtual"]["value"] > 0 and drift["drift stage1->stage2 virtual"]["value"] > 0
+        assert drift["drift base->stage1 base"]["value"] == 0.0  # LoRA never moves base-vocabulary rows
+        assert (sweep / runs[0] / "eval" / "drift" / "drift.png").exists()
+    else:
+        assert not any(c.startswith("drift ") for c in comp["columns"])
     got = comp["cells"]["tg_5fm-lora"]["generated Rc@1"]["value"]
     assert got == json.loads((sweep / runs[1] / "eval" / "generated" / "model" / "results.json").read_text())["metrics"]["Rc@1"]["value"]

@@ -4,6 +4,7 @@ baseline, a column per benchmark × metric, each cell ``value [95% interval]``.
 
     python evaluate.py task=compare compare.roots=[multirun/2026-11-29_10-00-00]
 
+``drift.json`` files (``task=drift``, or train.py ``evaluate.drift=true``) add drift columns.
 A model row is labelled by its training run's ``experiment-tuning`` (read from the run's
 ``config.yaml``), so the 8-run ablation reads tg-lora, tg-full, tg_h-lora, ... Baselines do
 not depend on the run; each (baseline, benchmark) appears once, and copies that disagree
@@ -38,11 +39,13 @@ def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
     for root in map(Path, roots):
         if not root.exists():
             raise FileNotFoundError(f"compare.roots: {root} does not exist")
-        for path in sorted(root.rglob("results.json")):
+        for path in sorted([*root.rglob("results.json"), *root.rglob("drift.json")]):
             try:
                 res = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as e:
                 raise DataError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from e
+            if path.name == "drift.json":
+                res = _drift_result(res, path)
             if not isinstance(res, dict) or "kind" not in res or "metrics" not in res:
                 continue
             for key in ("benchmark", "system"):
@@ -51,6 +54,19 @@ def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
             res["_path"] = str(path)
             found.append(res)
     return found
+
+
+def _drift_result(drift: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A drift.json (evaluate.py task=drift) as a result row: relative drift of the virtual-token
+    rows and of the base-vocabulary sample of the input embeddings, per checkpoint pair."""
+    if "pairs" not in drift or "run" not in drift:
+        raise DataError(f"{path}: field 'pairs' or 'run' is missing (not a task=drift output?)")
+    metrics = {}
+    for p in drift["pairs"]:
+        for key, short in (("virtual", "virtual"), ("base_vocab", "base")):
+            metrics[f"{p['from']}->{p['to']} {short}"] = {"value": p["input"][key]}
+    return {"benchmark": "drift", "system": "drift", "kind": "drift", "metrics": metrics,
+            "source": {"run": drift["run"], "stage": "stage2"}}
 
 
 def _run_label(run: str) -> str:
@@ -88,19 +104,23 @@ def _labels(results: Sequence[dict[str, Any]]) -> list[tuple[str, bool]]:
 
 def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dict[str, Any]:
     """Rows and columns of the ablation table, plus the raw estimates per cell. Columns:
-    retrieval benchmarks × metrics, then probe accuracies, each in order of first appearance."""
+    retrieval benchmarks × metrics, then probe accuracies, then embedding drift (input
+    embeddings, virtual rows vs base-vocabulary sample), each in order of first appearance."""
     cells: dict[str, dict[str, dict]] = {}
     origin: dict[tuple[str, str], dict] = {}
     retrieval_cols: list[str] = []
     probe_cols: list[str] = []
+    drift_cols: list[str] = []
     baselines: set[str] = set()
     for res, (label, is_baseline) in zip(results, _labels(results)):
         if res["kind"] == "retrieval":
             cols = {f"{res['benchmark']} {m}": res["metrics"].get(m) for m in metrics}
+        elif res["kind"] == "drift":
+            cols = {f"drift {k}": v for k, v in res["metrics"].items()}
         else:  # a probe: token / control mode is part of the column
             cols = {f"{res['benchmark']} {res['system']} acc": res["metrics"].get("accuracy")}
         for col, est in cols.items():
-            columns = retrieval_cols if res["kind"] == "retrieval" else probe_cols
+            columns = {"retrieval": retrieval_cols, "drift": drift_cols}.get(res["kind"], probe_cols)
             if col not in columns:
                 columns.append(col)
             key = (label, col)
@@ -115,7 +135,7 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dic
             baselines.add(label)
     models = sorted(k for k in cells if k not in baselines)
     order = models + sorted(baselines)
-    return {"columns": retrieval_cols + probe_cols, "rows": order, "cells": cells, "baselines": sorted(baselines),
+    return {"columns": retrieval_cols + probe_cols + drift_cols, "rows": order, "cells": cells, "baselines": sorted(baselines),
             "sources": {f"{k[0]} | {k[1]}": v["_path"] for k, v in origin.items()}}
 
 
@@ -126,7 +146,10 @@ def comparison_table(comp: dict[str, Any]) -> str:
         row = [label]
         for col in comp["columns"]:
             est = comp["cells"][label].get(col)
-            row.append(fmt(est, pct=not col.split(" ")[-1].startswith("IS@")))
+            if col.startswith("drift "):  # a plain ratio, no interval
+                row.append("—" if est is None else f"{est['value']:.4f}")
+            else:
+                row.append(fmt(est, pct=not col.split(" ")[-1].startswith("IS@")))
         rows.append(row)
     return markdown_table(header, rows)
 

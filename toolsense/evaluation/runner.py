@@ -147,20 +147,27 @@ def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
-def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, overrides: Sequence[str] = ()) -> dict[str, Any] | None:
+def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, overrides: Sequence[str] = (),
+                         drift: bool = False) -> dict[str, Any] | None:
     """evaluate.py on a finished training run, into ``<run_dir>/eval`` (train.py's
-    ``evaluate.suite=...``). Composes evaluate.yaml with ``run=<run_dir>`` plus the overrides,
-    from inside a running Hydra app or standalone. Under torchrun every process takes part
-    (data-parallel retrieval, distributed.py)."""
+    ``evaluate.suite=...``), and with ``drift`` its embedding drift into ``<run_dir>/eval/drift``.
+    Composes evaluate.yaml with ``run=<run_dir>`` plus the overrides, from inside a running Hydra
+    app or standalone. Under torchrun every process takes part (data-parallel retrieval)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    run_dir = Path(run_dir)
-    ovr = [f"run={run_dir}", f"output_dir={run_dir / 'eval'}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
-    if GlobalHydra.instance().is_initialized():
-        cfg = compose("evaluate", overrides=ovr)
-    else:
+    def _compose(ovr: list[str]):
+        if GlobalHydra.instance().is_initialized():
+            return compose("evaluate", overrides=ovr)
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose("evaluate", overrides=ovr)
-    log.info("evaluating %s (%s)", run_dir, " ".join(ovr[2:]) or "evaluate.yaml defaults")
-    return run(cfg)
+            return compose("evaluate", overrides=ovr)
+
+    run_dir = Path(run_dir)
+    summary = None
+    if suite or overrides:
+        ovr = [f"run={run_dir}", f"output_dir={run_dir / 'eval'}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
+        log.info("evaluating %s (%s)", run_dir, " ".join(ovr[2:]))
+        summary = run(_compose(ovr))
+    if drift:
+        run(_compose([f"run={run_dir}", "task=drift", f"output_dir={run_dir / 'eval' / 'drift'}"]))
+    return summary

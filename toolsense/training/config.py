@@ -168,10 +168,13 @@ class EvaluateAfterConfig:
     """An evaluate.py suite (conf/suite/); None and no overrides = do not evaluate."""
     overrides: list[str] = field(default_factory=list)
     """More evaluate.py overrides (decoding.beam_width=10, benchmark=..., ...)."""
+    drift: bool = False
+    """Also measure embedding drift base -> stage1 -> stage2 (evaluate.py task=drift) into
+    ``<run dir>/eval/drift``; the sweep's comparison table then shows it per run."""
 
     @property
     def enabled(self) -> bool:
-        return self.suite is not None or bool(self.overrides)
+        return self.suite is not None or bool(self.overrides) or self.drift
 
 
 @dataclass
