@@ -13,6 +13,7 @@ not depend on the run; each (baseline, benchmark) appears once, and copies that 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +70,9 @@ def _drift_result(drift: dict[str, Any], path: Path) -> dict[str, Any]:
             "source": {"run": drift["run"], "stage": "stage2"}}
 
 
+@functools.lru_cache(maxsize=None)
 def _run_label(run: str) -> str:
+    """``experiment-tuning`` of a run (its config.yaml is read once, not once per results file)."""
     cfg_path = Path(run) / "config.yaml"
     if not cfg_path.exists():
         return Path(run).name

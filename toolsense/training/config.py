@@ -172,10 +172,6 @@ class EvaluateAfterConfig:
     """Also measure embedding drift base -> stage1 -> stage2 (evaluate.py task=drift) into
     ``<run dir>/eval/drift``; the sweep's comparison table then shows it per run."""
 
-    @property
-    def enabled(self) -> bool:
-        return self.suite is not None or bool(self.overrides) or self.drift
-
 
 @dataclass
 class TrainConfig:
