@@ -109,7 +109,10 @@ def test_toolbench_groups_pool_files_as_the_paper(shared_data):
     assert len({q.query_id for q in g1.items}) == 474
     assert g1.items[0].query_id == f"G1_instruction/{per_file['G1_instruction'][0]}"
     assert g1.items[163].query_id == f"G1_category/{per_file['G1_category'][0]}"
-    assert len(load_benchmark(_conf("toolbench_g2")).items) == 106 + 124
+    g2 = load_benchmark(_conf("toolbench_g2"))
+    assert len(g2.items) == 106 + 124 and len({q.query_id for q in g2.items}) == 230
+    # G2_category itself repeats one query (ids 43200 and 43201, same text and gold): kept twice, as released
+    assert len({q.text for q in g2.items}) == 229
     assert len(load_benchmark(_conf("toolbench_g3")).items) == 61
 
 

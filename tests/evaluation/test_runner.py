@@ -238,3 +238,18 @@ def test_released_benchmark_needs_its_path_and_samples_are_marked(tiny_run, tmp_
     from toolsense.evaluation.compare import collect, comparison
 
     assert comparison(collect([tmp_path / "s"]), ["Rc@1"])["columns"] == ["qa (sample) token acc"]
+
+
+def test_baselines_carry_fingerprints_too(tmp_path):
+    from toolsense.evaluation.fingerprint import FingerprintMismatch
+
+    out = tmp_path / "bl"
+    cfg = {**_cfg(None, out, parametric=False, benchmarks={"realistic": _cfg(None, out)["benchmarks"]["realistic"]}),
+           "run": None, "catalog": {"path": None}}
+    first = run(cfg)["results"][0]
+    assert first["system"] == "bm25" and first["fingerprint"]["system"]["baseline"]["kind"] == "bm25"
+    with pytest.raises(FingerprintMismatch, match=r"realistic/bm25:\n(.*\n)?    decoding.top: 10 \(on disk\) vs 5 \(now\)"):
+        run({**cfg, "decoding": {**cfg["decoding"], "beam_width": 5, "ks": [1, 5]}})
+    with pytest.raises(FingerprintMismatch, match=r"system.baseline.kind: 'bm25' \(on disk\) vs 'dense' \(now\)"):
+        run({**cfg, "baselines": {"bm25": {"kind": "dense"}}})
+    assert run(cfg)["results"][0]["metrics"] == first["metrics"]
