@@ -147,3 +147,17 @@ def test_released_configs_need_a_path_and_samples_are_named_apart(shared_data):
         released.path = sample.path  # a sample file behind the released config is still recognised by its name
         assert load_benchmark(released).is_sample
     assert not load_benchmark(BenchmarkConfig(loader="mcq")).is_sample  # the demo probes
+
+
+def test_toolbench_suite_composes_the_three_groups(shared_data):
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from toolsense.evaluation.runner import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("evaluate", overrides=["suite=toolbench", "benchmarks.G1.missing=drop"])
+    benches = OmegaConf.to_container(cfg.benchmarks, resolve=True)
+    assert list(benches) == ["G1", "G2", "G3"] and [len(b["paths"]) for b in benches.values()] == [3, 2, 1]
+    assert benches["G1"]["missing"] == "drop" and benches["G2"]["missing"] == "count"
+    assert all(p.startswith(str(shared_data)) or "shared/data" in p for b in benches.values() for p in b["paths"])
