@@ -1,7 +1,7 @@
 """Evaluate a trained run (or an untrained base model) on retrieval benchmarks, probes and baselines.
 
     python evaluate.py run=<run dir> suite=demo               # the demo table
-    python evaluate.py run=<run dir> benchmark=rrb baseline=bm25
+    python evaluate.py run=<run dir> benchmark=rrb benchmark.path=<released rrb.jsonl> baseline=bm25
     python evaluate.py model=smollm2_135m catalog=demo index=flat   # untrained baseline
     python evaluate.py run=<run dir> task=drift               # embedding drift base -> stage1 -> stage2
 """

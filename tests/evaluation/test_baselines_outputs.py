@@ -53,3 +53,54 @@ def test_table_formatting():
     assert fmt({"value": 0.5, "lo": 0.25, "hi": 0.75}, pct=False) == "0.50 [0.25, 0.75]"
     assert fmt(None) == "—"
     assert markdown_table(["a", "b"], [[1, 2]]) == "| a | b |\n|---|---|\n| 1 | 2 |\n"
+
+
+def test_checkpoint_hash_is_a_content_hash_cached_by_size_and_mtime(tmp_path):
+    import hashlib
+    import os
+
+    from toolsense.evaluation.fingerprint import CHECKPOINT_HASH_CACHE, checkpoint_sha256
+
+    (tmp_path / "model.safetensors").write_bytes(b"weights-1")
+    (tmp_path / "config.json").write_text("{}")
+    sha = lambda b: hashlib.sha256(b).hexdigest()  # noqa: E731
+    expected = hashlib.sha256(f"config.json\0{sha(b'{}')}\nmodel.safetensors\0{sha(b'weights-1')}\n".encode()).hexdigest()
+    assert checkpoint_sha256(tmp_path) == expected
+    cache = json.loads((tmp_path / CHECKPOINT_HASH_CACHE).read_text())
+    assert cache["model.safetensors"]["sha256"] == sha(b"weights-1")
+    # the cache is trusted while size and mtime are unchanged (a planted hash proves it was read) ...
+    cache["config.json"]["sha256"] = "planted"
+    (tmp_path / CHECKPOINT_HASH_CACHE).write_text(json.dumps(cache))
+    assert checkpoint_sha256(tmp_path) != expected
+    # ... and a rewritten file (same size, other bytes, new mtime) is hashed again
+    st = (tmp_path / "model.safetensors").stat()
+    (tmp_path / "model.safetensors").write_bytes(b"weights-2")
+    os.utime(tmp_path / "model.safetensors", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    (tmp_path / CHECKPOINT_HASH_CACHE).unlink()
+    assert checkpoint_sha256(tmp_path) != expected
+
+
+def test_claim_resumes_refuses_and_overwrites_only_the_evaluations_own_files(tmp_path, caplog):
+    from toolsense.evaluation.fingerprint import FINGERPRINT_FILE, FingerprintMismatch, claim
+
+    a, b = tmp_path / "bench" / "model", tmp_path / "bench" / "bm25"
+    fa, fb = {"system": {"stage": "stage2"}, "decoding": {"beam_width": 50, "ks": [1, 5]}}, {"system": {"baseline": "bm25"}}
+    claim([(a, fa), (b, fb)])
+    assert json.loads((a / FINGERPRINT_FILE).read_text())["fingerprint"] == fa
+    for d in (a, b):
+        (d / "samples.jsonl").write_text('{"item_id": "q"}\n')
+    (a / "samples.rank1.jsonl").write_text("")
+    (a / "notes.txt").write_text("mine")
+    claim([(a, json.loads(json.dumps(fa))), (b, fb)])  # an exact match (lists from JSON) resumes
+    assert (a / "samples.jsonl").exists()
+    other = {"system": {"stage": "stage1"}, "decoding": {"beam_width": 50, "ks": [1, 10]}}
+    with pytest.raises(FingerprintMismatch) as e:
+        claim([(a, other), (b, fb)])
+    assert "system.stage: 'stage2' (on disk) vs 'stage1' (now)" in str(e.value)
+    assert "decoding.ks: [1, 5] (on disk) vs [1, 10] (now)" in str(e.value) and str(b) not in str(e.value)
+    with caplog.at_level("WARNING"):
+        claim([(a, other), (b, fb)], overwrite=True)
+    assert sorted(p.name for p in a.iterdir()) == ["notes.txt", FINGERPRINT_FILE]
+    assert "deleted samples.jsonl, samples.fingerprint.json, samples.rank1.jsonl" in caplog.text
+    assert json.loads((a / FINGERPRINT_FILE).read_text())["fingerprint"] == other
+    assert (b / "samples.jsonl").exists()  # the matching evaluation was left to resume

@@ -82,3 +82,82 @@ def test_empty_after_filtering_is_an_error(tmp_path):
     path = _write(tmp_path, "q.jsonl", [{"query": "x", "tools": ["A&&b"], "split": "train"}])
     with pytest.raises(DataError, match="has no items after filtering"):
         load_benchmark(BenchmarkConfig(loader="query_jsonl", path=path, split="test"))
+
+
+def _conf(name):
+    from omegaconf import OmegaConf
+
+    from toolsense.evaluation.context import from_section
+    from toolsense.evaluation.runner import CONF_DIR
+
+    raw = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "benchmark" / f"{name}.yaml"), resolve=True)
+    return from_section(BenchmarkConfig, raw, name, strict=True)
+
+
+def test_toolbench_groups_pool_files_as_the_paper(shared_data):
+    import json as _json
+
+    per_file = {}
+    for stem in ("G1_instruction", "G1_category", "G1_tool", "G2_instruction", "G2_category", "G3_instruction"):
+        per_file[stem] = [str(q["query_id"]) for q in _json.loads((shared_data / "toolbench_queries" / f"{stem}.json").read_text())]
+    raw_ids = [i for ids in per_file.values() for i in ids]
+    assert len(raw_ids) == len(set(raw_ids))  # the released files share no query id; pooled ids are prefixed anyway
+    g1 = load_benchmark(_conf("toolbench_g1"))
+    assert g1.name == "G1" and len(g1.items) == 163 + 153 + 158 and len(g1.files) == 3 and len(g1.sha256) == 64
+    tiers = [g1.tier_of(q) for q in g1.items]
+    assert {t: tiers.count(t) for t in set(tiers)} == {"G1_instruction": 163, "G1_category": 153, "G1_tool": 158}
+    assert len({q.query_id for q in g1.items}) == 474
+    assert g1.items[0].query_id == f"G1_instruction/{per_file['G1_instruction'][0]}"
+    assert g1.items[163].query_id == f"G1_category/{per_file['G1_category'][0]}"
+    g2 = load_benchmark(_conf("toolbench_g2"))
+    assert len(g2.items) == 106 + 124 and len({q.query_id for q in g2.items}) == 230
+    # G2_category itself repeats one query (ids 43200 and 43201, same text and gold): kept twice, as released
+    assert len({q.text for q in g2.items}) == 229
+    assert len(load_benchmark(_conf("toolbench_g3")).items) == 61
+
+
+def test_pooled_files_sharing_ids_stay_distinct_queries(tmp_path):
+    item = {"query": "find a cafe", "query_id": 7, "relevant APIs": [["Cafe", "near"]]}
+    a, b = tmp_path / "G1_a.json", tmp_path / "G1_b.json"
+    a.write_text(json.dumps([item]))
+    b.write_text(json.dumps([{**item, "query": "other"}]))
+    pooled = load_benchmark(BenchmarkConfig(loader="toolbench", paths=[str(a), str(b)], label="G1"))
+    assert [q.query_id for q in pooled.items] == ["G1_a/7", "G1_b/7"] and pooled.items[1].text == "other"
+    one = load_benchmark(BenchmarkConfig(loader="toolbench", path=str(a)))
+    assert pooled.sha256 != one.sha256 and one.items[0].query_id == "7"
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"loader": "toolbench", "path": "a.json", "paths": ["b.json"]}, "benchmark.path and benchmark.paths are exclusive"),
+    ({"loader": "rrb", "paths": ["b.json"]}, "benchmark.paths pools ToolBench query files"),
+    ({"loader": "rrb", "missing": "ignore"}, "benchmark.missing must be 'count' or 'drop', got 'ignore'"),
+])
+def test_benchmark_config_rejects_bad_combinations(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        BenchmarkConfig(**kwargs)
+
+
+def test_released_configs_need_a_path_and_samples_are_named_apart(shared_data):
+    for name, n in (("rrb", 24), ("mcq", 20), ("qa", 20)):
+        with pytest.raises(ValueError, match=rf"benchmarks.x.path is required: point it at the released {name}.jsonl"):
+            load_benchmark(_conf(name), where="benchmarks.x")
+        sample = load_benchmark(_conf(f"{name}_sample"))
+        assert sample.is_sample and len(sample.items) == n and sample.name == name
+        released = _conf(name)
+        released.path = sample.path  # a sample file behind the released config is still recognised by its name
+        assert load_benchmark(released).is_sample
+    assert not load_benchmark(BenchmarkConfig(loader="mcq")).is_sample  # the demo probes
+
+
+def test_toolbench_suite_composes_the_three_groups(shared_data):
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from toolsense.evaluation.runner import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("evaluate", overrides=["suite=toolbench", "benchmarks.G1.missing=drop"])
+    benches = OmegaConf.to_container(cfg.benchmarks, resolve=True)
+    assert list(benches) == ["G1", "G2", "G3"] and [len(b["paths"]) for b in benches.values()] == [3, 2, 1]
+    assert benches["G1"]["missing"] == "drop" and benches["G2"]["missing"] == "count"
+    assert all(p.startswith(str(shared_data)) or "shared/data" in p for b in benches.values() for p in b["paths"])

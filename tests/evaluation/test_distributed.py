@@ -49,6 +49,22 @@ def test_two_processes_equal_one(tiny_run, tmp_path):
     assert not list((tmp_path / "two" / "realistic" / "model").glob("samples.rank*.jsonl"))
     assert json.loads((tmp_path / "two" / "results.json").read_text())["results"][0]["n"] == 13
 
+    # the same config again resumes: every rank finds its share done
+    before = (tmp_path / "two" / "realistic" / "model" / "samples.jsonl").read_text()
+    again = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29572",
+                            *args, f"output_dir={tmp_path / 'two'}"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resuming" in again.stdout + again.stderr and "13 items already done" in again.stdout + again.stderr
+    assert (tmp_path / "two" / "realistic" / "model" / "samples.jsonl").read_text() == before
+    # another stage into the same folder: rank 0 refuses and rank 1 stops with it instead of waiting at a barrier
+    other = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29573",
+                            *args, "stage=stage1", f"output_dir={tmp_path / 'two'}"], cwd=ROOT, env=ENV, capture_output=True,
+                           text=True, timeout=300)
+    assert other.returncode != 0
+    assert "system.stage: 'stage2' (on disk) vs 'stage1' (now)" in other.stderr
+    assert "rank 0 stopped the evaluation: FingerprintMismatch" in other.stderr
+    assert (tmp_path / "two" / "realistic" / "model" / "samples.jsonl").read_text() == before
+
 
 def test_rank_files_count_as_done_and_fold_into_samples(tmp_path):
     path = tmp_path / "samples.jsonl"

@@ -15,7 +15,7 @@ def _cfg(run_dir, out, **extra):
     cfg = {
         "run": str(run_dir), "stage": "stage2", "device": "cpu", "task": "evaluate", "parametric": True,
         "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 12},
-                       "qa": {"loader": "qa", "limit": 10}},
+                       "qa": {"loader": "qa", "limit": 10}},  # the demo probes (no path)
         "baselines": {"bm25": {"kind": "bm25"}},
         "decoding": {"beam_width": 10, "ks": [1, 5, 10], "batch_size": 4, "resamples": 200},
         "probe": {"modes": ["token", "control"]},
@@ -64,7 +64,7 @@ def test_missing_gold_tools_are_reported_not_dropped(tiny_run, tmp_path):
                      + json.dumps({"query_id": "b", "query": "haunted", "tools": ["Ghost&&tool"]}) + "\n")
     cfg = _cfg(tiny_run, tmp_path / "out", benchmarks={"custom": {"loader": "query_jsonl", "path": str(qfile)}}, baselines={})
     res = run(cfg)["results"][0]
-    assert res["missing"] == {"count": 1, "queries_affected": 2, "names": ["Ghost&&tool"], "policy": "counted as misses"}
+    assert res["missing"] == {"count": 1, "queries_affected": 2, "names": ["Ghost&&tool"], "policy": "count", "queries_dropped": 0}
     rows = [json.loads(x) for x in (tmp_path / "out" / "custom" / "model" / "samples.jsonl").read_text().splitlines()]
     assert rows[1]["missing_gold"] == ["Ghost&&tool"] and rows[1]["metrics"]["c_hit@10"] == 0.0
     assert rows[0]["metrics"]["c_recall@10"] <= 0.5  # the missing tool stays in the denominator
@@ -89,3 +89,167 @@ def test_unknown_config_field_is_named(tiny_run, tmp_path):
         run(cfg)
     with pytest.raises(ValueError, match=r"decoding.ks must lie in \[1, beam_width=5\], got \[10\]"):
         run(_cfg(tiny_run, tmp_path, decoding={"beam_width": 5, "ks": [1, 10]}))
+
+
+def _ranker(rankings):
+    """A ranker whose constrained lists are given by hand, per query id."""
+    from toolsense.evaluation.retrieval import Retrieved
+
+    def run_(queries):
+        for q in queries:
+            yield Retrieved(q, "p", [{"tool": t, "score": 0.0} for t in rankings[q.query_id]], None)
+    return run_
+
+
+@pytest.mark.parametrize("policy,n,expected", [
+    # count: X and Y stay gold (misses). Rc@1 = (1+0+0+1)/4; recall@1 = (1/2+0+0+1)/4; Rc@2 = 3/4; recall@2 = (1/2+0+1/2+1)/4
+    ("count", 4, {"Rc@1": 0.5, "recall_c@1": 0.375, "Rc@2": 0.75, "recall_c@2": 0.5}),
+    # drop: q1 gold {A}, q2 dropped (only X), q3 gold {B}, q4 {C}: Rc@1 = 2/3, every gold in the top 2
+    ("drop", 3, {"Rc@1": 2 / 3, "recall_c@1": 2 / 3, "Rc@2": 1.0, "recall_c@2": 1.0}),
+])
+def test_missing_gold_policy_hand_computed(tmp_path, policy, n, expected):
+    from toolsense.catalog import Query
+    from toolsense.evaluation.benchmarks import Benchmark, BenchmarkConfig
+    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.evaluation.tasks import evaluate_ranking
+
+    qs = [Query("q1", "a", ("S&&A", "S&&X")), Query("q2", "b", ("S&&X",)), Query("q3", "c", ("S&&B", "S&&Y")),
+          Query("q4", "d", ("S&&C",))]
+    bench = Benchmark("toy", "retrieval", qs, config=BenchmarkConfig(loader="query_jsonl", missing=policy))
+    rankings = {"q1": ["S&&A", "S&&B", "S&&C"], "q2": ["S&&A", "S&&B", "S&&C"], "q3": ["S&&C", "S&&B", "S&&A"],
+                "q4": ["S&&C", "S&&A", "S&&B"]}
+    dec = DecodingConfig(beam_width=3, ks=[1, 2], free_form=False, resamples=50)
+    res = evaluate_ranking(bench, "hand", _ranker(rankings), {"S&&A", "S&&B", "S&&C"}, dec, tmp_path, {})
+    assert res["n"] == n
+    for k, v in expected.items():
+        assert res["metrics"][k]["value"] == pytest.approx(v), k
+    assert res["missing"] == {"count": 2, "queries_affected": 3, "names": ["S&&X", "S&&Y"], "policy": policy,
+                              "queries_dropped": 4 - n}
+    rows = {r["item_id"]: r for r in map(json.loads, (tmp_path / "samples.jsonl").read_text().splitlines())}
+    assert rows["q1"]["missing_gold"] == ["S&&X"]
+    assert rows["q1"]["gold"] == (["S&&A", "S&&X"] if policy == "count" else ["S&&A"])
+
+
+def _counting(monkeypatch):
+    """Count the queries parametric retrieval actually ranks."""
+    from toolsense.evaluation.retrieval import Retriever
+
+    ranked = []
+    orig = Retriever.run
+
+    def run_(self, queries):
+        ranked.extend(q.query_id for q in queries)
+        yield from orig(self, queries)
+
+    monkeypatch.setattr(Retriever, "run", run_)
+    return ranked
+
+
+def _model_samples(out):
+    return (out / "realistic" / "model" / "samples.jsonl").read_text()
+
+
+def test_stage2_then_stage1_in_one_output_dir_is_refused_naming_stage(tiny_run, tmp_path, monkeypatch):
+    """The bug: stage1 evaluated into stage2's output dir reused stage2's samples under stage1's label."""
+    from toolsense.evaluation.fingerprint import FingerprintMismatch
+
+    ranked = _counting(monkeypatch)
+    out, fresh = tmp_path / "shared", tmp_path / "fresh"
+    run(_cfg(tiny_run, out, stage="stage2"))
+    stage2_samples = _model_samples(out)
+    fp = json.loads((out / "realistic" / "model" / "samples.fingerprint.json").read_text())["fingerprint"]
+    assert fp["system"]["stage"] == "stage2" and len(fp["system"]["checkpoint_sha256"]) == 64
+    with pytest.raises(FingerprintMismatch) as e:
+        run(_cfg(tiny_run, out, stage="stage1"))
+    msg = str(e.value)
+    assert "system.stage: 'stage2' (on disk) vs 'stage1' (now)" in msg and "system.checkpoint_sha256" in msg
+    assert str(out / "realistic" / "model") in msg and str(out / "qa" / "token") in msg  # probes too
+    assert str(out / "realistic" / "bm25") not in msg  # the baseline does not depend on the stage
+    assert _model_samples(out) == stage2_samples  # nothing was touched
+    ranked.clear()
+    over = run(_cfg(tiny_run, out, stage="stage1", overwrite=True))
+    assert len(ranked) == 12  # started over
+    ref = run(_cfg(tiny_run, fresh, stage="stage1"))
+    assert _model_samples(out) == _model_samples(fresh) != stage2_samples
+    for a, b in zip(over["results"], ref["results"]):
+        assert (a["benchmark"], a["system"], a["metrics"]) == (b["benchmark"], b["system"], b["metrics"])
+    ranked.clear()
+    again = run(_cfg(tiny_run, out, stage="stage1"))  # the same config again: resumes, ranks nothing
+    assert ranked == [] and again["results"][0]["metrics"] == ref["results"][0]["metrics"]
+
+
+def test_fingerprint_names_decoding_benchmark_and_changed_weights(tiny_run, tmp_path, monkeypatch):
+    import shutil
+
+    from toolsense.evaluation.fingerprint import FingerprintMismatch
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run, run_dir)
+    out = tmp_path / "out"
+    cfg = _cfg(run_dir, out, baselines={})
+    run(cfg)
+    ranked = _counting(monkeypatch)
+    with pytest.raises(FingerprintMismatch, match=r"decoding.beam_width: 10 \(on disk\) vs 8 \(now\)"):
+        run({**cfg, "decoding": {**cfg["decoding"], "beam_width": 8, "ks": [1, 5, 8]}})
+    with pytest.raises(FingerprintMismatch, match=r"benchmark.style: 'short' \(on disk\) vs 'verbose' \(now\)"):
+        run({**cfg, "benchmarks": {"realistic": {**cfg["benchmarks"]["realistic"], "style": "verbose"}}})
+    # same stage name, other weights (a retrained run): only the checkpoint hash tells
+    shutil.copy(run_dir / "stage1" / "model.safetensors", run_dir / "stage2" / "model.safetensors")
+    with pytest.raises(FingerprintMismatch, match=r"system.checkpoint_sha256: '[0-9a-f]{64}' \(on disk\)") as e:
+        run(cfg)
+    assert "system.stage" not in str(e.value)
+    # batch size and bootstrap settings cannot change a sample: a changed one still resumes
+    shutil.copy(tiny_run / "stage2" / "model.safetensors", run_dir / "stage2" / "model.safetensors")
+    run({**cfg, "decoding": {**cfg["decoding"], "batch_size": 3, "resamples": 100}})
+    assert ranked == []
+
+
+def test_samples_without_fingerprint_are_refused(tiny_run, tmp_path):
+    from toolsense.evaluation.fingerprint import FingerprintMismatch
+
+    out = tmp_path / "old"
+    (out / "realistic" / "model").mkdir(parents=True)
+    (out / "realistic" / "model" / "samples.jsonl").write_text(json.dumps({"item_id": "x"}) + "\n")
+    (out / "realistic" / "other.txt").write_text("kept")
+    with pytest.raises(FingerprintMismatch, match="samples.jsonl without samples.fingerprint.json"):
+        run(_cfg(tiny_run, out, baselines={}, benchmarks={"realistic": _cfg(tiny_run, out)["benchmarks"]["realistic"]}))
+    run(_cfg(tiny_run, out, baselines={}, benchmarks={"realistic": _cfg(tiny_run, out)["benchmarks"]["realistic"]},
+             overwrite=True))
+    assert len(_model_samples(out).splitlines()) == 12 and (out / "realistic" / "other.txt").read_text() == "kept"
+
+
+def test_released_benchmark_needs_its_path_and_samples_are_marked(tiny_run, tmp_path, shared_data):
+    from hydra import compose, initialize_config_dir
+
+    from toolsense.evaluation.runner import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        for name in ("rrb", "mcq", "qa"):
+            cfg = compose("evaluate", overrides=[f"run={tiny_run}", f"benchmark={name}", f"output_dir={tmp_path / name}"])
+            with pytest.raises(ValueError, match=rf"benchmark.path is required: point it at the released {name}.jsonl"):
+                run(cfg)
+        cfg = compose("evaluate", overrides=[f"run={tiny_run}", "benchmark=qa_sample", "device=cpu", "probe.modes=[token]",
+                                             "decoding=beam10", "decoding.resamples=50", f"output_dir={tmp_path / 's'}"])
+        summary = run(cfg)
+    res = summary["results"][0]
+    assert res["benchmark"] == "qa" and res["is_sample"] is True and res["n"] == 0  # no sample tool is a demo tool
+    assert json.loads((tmp_path / "s" / "qa" / "token" / "results.json").read_text())["is_sample"] is True
+    assert "| qa (sample) | token |" in (tmp_path / "s" / "table.md").read_text()
+    from toolsense.evaluation.compare import collect, comparison
+
+    assert comparison(collect([tmp_path / "s"]), ["Rc@1"])["columns"] == ["qa (sample) token acc"]
+
+
+def test_baselines_carry_fingerprints_too(tmp_path):
+    from toolsense.evaluation.fingerprint import FingerprintMismatch
+
+    out = tmp_path / "bl"
+    cfg = {**_cfg(None, out, parametric=False, benchmarks={"realistic": _cfg(None, out)["benchmarks"]["realistic"]}),
+           "run": None, "catalog": {"path": None}}
+    first = run(cfg)["results"][0]
+    assert first["system"] == "bm25" and first["fingerprint"]["system"]["baseline"]["kind"] == "bm25"
+    with pytest.raises(FingerprintMismatch, match=r"realistic/bm25:\n(.*\n)?    decoding.top: 10 \(on disk\) vs 5 \(now\)"):
+        run({**cfg, "decoding": {**cfg["decoding"], "beam_width": 5, "ks": [1, 5]}})
+    with pytest.raises(FingerprintMismatch, match=r"system.baseline.kind: 'bm25' \(on disk\) vs 'dense' \(now\)"):
+        run({**cfg, "baselines": {"bm25": {"kind": "dense"}}})
+    assert run(cfg)["results"][0]["metrics"] == first["metrics"]

@@ -2,7 +2,8 @@
 probe items; bad input raises :class:`DataError` naming file:line and field.
 
 Registered loaders:
-- ``toolbench``: ToolBench / StableToolBench query files (G1/G2/G3; tier = the group).
+- ``toolbench``: ToolBench / StableToolBench query files (G1/G2/G3; tier = the group), one file
+  or several pooled as the paper pools them (``paths``: G1 = instruction + category + tool).
 - ``rrb``: the ToolSense Realistic Retrieval Benchmark (``tool`` a dict or a list of dicts;
   ``analyzed_tools`` = the candidate pool, kept in ``meta["pool"]``; tier = ``complexity``).
 - ``query_jsonl``: our query JSONL (also what the benchmark generator writes).
@@ -20,7 +21,7 @@ from typing import Any, Callable, Literal, Optional
 from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_toolbench_queries
 from toolsense.catalog.loaders import DEMO_DIR
 from toolsense.catalog.queries import _gold_names
-from toolsense.utils.io import DataError, iter_jsonl, sha256_file
+from toolsense.utils.io import DataError, iter_jsonl, sha256_file, sha256_text
 from toolsense.utils.registry import Registry
 
 Kind = Literal["retrieval", "mcq", "qa"]
@@ -46,6 +47,11 @@ class Benchmark:
     items: list  # list[Query] for retrieval, list[ProbeItem] for probes
     path: Optional[str] = None
     sha256: Optional[str] = None
+    files: list[str] = field(default_factory=list)
+    """Every file read (several for a pooled benchmark)."""
+    is_sample: bool = False
+    """A small sample of a released benchmark, not the benchmark (tables mark it)."""
+    config: Optional["BenchmarkConfig"] = None
 
     def tier_of(self, item: Query) -> str:
         return str(item.meta.get("tier") or f"{len(item.tools)}-tool")
@@ -65,10 +71,32 @@ class BenchmarkConfig:
     """demo / query_jsonl only: keep this style, verbose (standard) or short (realistic); None = all."""
     limit: Optional[int] = None
     """Keep only the first ``limit`` items (quick checks); None = all."""
+    paths: Optional[list[str]] = None
+    """toolbench only, instead of ``path``: query files pooled into one benchmark, as the paper
+    pools ToolBench's G1 (instruction + category + tool). Ids become ``<file stem>/<query_id>``
+    (unique even where files share ids) and the tier is the file stem."""
+    missing: Literal["count", "drop"] = "count"
+    """Gold tools absent from the system's index (or a baseline's catalog): ``count`` keeps them
+    in the gold set, as misses; ``drop`` removes them from each query's gold and drops queries
+    left with none. The choice and the counts go to results.json."""
+    is_sample: bool = False
+    """The file is a small sample of a released benchmark (also assumed for files named
+    ``*_sample.jsonl``): results.json records ``is_sample`` and tables add "(sample)"."""
+    requires_path: Optional[str] = None
+    """Set by the configs of released benchmarks: ``path`` must then be given and point at this
+    file; no bundled sample stands in for it."""
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"benchmark.limit must be >= 1 or null, got {self.limit}")
+        if self.missing not in ("count", "drop"):
+            raise ValueError(f"benchmark.missing must be 'count' or 'drop', got {self.missing!r}")
+        if self.paths is not None:
+            if self.path:
+                raise ValueError("benchmark.path and benchmark.paths are exclusive; give one file or a list to pool")
+            if self.loader != "toolbench" or not self.paths:
+                raise ValueError(f"benchmark.paths pools ToolBench query files: needs loader 'toolbench' and a non-empty "
+                                 f"list, got loader {self.loader!r} and {self.paths!r}")
 
 
 BENCHMARKS: Registry[Callable[[BenchmarkConfig], Benchmark]] = Registry("benchmark loader")
@@ -82,6 +110,14 @@ def _need_path(cfg: BenchmarkConfig) -> Path:
 
 @BENCHMARKS.register("toolbench")
 def load_toolbench(cfg: BenchmarkConfig) -> Benchmark:
+    """One query file (tier = its group, e.g. G1), or ``paths`` pooled: ids prefixed by the file
+    stem (ToolBench's files are separate query sets; a shared id is two queries), tier = stem."""
+    if cfg.paths:
+        paths = [Path(p) for p in cfg.paths]
+        items = [Query(f"{p.stem}/{q.query_id}", q.text, q.tools, q.style, q.split, {"tier": p.stem})
+                 for p in paths for q in load_toolbench_queries(p)]
+        name = "+".join(p.stem for p in paths)
+        return Benchmark(name, "retrieval", items, None, files=[str(p) for p in paths])
     path = _need_path(cfg)
     m = re.match(r"(G\d)", path.name)
     tier = m.group(1) if m else path.stem
@@ -168,8 +204,13 @@ def load_qa(cfg: BenchmarkConfig) -> Benchmark:
     return _load_probe(cfg, "qa", _qa_options)
 
 
-def load_benchmark(cfg: BenchmarkConfig) -> Benchmark:
-    """Load with the configured loader, apply ``limit`` and ``label``, and hash the file."""
+def load_benchmark(cfg: BenchmarkConfig, where: str = "benchmark") -> Benchmark:
+    """Load with the configured loader, apply ``limit`` and ``label``, and hash the file(s).
+    ``where`` is the config key of ``cfg`` (``benchmarks.<label>`` in a suite), for errors."""
+    if cfg.requires_path and not cfg.path:
+        raise ValueError(f"{where}.path is required: point it at {cfg.requires_path} "
+                         f"(e.g. {where}.path=/data/toolsense/{cfg.loader}.jsonl); the small sample of the "
+                         f"released file is its own config, benchmark={cfg.loader}_sample")
     bench = BENCHMARKS.get(cfg.loader)(cfg)
     if not bench.items:
         raise DataError(f"benchmark {cfg.label or bench.name!r} ({bench.path}) has no items after filtering")
@@ -177,6 +218,12 @@ def load_benchmark(cfg: BenchmarkConfig) -> Benchmark:
         bench.items = bench.items[: cfg.limit]
     if cfg.label:
         bench.name = cfg.label
-    if bench.path and Path(bench.path).is_file():
-        bench.sha256 = sha256_file(bench.path)
+    bench.files = bench.files or ([bench.path] if bench.path else [])
+    hashes = [sha256_file(p) for p in bench.files if Path(p).is_file()]
+    if len(hashes) == 1:
+        bench.sha256 = hashes[0]
+    elif hashes:
+        bench.sha256 = sha256_text("\n".join(f"{Path(p).name}:{h}" for p, h in zip(bench.files, hashes)))
+    bench.is_sample = cfg.is_sample or any(Path(p).stem.endswith("_sample") for p in bench.files)
+    bench.config = cfg
     return bench

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 
 import yaml
 
-from toolsense.evaluation.outputs import fmt, markdown_table, write_json
+from toolsense.evaluation.outputs import benchmark_label, fmt, markdown_table, write_json
 from toolsense.utils.io import DataError
 
 
@@ -117,11 +117,11 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dic
     baselines: set[str] = set()
     for res, (label, is_baseline) in zip(results, _labels(results)):
         if res["kind"] == "retrieval":
-            cols = {f"{res['benchmark']} {m}": res["metrics"].get(m) for m in metrics}
+            cols = {f"{benchmark_label(res)} {m}": res["metrics"].get(m) for m in metrics}
         elif res["kind"] == "drift":
             cols = {f"drift {k}": v for k, v in res["metrics"].items()}
         else:  # a probe: token / control mode is part of the column
-            cols = {f"{res['benchmark']} {res['system']} acc": res["metrics"].get("accuracy")}
+            cols = {f"{benchmark_label(res)} {res['system']} acc": res["metrics"].get("accuracy")}
         for col, est in cols.items():
             columns = {"retrieval": retrieval_cols, "drift": drift_cols}.get(res["kind"], probe_cols)
             if col not in columns:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import os
 from dataclasses import dataclass
-from typing import Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 import torch
 
@@ -33,6 +33,24 @@ class Shard:
     def barrier(self) -> None:
         if self.world > 1:
             torch.distributed.barrier()
+
+    def on_main(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on rank 0 while the others wait; then every rank raises if it failed, so no
+        process is left waiting at a later barrier for one that stopped (e.g. rank 0 refusing
+        an output folder that holds another evaluation's samples)."""
+        err: BaseException | None = None
+        if self.main:
+            try:
+                fn()
+            except Exception as e:  # re-raised below, after the other ranks were told
+                err = e
+        if self.world > 1:
+            msg = [f"{type(err).__name__}: {err}" if err is not None else None]
+            torch.distributed.broadcast_object_list(msg, src=0)
+            if msg[0] is not None and err is None:
+                raise RuntimeError(f"rank 0 stopped the evaluation: {msg[0]}")
+        if err is not None:
+            raise err
 
 
 def init_shard() -> Shard:

@@ -134,6 +134,12 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def benchmark_label(res: dict) -> str:
+    """A result's benchmark name, with " (sample)" when it was a sample of a released benchmark
+    (results.json ``is_sample``), so no table passes a sample off as the benchmark."""
+    return str(res["benchmark"]) + (" (sample)" if res.get("is_sample") else "")
+
+
 def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
     """ONE table for a whole evaluation: a row per (benchmark, system). Retrieval rows fill
     Rc@k, Rf@k (percent) and IS@k (ratio) with 95% intervals; probe rows fill accuracy and
@@ -147,7 +153,7 @@ def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
             acc = "—"
         else:
             acc = f"{fmt(m['accuracy'])} ({100 * r['chance']:.0f})"
-        rows.append([r["benchmark"], r["system"], r["n"]] + [fmt(m.get(f"Rc@{k}")) for k in ks]
+        rows.append([benchmark_label(r), r["system"], r["n"]] + [fmt(m.get(f"Rc@{k}")) for k in ks]
                     + [fmt(m.get(f"Rf@{k}")) for k in ks] + [fmt(m.get(f"IS@{k}"), pct=False) for k in ks]
                     + [acc, r["missing"]["count"]])
     return markdown_table(header, rows)

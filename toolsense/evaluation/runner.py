@@ -5,12 +5,14 @@ each mode, and the baselines on the same retrieval benchmarks — and write one 
 Layout under ``output_dir``::
 
     <benchmark>/<system>/samples.jsonl, results.json   one per evaluation, resumable
+    <benchmark>/<system>/samples.fingerprint.json      what produced them (resume only on a match)
     results.json                                        all of them + the resolved config
     table.md                                            the combined table (also printed)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -21,10 +23,12 @@ from omegaconf import DictConfig, OmegaConf
 from toolsense.catalog.config import CatalogConfig, load_from_config
 from toolsense.data.prompts import PromptConfig
 from toolsense.evaluation.baselines import build_baseline
-from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
+from toolsense.evaluation.benchmarks import Benchmark, BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import BaselineConfig, DecodingConfig, DriftConfig, ProbeConfig
 from toolsense.evaluation.context import EvalModel, from_section, load_run, load_untrained
 from toolsense.evaluation.distributed import Shard, init_shard
+from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identity, claim, decoding_identity,
+                                              model_identity)
 from toolsense.evaluation.outputs import git_sha, results_table, write_json
 from toolsense.evaluation.probes import evaluate_probe
 from toolsense.evaluation.retrieval import Retriever
@@ -62,20 +66,54 @@ def system_name(ev: EvalModel) -> str:
     return f"{ev.source['model']}:{ev.source['stage']}"
 
 
+def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, catalog, baselines_cfg: Mapping[str, BaselineConfig],
+          dec: DecodingConfig, probe: ProbeConfig) -> dict[Path, dict[str, Any]]:
+    """Every evaluation folder this run writes, with its fingerprint (fingerprint.py)."""
+    plan: dict[Path, dict[str, Any]] = {}
+    model = model_identity(ev) if ev is not None else None
+    baseline_catalog = catalog_identity(catalog) if baselines_cfg else None
+    probe_fp = {k: v for k, v in dataclasses.asdict(probe).items() if k not in ("batch_size", "modes")}
+    for label, bench in benches.items():
+        b = benchmark_identity(bench)
+        if bench.kind == "retrieval":
+            if model is not None:
+                plan[out / label / "model"] = {"evaluation": "retrieval", "system": model, "benchmark": b,
+                                               "decoding": decoding_identity(dec)}
+            for bl_label, bc in baselines_cfg.items():
+                plan[out / label / bl_label] = {
+                    "evaluation": "retrieval", "benchmark": b, "decoding": {"top": dec.beam_width, "ks": dec.ks},
+                    "system": {"baseline": {"kind": bc.kind, "encoder": bc.encoder}, "catalog_sha256": baseline_catalog}}
+        elif model is not None:
+            for mode in probe.modes:
+                plan[out / label / mode] = {"evaluation": bench.kind, "system": model, "benchmark": b, "mode": mode,
+                                            "probe": probe_fp}
+    return plan
+
+
 def evaluate(cfg: Mapping, output_dir: str | Path, shard: Shard = Shard()) -> list[dict]:
     """Run every benchmark × system of ``cfg`` (a plain resolved mapping); returns the
-    per-evaluation results (each also written to its own results.json). Under torchrun the
-    parametric retrieval is shared out between the processes; baselines and probes run on
-    rank 0, which alone returns results (distributed.py)."""
+    per-evaluation results (each also written to its own results.json). Every evaluation folder
+    is claimed first (fingerprint.py): resumed on an exact match, else refused unless
+    ``overwrite``. Under torchrun the parametric retrieval is shared out between the processes;
+    baselines and probes run on rank 0, which alone returns results (distributed.py)."""
     out = Path(output_dir)
     dec = from_section(DecodingConfig, cfg.get("decoding"), "decoding", strict=True)
     probe = from_section(ProbeConfig, cfg.get("probe"), "probe", strict=True)
-    benches = {label: load_benchmark(bc) for label, bc in _sections(cfg, "benchmark", "benchmarks", BenchmarkConfig).items()}
+    where = "benchmarks.{}" if cfg.get("benchmarks") else "benchmark"
+    benches = {label: load_benchmark(bc, where.format(label))
+               for label, bc in _sections(cfg, "benchmark", "benchmarks", BenchmarkConfig).items()}
     for label, b in benches.items():
         b.name = label
     baselines_cfg = _sections(cfg, "baseline", "baselines", BaselineConfig)
     ev = load_model_under_test(cfg) if cfg.get("parametric", True) else None
     catalog = ev.catalog if ev is not None else load_from_config(from_section(CatalogConfig, cfg.get("catalog"), "catalog", strict=True))
+    plan: dict[Path, dict[str, Any]] = {}
+
+    def _claim() -> None:  # rank 0 only: hashing the checkpoint once is enough
+        plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, probe))
+        claim(list(plan.items()), bool(cfg.get("overwrite", False)))
+
+    shard.on_main(_claim)
     provenance: dict[str, Any] = {"config": dict(cfg)}
     if ev is not None:
         provenance.update(index_sha256=ev.index_sha256, source=ev.source)
@@ -85,22 +123,25 @@ def evaluate(cfg: Mapping, output_dir: str | Path, shard: Shard = Shard()) -> li
     for label, bench in benches.items():
         if bench.kind == "retrieval":
             if retriever is not None:
-                res = evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), dec,
-                                       out / label / "model", provenance, shard)
+                d = out / label / "model"
+                res = evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), dec, d,
+                                       {**provenance, "fingerprint": plan.get(d)}, shard)
                 if res is not None:
                     results.append(res)
             if not shard.main:
                 continue
             for bl_label, ranker in baselines.items():
+                d = out / label / bl_label
                 bl_dec = DecodingConfig(**{**dec.__dict__, "free_form": False})
-                prov = {**provenance, "index_sha256": None, "source": {"baseline": baselines_cfg[bl_label].__dict__}}
-                results.append(evaluate_ranking(bench, bl_label, ranker.run, set(catalog.names), bl_dec,
-                                                out / label / bl_label, prov))
+                prov = {**provenance, "index_sha256": None, "source": {"baseline": baselines_cfg[bl_label].__dict__},
+                        "fingerprint": plan[d]}
+                results.append(evaluate_ranking(bench, bl_label, ranker.run, set(catalog.names), bl_dec, d, prov))
         elif ev is not None and shard.main:
             for mode in probe.modes:
-                res = evaluate_probe(ev, bench, mode, probe, out / label / mode, dec.resamples, dec.seed)
-                res["config"] = provenance["config"]
-                write_json(out / label / mode / "results.json", res)
+                d = out / label / mode
+                res = evaluate_probe(ev, bench, mode, probe, d, dec.resamples, dec.seed)
+                res.update(config=provenance["config"], is_sample=bench.is_sample, fingerprint=plan[d])
+                write_json(d / "results.json", res)
                 results.append(res)
     return results
 

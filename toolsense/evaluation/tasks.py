@@ -3,10 +3,11 @@ resumable, then results.json with metrics, 95% intervals, per-tier breakdowns an
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tqdm import tqdm
 
@@ -23,17 +24,25 @@ log = logging.getLogger(__name__)
 Ranker = Callable[[Sequence[Query]], Iterator[Retrieved]]
 
 
-def missing_gold(items: Iterable[Query], known: set[str]) -> dict[str, Any]:
-    """Gold tools absent from the system's index. They stay in the gold sets (so they count as
-    misses) and are reported here by count and name, with the queries they affect."""
+def missing_gold(items: Sequence[Query], known: set[str], policy: str = "count") -> tuple[list[Query], dict[str, Any]]:
+    """The queries to score and the report of gold tools absent from the system's index.
+    ``count``: they stay in the gold sets (so they count as misses); ``drop``: they leave each
+    query's gold and queries left without gold are dropped. The report names them, counts the
+    queries they affect and the queries dropped, and states the policy."""
     names: dict[str, int] = defaultdict(int)
-    queries = 0
+    affected, kept = 0, []
     for q in items:
         miss = [t for t in q.tools if t not in known]
-        queries += bool(miss)
+        affected += bool(miss)
         for t in miss:
             names[t] += 1
-    return {"count": len(names), "queries_affected": queries, "names": sorted(names), "policy": "counted as misses"}
+        if policy == "count":
+            kept.append(q)
+        elif len(miss) < len(q.tools):
+            kept.append(dataclasses.replace(q, tools=tuple(t for t in q.tools if t in known)) if miss else q)
+    report = {"count": len(names), "queries_affected": affected, "names": sorted(names), "policy": policy,
+              "queries_dropped": len(items) - len(kept)}
+    return kept, report
 
 
 def summarize(rows: Sequence[dict], tiers: Sequence[str], dec: DecodingConfig, with_free: bool) -> dict[str, Any]:
@@ -52,11 +61,15 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
     With a ``shard`` of several processes each ranks its share (distributed.py) and rank 0
     merges and scores; the other ranks return None."""
     out_dir = Path(out_dir)
-    items: list[Query] = bench.items
-    missing = missing_gold(items, known_tools)
+    policy = bench.config.missing if bench.config is not None else "count"
+    items, missing = missing_gold(list(bench.items), known_tools, policy)
     if missing["count"]:
-        log.warning("%s: %d gold tools are not in the %s index (%d queries affected), counted as misses: %s",
-                    bench.name, missing["count"], system, missing["queries_affected"], missing["names"][:10])
+        log.warning("%s: %d gold tools are not in the %s index (%d queries affected; missing=%s, %d queries dropped): %s",
+                    bench.name, missing["count"], system, missing["queries_affected"], policy,
+                    missing["queries_dropped"], missing["names"][:10])
+    if not items:
+        raise ValueError(f"benchmark {bench.name!r}: no query has a gold tool in the {system} index (benchmark.missing=drop)")
+    original = {q.query_id: q.tools for q in bench.items}
     ids = [q.query_id for q in items]
     if len(set(ids)) != len(ids):
         raise ValueError(f"benchmark {bench.name!r} repeats query ids; samples.jsonl needs unique ids")
@@ -73,7 +86,7 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
                 m.update(item_metrics([x["tool"] for x in rec.free], q.tools, dec.ks, "f_"))
             samples.add({
                 "item_id": q.query_id, "query": q.text, "prompt": rec.prompt, "gold": list(q.tools),
-                "tier": bench.tier_of(q), "missing_gold": [t for t in q.tools if t not in known_tools],
+                "tier": bench.tier_of(q), "missing_gold": [t for t in original[q.query_id] if t not in known_tools],
                 "constrained": rec.constrained, "free": rec.free, "metrics": m,
             })
             bar.update(1)
@@ -89,9 +102,9 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
     summary = summarize(rows, [r["tier"] for r in rows], dec, with_free)
     result = {
         "benchmark": bench.name, "system": system, "kind": "retrieval", "n": len(rows), **summary,
-        "missing": missing, "git_sha": git_sha(),
+        "is_sample": bench.is_sample, "missing": missing, "git_sha": git_sha(),
         "hashes": {"benchmark_sha256": bench.sha256, "index_sha256": provenance.get("index_sha256")},
-        "benchmark_path": bench.path, **{k: v for k, v in provenance.items() if k != "index_sha256"},
+        "benchmark_path": bench.path, "benchmark_files": bench.files, **{k: v for k, v in provenance.items() if k != "index_sha256"},
     }
     write_json(out_dir / "results.json", result)
     return result
