@@ -39,9 +39,19 @@ def _plain(obj: Any) -> Any:
     return obj.value if hasattr(obj, "value") and not isinstance(obj, (int, float, str)) else obj
 
 
+def _llm_identity(llm: dict | None) -> dict | None:
+    """An LLM section without the settings of the backend it does not use."""
+    if llm is None:
+        return None
+    unused = ("openai_model", "structured_output") if llm.get("backend") == "hf" else ("model",)
+    return {k: v for k, v in llm.items() if k not in unused}
+
+
 def identity(cfg, catalog: Catalog) -> dict:
     """Every setting that decides what is generated, plus the catalog's content hash."""
-    return {"catalog_hash": catalog.content_hash(), "config": _plain(cfg)}
+    conf = _plain(cfg)
+    conf["writer"], conf["judge"] = _llm_identity(conf.get("writer")), _llm_identity(conf.get("judge"))
+    return {"catalog_hash": catalog.content_hash(), "config": conf}
 
 
 def default_output_dir(root: str | Path, ident: dict) -> Path:
