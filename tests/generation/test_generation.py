@@ -3,6 +3,7 @@ the prompt like a model would) — checks planning, code checks, judging, format
 
 import json
 import re
+import zlib
 
 import numpy as np
 import pytest
@@ -10,53 +11,11 @@ import pytest
 from toolsense.catalog import load_query_jsonl
 from toolsense.generation.checks import check_mcq, check_qa, check_query, leaked_names
 from toolsense.generation.config import GenerateConfig
-from toolsense.generation.llm import CachedLLM, parse_json_reply
+from toolsense.generation.llm import CachedLLM, LLMConfig, parse_json_reply
 from toolsense.generation.pools import Neighbourhoods
 from toolsense.generation.rrb import judge_accepts, plan_rrb
 from toolsense.generation.runner import run
-
-
-class ScriptedLLM:
-    """Writes from the tool descriptions in the prompt; judges by word overlap."""
-
-    name = "scripted"
-
-    def __init__(self, leak_every: int = 0):
-        self.calls = 0
-        self.leak_every = leak_every
-
-    def __call__(self, messages, *, temperature=0.0, max_new_tokens=256, seed=0):
-        self.calls += 1
-        text = messages[-1]["content"]
-        cards = re.findall(r"^(?:- |\d+\. )(.+?) / (.+?): (.+)$", text, flags=re.M)
-        if text.startswith("Request:"):  # RRB judge
-            query = set(re.findall(r"[a-z]{4,}", text.split("\n")[0].lower()))
-            scores = [len(query & set(re.findall(r"[a-z]{4,}", d.lower()))) for _, _, d in cards]
-            best = max(scores)
-            return json.dumps({"tools": [i + 1 for i, s in enumerate(scores) if s == best and s > 0]})
-        if "Which option is correct" in text:
-            return json.dumps({"answer": "ABCD"[[l.startswith(("A.", "B.", "C.", "D.")) and "CORRECT" in l for l in text.splitlines() if l[:2] in ("A.", "B.", "C.", "D.")].index(True)]})
-        if "Reply as JSON: {\"answer\": \"Yes\"|\"No\"}" in text:
-            return json.dumps({"answer": "Yes" if "YES-FACT" in text else "No"})
-        if "multiple-choice" in text:
-            return json.dumps({"question": "What does this tool do?", "correct_answer": "CORRECT: " + cards[0][2][:40],
-                               "wrong_answers": [c[2][:40] for c in cards[1:4]]})
-        if "yes/no question" in text:
-            target = "Yes" if "answer is Yes" in text else "No"
-            return json.dumps({"question": f"Does this tool {'YES-FACT ' if target == 'Yes' else ''}work?", "answer": target})
-        service, api, desc = cards[0]
-        if self.leak_every and self.calls % self.leak_every == 0:
-            return json.dumps({"query": f"please use {service} to do this for me"})
-        return "Sure! " + json.dumps({"query": "I want to " + " ".join(" ".join(d for _, _, d in cards).split()[:20])})
-
-
-@pytest.fixture(scope="module")
-def nb(demo_catalog):
-    rng = np.random.default_rng(0)
-    from toolsense.models.encoders import load_encoder
-
-    texts = [f"{t.api_title}: {t.api_description}" for t in demo_catalog]
-    return Neighbourhoods(demo_catalog, embeddings=load_encoder(None).encode(texts, normalize_embeddings=True))
+from tests.generation.scripted import ScriptedLLM
 
 
 def test_plan_rrb_tiers_pools_and_determinism(demo_catalog, nb):
@@ -187,6 +146,9 @@ class SlowScriptedLLM(ScriptedLLM):
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         time.sleep(0.02)
         try:
+            text = messages[-1]["content"]
+            if "Write ONE short" in text and kw.get("seed") == 0 and zlib.crc32(text.encode()) % 3 == 0:
+                return json.dumps({"query": "x"})  # a first attempt that fails its code check, decided by content
             return super().__call__(messages, **kw)
         finally:
             with self.lock:
@@ -198,12 +160,14 @@ def test_concurrent_generation_equals_sequential(tmp_path, demo_catalog, nb):
     for workers in (1, 4):
         out = tmp_path / f"w{workers}"
         cfg = GenerateConfig(rrb_per_tier={"easy": 4, "medium": 3, "hard": 2}, n_probes=4, output_dir=str(out),
-                             max_attempts=2, concurrency=workers)
+                             max_attempts=2, concurrency=workers, writer=LLMConfig(backend="openai"))
         llm = SlowScriptedLLM()
         run(cfg, writer=llm, judge=llm, catalog=demo_catalog, embeddings=nb.emb)
         assert (llm.max_in_flight > 1) == (workers > 1)  # the threads really overlapped the calls
-        outputs[workers] = {f: (out / f).read_text() for f in ("rrb.jsonl", "mcq.jsonl", "qa.jsonl")}
-    assert outputs[4] == outputs[1]  # same items, same order
-    assert len(outputs[1]["rrb.jsonl"].splitlines()) >= 5
+        outputs[workers] = {f: (out / f).read_text() for f in ("rrb.jsonl", "mcq.jsonl", "qa.jsonl", "rejected.jsonl")}
+    assert outputs[4] == outputs[1]  # same items and rejections, same (plan) order
+    assert len(outputs[1]["rrb.jsonl"].splitlines()) >= 5 and outputs[1]["rejected.jsonl"]
     with pytest.raises(ValueError, match="concurrency must be >= 1"):
         GenerateConfig(concurrency=0)
+    with pytest.raises(ValueError, match="concurrency=4: writer.backend=hf runs one local model"):
+        GenerateConfig(concurrency=4)

@@ -43,8 +43,15 @@ class GenerateConfig:
     seed: int = 0
     encoder: Optional[str] = None
     """Sentence encoder for hard negatives; None = embedded all-MiniLM-L6-v2."""
-    output_dir: str = "outputs/generate"
+    output_dir: Optional[str] = None
+    """Where the files go; None = ``<output_root>/<catalog hash>-<config hash>``, so rerunning
+    the same command resumes it. A directory made with another config is refused, naming the
+    differing fields."""
+    output_root: str = "outputs/generate"
     on_exists: OnExists = OnExists.resume
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    """USD per million tokens by model name, ``{gpt-4o-mini: {input: 0.15, output: 0.6}}``,
+    for the estimated cost in ``summary.json`` / ``data_card.md``."""
 
     def __post_init__(self) -> None:
         bad = [t for t in self.tasks if t not in ("rrb", "mcq", "qa")]
@@ -55,5 +62,12 @@ class GenerateConfig:
             raise ValueError(f"rrb_per_tier: unknown tiers {bad_tiers}; choose from easy, medium, hard")
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        local = [r for r, llm in (("writer", self.writer), ("judge", self.judge)) if llm is not None and llm.backend == "hf"]
+        if self.concurrency > 1 and local:
+            raise ValueError(f"concurrency={self.concurrency}: {local[0]}.backend=hf runs one local model in this process; "
+                             "threads would only contend for it (use concurrency=1, or an openai-compatible server)")
+        for name, price in self.prices.items():
+            if set(price) != {"input", "output"}:
+                raise ValueError(f"prices.{name}: give exactly input and output (USD per million tokens), got {sorted(price)}")
         if self.pool_size < 2:
             raise ValueError(f"pool_size must be >= 2, got {self.pool_size}")

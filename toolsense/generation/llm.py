@@ -1,9 +1,15 @@
-"""Chat LLM backends behind one call: ``llm(messages) -> str``.
+"""Chat LLM backends behind one call: ``llm(messages, temperature=, seed=, schema=, stage=) -> Reply``.
 
 ``hf``: a local causal LM (any ModelConfig, default the embedded SmolLM2); ``openai``: any
-OpenAI-compatible endpoint, the API key read from the environment variable named in config and
-never stored. :class:`CachedLLM` memoises replies on disk (JSONL, appended as they come), so an
-interrupted generation resumes without paying for the same call twice.
+OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp's server), the API key read from the
+environment variable named in config and never stored. :class:`CachedLLM` memoises replies on
+disk (one :class:`~toolsense.utils.jsonl.JsonlStore`), so an interrupted generation resumes
+without paying for the same call twice, and token usage adds up across resumes.
+
+Failures are typed so the runner can count them instead of dying: :class:`RequestRejected` —
+the API refused this one request and retrying cannot help (400: context length, content
+filter, a malformed request); :class:`ServiceUnavailable` — the client's own retries on a
+transient error (429, 5xx, time-out) ran out, so the item is left for a rerun.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Optional, Protocol
 from toolsense.models.config import ModelConfig
 from toolsense.utils.choices import StrEnum
 from toolsense.utils.io import sha256_text
+from toolsense.utils.jsonl import JsonlStore
 
 
 class Backend(StrEnum):
@@ -25,10 +32,38 @@ class Backend(StrEnum):
     openai = "openai"
 
 
+class Reply(str):
+    """An LLM's reply text plus what the API said about it: ``finish_reason`` ("stop",
+    "length" = cut at ``max_new_tokens``, or None when unknown) and ``usage``
+    (``prompt_tokens``, ``completion_tokens``)."""
+
+    finish_reason: Optional[str]
+    usage: dict
+
+    def __new__(cls, text: str, finish_reason: Optional[str] = None, usage: Optional[dict] = None):
+        obj = super().__new__(cls, text)
+        obj.finish_reason = finish_reason
+        obj.usage = dict(usage or {})
+        return obj
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+class RequestRejected(RuntimeError):
+    """The endpoint refused this request for good (retrying the same request cannot help)."""
+
+
+class ServiceUnavailable(RuntimeError):
+    """Transient failures outlasted the client's retries; nothing is recorded as final."""
+
+
 class ChatLLM(Protocol):
     name: str
 
-    def __call__(self, messages: list[dict], *, temperature: float = 0.0, max_new_tokens: int = 256, seed: int = 0) -> str: ...
+    def __call__(self, messages: list[dict], *, temperature: float = 0.0, seed: int = 0,
+                 schema: Optional[dict] = None, stage: str = "") -> str: ...
 
 
 @dataclass
@@ -43,13 +78,19 @@ class LLMConfig:
     api_key_env: str = "OPENAI_API_KEY"
     """openai backend: NAME of the environment variable holding the key (the key itself never goes in config)."""
     max_retries: int = 6
-    """openai backend: retries with exponential back-off on rate limits and server errors."""
+    """openai backend: retries with exponential back-off on rate limits, server errors and time-outs."""
+    timeout_s: float = 120.0
+    """openai backend: seconds before one request times out (then it is retried)."""
+    structured_output: bool = True
+    """openai backend: ask for JSON-schema output (``response_format``); an endpoint that
+    refuses it is asked again without, and plain JSON parsing is the fallback."""
     temperature: float = 0.7
     max_new_tokens: int = 256
+    """Reply length cap, sent as ``max_tokens``; a reply cut there is counted as truncated."""
 
 
 class HFChatLLM:
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, max_new_tokens: int = 256):
         import torch
 
         from toolsense.models import load_model_and_tokenizer
@@ -57,73 +98,116 @@ class HFChatLLM:
         self.model, self.tok = load_model_and_tokenizer(cfg)
         self.model.eval()
         self.name = f"hf:{cfg.name_or_path}"
+        self.max_new_tokens = max_new_tokens
         self._torch = torch
 
-    def __call__(self, messages, *, temperature=0.0, max_new_tokens=256, seed=0):
+    def __call__(self, messages, *, temperature=0.0, seed=0, schema=None, stage=""):
         torch = self._torch
         ids = self.tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
         torch.manual_seed(seed)
         with torch.no_grad():
             out = self.model.generate(
-                **ids, max_new_tokens=max_new_tokens, do_sample=temperature > 0,
+                **ids, max_new_tokens=self.max_new_tokens, do_sample=temperature > 0,
                 temperature=temperature if temperature > 0 else None, top_p=0.95 if temperature > 0 else None,
                 eos_token_id=self.tok.eos_token_id, pad_token_id=self.tok.pad_token_id,
             )
-        return self.tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+        new = out[0, ids["input_ids"].shape[1]:]
+        finished = bool((new == self.tok.eos_token_id).any())
+        usage = {"prompt_tokens": int(ids["input_ids"].shape[1]), "completion_tokens": int(len(new))}
+        text = self.tok.decode(new, skip_special_tokens=True).strip()
+        return Reply(text, "stop" if finished or len(new) < self.max_new_tokens else "length", usage)
+
+
+def _response_format(schema: dict) -> dict:
+    return {"type": "json_schema", "json_schema": {"name": schema.get("title", "reply"), "schema": schema, "strict": True}}
 
 
 class OpenAIChatLLM:
-    def __init__(self, model: str, base_url: str | None, api_key_env: str, max_retries: int = 6):
+    def __init__(self, cfg: LLMConfig):
         from openai import OpenAI
 
-        key = os.environ.get(api_key_env)
+        key = os.environ.get(cfg.api_key_env)
         if not key:
-            raise RuntimeError(f"llm.api_key_env={api_key_env!r}: set that environment variable to the API key")
-        self.client = OpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
-        self.model = model
-        self.name = f"openai:{model}@{base_url or 'default'}"
+            raise RuntimeError(f"llm.api_key_env={cfg.api_key_env!r}: set that environment variable to the API key")
+        self.client = OpenAI(api_key=key, base_url=cfg.base_url, max_retries=cfg.max_retries, timeout=cfg.timeout_s)
+        self.model = cfg.openai_model
+        self.max_new_tokens = cfg.max_new_tokens
+        self.structured = cfg.structured_output
+        self.name = f"openai:{cfg.openai_model}@{cfg.base_url or 'default'}"
 
-    def __call__(self, messages, *, temperature=0.0, max_new_tokens=256, seed=0):
-        r = self.client.chat.completions.create(
-            model=self.model, messages=messages, temperature=temperature, max_tokens=max_new_tokens, seed=seed
-        )
-        return (r.choices[0].message.content or "").strip()
+    def _create(self, **kw):
+        import openai
+
+        try:
+            return self.client.chat.completions.create(**kw)
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as e:
+            msg = str(e).lower()
+            if "response_format" in kw and any(w in msg for w in ("response_format", "json_schema", "schema")):
+                raise  # the endpoint does not take this schema: the caller asks again without one
+            raise RequestRejected(f"HTTP {e.status_code}: {_short(e)}") from None
+        except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as e:
+            raise ServiceUnavailable(f"{type(e).__name__}: {_short(e)}") from None
+
+    def __call__(self, messages, *, temperature=0.0, seed=0, schema=None, stage=""):
+        import openai
+
+        kw = dict(model=self.model, messages=messages, temperature=temperature, max_tokens=self.max_new_tokens, seed=seed)
+        r = None
+        if schema is not None and self.structured:
+            try:
+                r = self._create(**kw, response_format=_response_format(schema))
+            except (openai.BadRequestError, openai.UnprocessableEntityError):
+                self.structured = False  # this endpoint does not take JSON schemas: plain JSON from now on
+        if r is None:
+            r = self._create(**kw)
+        choice = r.choices[0]
+        if choice.finish_reason == "content_filter":
+            raise RequestRejected("the endpoint's content filter stopped the reply")
+        usage = {} if r.usage is None else {"prompt_tokens": r.usage.prompt_tokens, "completion_tokens": r.usage.completion_tokens}
+        return Reply((choice.message.content or "").strip(), choice.finish_reason, usage)
+
+
+def _short(e: Exception, n: int = 200) -> str:
+    return " ".join(str(e).split())[:n]
 
 
 class CachedLLM:
-    """Disk cache in front of a backend, keyed by (backend name, messages, decoding params).
-    Thread-safe: concurrent calls (``concurrency`` > 1) append whole lines under a lock."""
+    """Disk cache in front of a backend, keyed by (backend name, reply cap, messages, decoding
+    params, whether a schema was asked). Each row keeps the reply, its finish reason, token
+    usage and the pipeline stage, so accounting is cumulative across resumes. Thread-safe."""
 
-    def __init__(self, inner: ChatLLM, path: str | Path):
-        self.inner, self.path, self.name = inner, Path(path), inner.name
+    def __init__(self, inner: ChatLLM, store: JsonlStore | str | Path):
+        self.inner, self.name = inner, inner.name
+        self.store = store if isinstance(store, JsonlStore) else JsonlStore(store)
         self._lock = threading.Lock()
-        self._cache: dict[str, str] = {}
-        if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    self._cache[row["key"]] = row["reply"]
+        self._cache: dict[str, dict] = {row["key"]: row for row in self.store}
         self.hits = 0
+        self.calls = 0
 
-    def __call__(self, messages, *, temperature=0.0, max_new_tokens=256, seed=0):
-        key = sha256_text(json.dumps([self.name, messages, temperature, max_new_tokens, seed], sort_keys=True))
-        if key in self._cache:
-            self.hits += 1
-            return self._cache[key]
-        reply = self.inner(messages, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+    def __call__(self, messages, *, temperature=0.0, seed=0, schema=None, stage=""):
+        cap = getattr(self.inner, "max_new_tokens", None)
+        key = sha256_text(json.dumps([self.name, cap, messages, temperature, seed, schema is not None], sort_keys=True))
         with self._lock:
-            self._cache[key] = reply
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n")
-        return reply
+            row = self._cache.get(key)
+            if row is not None:
+                self.hits += 1
+        if row is None:
+            reply = self.inner(messages, temperature=temperature, seed=seed, schema=schema, stage=stage)
+            row = {"key": key, "reply": str(reply), "finish_reason": getattr(reply, "finish_reason", None),
+                   "usage": getattr(reply, "usage", {}), "stage": stage, "model": self.name}
+            with self._lock:
+                self.calls += 1
+                if key not in self._cache:
+                    self._cache[key] = row
+                    self.store.append(row)
+        return Reply(row["reply"], row.get("finish_reason"), row.get("usage"))
 
 
 def build_llm(cfg: LLMConfig) -> ChatLLM:
     if cfg.backend == "hf":
-        return HFChatLLM(cfg.model)
+        return HFChatLLM(cfg.model, cfg.max_new_tokens)
     if cfg.backend == "openai":
-        return OpenAIChatLLM(cfg.openai_model, cfg.base_url, cfg.api_key_env, cfg.max_retries)
+        return OpenAIChatLLM(cfg)
     raise ValueError(f"llm.backend must be 'hf' or 'openai', got {cfg.backend!r}")
 
 
@@ -142,3 +226,32 @@ def parse_json_reply(text: str) -> dict | None:
                     break
         start = text.find("{", start + 1)
     return None
+
+
+JUDGE_PARSE_RETRIES = 2
+"""A judge reply that is not the asked-for JSON is asked again on its own (at temperature 0.5,
+new seeds): the item's query is kept, never rewritten because the judge stumbled."""
+
+
+def ask_json(llm: ChatLLM, messages: list[dict], *, stage: str, schema: dict | None, temperature: float = 0.0,
+             seed: int = 0) -> tuple[dict | None, Reply]:
+    """One call; the reply's first JSON object (or None) and the reply itself."""
+    reply = llm(messages, temperature=temperature, seed=seed, schema=schema, stage=stage)
+    reply = reply if isinstance(reply, Reply) else Reply(reply)
+    return parse_json_reply(reply), reply
+
+
+def ask_judge(judge: ChatLLM, messages: list[dict], *, stage: str, schema: dict | None) -> tuple[dict | None, list[str]]:
+    """The judge's verdict object (None when every try failed to parse) and every raw reply."""
+    replies = []
+    for k in range(1 + JUDGE_PARSE_RETRIES):
+        obj, reply = ask_json(judge, messages, stage=stage, schema=schema, temperature=0.0 if k == 0 else 0.5, seed=k)
+        replies.append(str(reply))
+        if obj is not None:
+            return obj, replies
+    return None, replies
+
+
+def unparsed_reason(reply: Reply, what: str) -> str:
+    """Why a reply gave no usable object: cut at the token cap, or simply not JSON."""
+    return f"{what} truncated at max_new_tokens" if reply.truncated else f"{what} is not a JSON object"

@@ -7,17 +7,17 @@ import numpy as np
 from toolsense.catalog import Catalog, Tool
 from toolsense.generation import prompts
 from toolsense.generation.checks import check_mcq, check_qa
-from toolsense.generation.llm import ChatLLM, parse_json_reply
+from toolsense.generation.llm import ChatLLM, ask_judge, ask_json, unparsed_reason
 from toolsense.generation.pools import Neighbourhoods
 
 
 def make_mcq_item(tool: Tool, catalog: Catalog, nb: Neighbourhoods, writer: ChatLLM, judge: ChatLLM | None,
                   temperature: float, attempt: int, seed: int) -> tuple[dict | None, str | None, dict]:
     similar = [catalog[n] for n in nb.nearest(tool.name, 3)]
-    reply = writer(prompts.mcq_writer(tool, similar), temperature=temperature, seed=attempt)
-    obj = parse_json_reply(reply)
-    trace = {"writer_reply": reply}
-    reason = check_mcq(obj, tool)
+    obj, reply = ask_json(writer, prompts.mcq_writer(tool, similar), stage="mcq_writer",
+                          schema=prompts.SCHEMAS["mcq_writer"], temperature=temperature, seed=attempt)
+    trace = {"writer_reply": str(reply)}
+    reason = unparsed_reason(reply, "writer reply") if obj is None else check_mcq(obj, tool)
     if reason:
         return None, reason, trace
     item = {"question": obj["question"].strip(), "correct_answer": obj["correct_answer"].strip(),
@@ -26,7 +26,10 @@ def make_mcq_item(tool: Tool, catalog: Catalog, nb: Neighbourhoods, writer: Chat
         options = [item["correct_answer"]] + item["wrong_answers"]
         perm = np.random.default_rng([seed, attempt, catalog.index_of(tool.name)]).permutation(4)
         shown = [options[i] for i in perm]
-        verdict = parse_json_reply(judge(prompts.mcq_judge(tool, item["question"], shown), temperature=0.0)) or {}
+        verdict, trace["judge_replies"] = ask_judge(judge, prompts.mcq_judge(tool, item["question"], shown),
+                                                    stage="mcq_judge", schema=prompts.SCHEMAS["mcq_judge"])
+        if verdict is None:
+            return None, "judge reply is not a JSON object", trace
         letter = str(verdict.get("answer", "")).strip()[:1].upper()
         trace["judge_answer"] = letter
         if letter not in "ABCD" or not letter or shown["ABCD".index(letter)] != item["correct_answer"]:
@@ -36,14 +39,17 @@ def make_mcq_item(tool: Tool, catalog: Catalog, nb: Neighbourhoods, writer: Chat
 
 def make_qa_item(tool: Tool, target: str, writer: ChatLLM, judge: ChatLLM | None, temperature: float,
                  attempt: int) -> tuple[dict | None, str | None, dict]:
-    reply = writer(prompts.qa_writer(tool, target), temperature=temperature, seed=attempt)
-    obj = parse_json_reply(reply)
-    trace = {"writer_reply": reply}
-    reason = check_qa(obj, tool, target)
+    obj, reply = ask_json(writer, prompts.qa_writer(tool, target), stage="qa_writer",
+                          schema=prompts.SCHEMAS["qa_writer"], temperature=temperature, seed=attempt)
+    trace = {"writer_reply": str(reply)}
+    reason = unparsed_reason(reply, "writer reply") if obj is None else check_qa(obj, tool, target)
     if reason:
         return None, reason, trace
     if judge is not None:
-        verdict = parse_json_reply(judge(prompts.qa_judge(tool, obj["question"]), temperature=0.0)) or {}
+        verdict, trace["judge_replies"] = ask_judge(judge, prompts.qa_judge(tool, obj["question"]), stage="qa_judge",
+                                                    schema=prompts.SCHEMAS["qa_judge"])
+        if verdict is None:
+            return None, "judge reply is not a JSON object", trace
         trace["judge_answer"] = verdict.get("answer")
         if verdict.get("answer") != target:
             return None, "judge answered differently", trace

@@ -80,3 +80,20 @@ def qa_judge(tool: Tool, question: str) -> list[dict]:
         {"role": "user", "content": f"Tool:\n{tool_card(tool)}\n\nQuestion about this tool: {question}\n\n"
                                     'Reply as JSON: {"answer": "Yes"|"No"}'},
     ]
+
+
+def _obj(title: str, **props) -> dict:
+    return {"title": title, "type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+_STR = {"type": "string"}
+# JSON schemas for structured output (``response_format``), one per prompt above.
+SCHEMAS = {
+    "rrb_writer": _obj("rrb_query", query=_STR),
+    "rrb_judge": _obj("rrb_verdict", tools={"type": "array", "items": {"type": "integer"}}),
+    "mcq_writer": _obj("mcq_item", question=_STR, correct_answer=_STR,
+                       wrong_answers={"type": "array", "items": _STR, "minItems": 3, "maxItems": 3}),
+    "mcq_judge": _obj("mcq_verdict", answer={"type": "string", "enum": ["A", "B", "C", "D"]}),
+    "qa_writer": _obj("qa_item", question=_STR, answer={"type": "string", "enum": ["Yes", "No"]}),
+    "qa_judge": _obj("qa_verdict", answer={"type": "string", "enum": ["Yes", "No"]}),
+}

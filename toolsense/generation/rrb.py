@@ -16,7 +16,7 @@ import numpy as np
 from toolsense.catalog import Catalog
 from toolsense.generation import prompts
 from toolsense.generation.checks import check_query
-from toolsense.generation.llm import ChatLLM, parse_json_reply
+from toolsense.generation.llm import ChatLLM, ask_judge, ask_json, unparsed_reason
 from toolsense.generation.pools import Neighbourhoods
 
 MAX_WORDS = {"easy": 25, "medium": 25, "hard": 60}
@@ -75,16 +75,21 @@ def make_rrb_item(task: RRBTask, catalog: Catalog, writer: ChatLLM, judge: ChatL
                   temperature: float, attempt: int, min_precision: float) -> tuple[dict | None, str | None, dict]:
     """Returns (item or None, rejection reason or None, trace of what the LLMs said)."""
     tools = [catalog[g] for g in task.gold]
-    reply = writer(prompts.rrb_writer(tools, task.tier, MAX_WORDS[task.tier]), temperature=temperature, seed=attempt)
-    obj = parse_json_reply(reply) or {}
+    obj, reply = ask_json(writer, prompts.rrb_writer(tools, task.tier, MAX_WORDS[task.tier]), stage="rrb_writer",
+                          schema=prompts.SCHEMAS["rrb_writer"], temperature=temperature, seed=attempt)
+    trace = {"writer_reply": str(reply)}
+    if obj is None:
+        return None, unparsed_reason(reply, "writer reply"), trace
     query = obj.get("query")
-    trace = {"writer_reply": reply}
     reason = check_query(query, tools, MAX_WORDS[task.tier], seen)
     if reason:
         return None, reason, trace
     if judge is not None:
         pool = [catalog[p] for p in task.pool]
-        verdict = parse_json_reply(judge(prompts.rrb_judge(query, pool), temperature=0.0)) or {}
+        verdict, trace["judge_replies"] = ask_judge(judge, prompts.rrb_judge(query, pool), stage="rrb_judge",
+                                                    schema=prompts.SCHEMAS["rrb_judge"])
+        if verdict is None:
+            return None, "judge reply is not a JSON object", trace
         nums = verdict.get("tools") if isinstance(verdict.get("tools"), list) else []
         selected = {pool[n - 1].name for n in nums if isinstance(n, int) and 1 <= n <= len(pool)}
         trace["judge_selected"] = sorted(selected)

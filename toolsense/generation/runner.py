@@ -1,16 +1,22 @@
 """Generation run: plan tasks, make items (one by one, or ``concurrency`` at a time for API
-LLMs; tqdm either way), append each accepted item to its
-benchmark file and each rejection to ``rejected.jsonl`` as it happens, so an interrupted run
-resumes where it stopped; ``summary.json`` counts what was accepted and why items were rejected."""
+LLMs; tqdm either way) and append each accepted item to its benchmark file and each rejection
+to ``rejected.jsonl`` — both in plan order, whatever the concurrency — so an interrupted run
+resumes where it stopped. Every file is a :class:`~toolsense.utils.jsonl.JsonlStore` (a torn
+last line from a kill is cut on reopen); LLM replies are cached before they are used.
+
+An item's attempts end in one of three ways: accepted; rejected for good (every attempt failed
+a code check, the judge, or the API refused the request — recorded ``final``); or left for a
+rerun when the service stayed unavailable through the client's retries (recorded, not final).
+"""
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
+import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence, TypeVar
 
@@ -19,11 +25,13 @@ from tqdm import tqdm
 
 from toolsense.catalog import Catalog, Tool
 from toolsense.catalog.config import load_from_config
+from toolsense.generation import outputs
 from toolsense.generation.config import GenerateConfig
-from toolsense.generation.llm import CachedLLM, ChatLLM, build_llm
+from toolsense.generation.llm import CachedLLM, ChatLLM, RequestRejected, ServiceUnavailable, build_llm
 from toolsense.generation.pools import Neighbourhoods
 from toolsense.generation.probes import make_mcq_item, make_qa_item
 from toolsense.generation.rrb import make_rrb_item, plan_rrb
+from toolsense.utils.jsonl import JsonlStore
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,30 +45,8 @@ def tool_record(t: Tool) -> dict:
             "api_title": t.api_title, "api_description": t.api_description}
 
 
-def _done_ids(out: Path) -> set[str]:
-    done = set()
-    for f in out.glob("*.jsonl"):
-        if f.name == "llm_cache.jsonl":
-            continue
-        for line in f.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                gen = row.get("generation", row)
-                if f.name != "rejected.jsonl" or row.get("final"):
-                    done.add(gen["task_id"])
-    return done
-
-
-class _Writer:
-    """Appends whole JSON lines; a lock keeps lines whole when worker threads write rejections."""
-
-    def __init__(self, out: Path):
-        self.out = out
-        self.lock = threading.Lock()
-
-    def append(self, name: str, row: dict) -> None:
-        with self.lock, open(self.out / name, "a", encoding="utf-8") as f:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+def norm_query(q: str) -> str:
+    return " ".join(q.lower().split())
 
 
 def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int) -> Iterator[R]:
@@ -73,97 +59,147 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int) -> Itera
         yield from pool.map(fn, items)
 
 
-def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | None = None,
-        catalog: Catalog | None = None, embeddings: np.ndarray | None = None) -> dict:
-    """Generate the configured benchmarks into ``cfg.output_dir``; returns the summary.
-    ``writer``/``judge``/``catalog``/``embeddings`` may be passed in (tests, notebooks)."""
-    out = Path(cfg.output_dir)
-    if out.exists() and any(out.glob("*.jsonl")) and cfg.on_exists == "error":
-        raise FileExistsError(f"{out} already holds generated files (on_exists=error)")
-    out.mkdir(parents=True, exist_ok=True)
-    catalog = catalog or load_from_config(cfg.catalog)
-    nb = Neighbourhoods(catalog, cfg.encoder, embeddings)
-    writer = writer or CachedLLM(build_llm(cfg.writer), out / "llm_cache.jsonl")
-    if cfg.judge_enabled:
-        judge = judge or (CachedLLM(build_llm(cfg.judge), out / "llm_cache.jsonl") if cfg.judge else writer)
-    else:
-        judge = None
-    done = _done_ids(out)
-    w = _Writer(out)
-    stats: Counter = Counter()
-    reasons: Counter = Counter()
-    temp = cfg.writer.temperature
+@dataclass
+class Outcome:
+    """What one task's attempts produced; rejections are written by the main thread, in plan order."""
 
-    def reject(task_id: str, attempt: int, reason: str, trace, final: bool) -> None:
-        with w.lock:
-            reasons[reason] += 1
-        w.append("rejected.jsonl", {"task_id": task_id, "attempt": attempt, "reason": reason, "trace": trace, "final": final})
+    task_id: str
+    item: dict | None = None
+    attempt: int = 0
+    rejections: list[dict] = field(default_factory=list)
+    unavailable: bool = False
 
-    def attempt_loop(task_id: str, make) -> tuple[dict | None, int]:
-        for attempt in range(cfg.max_attempts):
+
+def attempt_loop(task_id: str, make, max_attempts: int) -> Outcome:
+    """Up to ``max_attempts`` tries of ``make(attempt) -> (item, reason, trace)``."""
+    res = Outcome(task_id)
+    for attempt in range(max_attempts):
+        res.attempt = attempt
+        try:
             item, reason, trace = make(attempt)
-            if item is not None:
-                return item, attempt
-            reject(task_id, attempt, reason, trace, attempt == cfg.max_attempts - 1)
-        return None, cfg.max_attempts
+        except RequestRejected as e:
+            item, reason, trace = None, f"API refused the request: {e}", {}
+        except ServiceUnavailable as e:
+            res.unavailable = True
+            res.rejections.append({"task_id": task_id, "attempt": attempt, "reason": "service unavailable (left for a rerun)",
+                                   "trace": {"error": str(e)}, "final": False})
+            return res
+        if item is not None:
+            res.item = item
+            return res
+        res.rejections.append({"task_id": task_id, "attempt": attempt, "reason": reason, "trace": trace,
+                               "final": attempt == max_attempts - 1})
+    return res
 
-    def meta(task_id: str, attempt: int) -> dict:
-        return {"task_id": task_id, "attempt": attempt, "writer": writer.name,
-                "judge": None if judge is None else judge.name}
 
-    seen: set[str] = set()
-    if "rrb" in cfg.tasks:
-        if (out / "rrb.jsonl").exists():
-            seen = {" ".join(json.loads(l)["query"].lower().split()) for l in (out / "rrb.jsonl").read_text().splitlines() if l.strip()}
-        tasks = plan_rrb(catalog, nb, dict(cfg.rrb_per_tier), cfg.pool_size, cfg.seed, cfg.medium_min_sim)
-        todo = [t for t in tasks if t.task_id not in done]
-        stats["rrb/skipped_done"] += len(tasks) - len(todo)
+class _Run:
+    """One generation run's state: stores, LLMs, the catalog and this run's counters."""
 
-        def make_rrb(task):
-            return task, *attempt_loop(task.task_id, lambda a: make_rrb_item(
-                task, catalog, writer, judge, seen, temp, a, cfg.judge_min_precision))
+    def __init__(self, cfg: GenerateConfig, out: Path, catalog: Catalog, writer: ChatLLM, judge: ChatLLM | None):
+        self.cfg, self.out, self.catalog, self.writer, self.judge = cfg, out, catalog, writer, judge
+        self.stores = {k: JsonlStore(out / f) for k, f in outputs.ITEM_FILES.items()}
+        self.stores["rejected"] = JsonlStore(out / "rejected.jsonl")
+        self.stats: Counter = Counter()
+        finished = {row["task_id"] for row in self.stores["rejected"] if row.get("final")}
+        self.done = finished | {r["generation"]["task_id"] for k in outputs.ITEM_FILES for r in self.stores[k]}
 
-        for task, item, attempt in tqdm(ordered_map(make_rrb, todo, cfg.concurrency), total=len(todo), desc="RRB", unit="item"):
-            if item is not None and " ".join(item["query"].lower().split()) in seen:  # a concurrent item wrote it first
-                reject(task.task_id, attempt, "duplicate query (made concurrently)", item["query"], True)
-                item = None
-            if item is None:
-                stats[f"rrb/{task.tier}/rejected"] += 1
-                continue
-            seen.add(" ".join(item["query"].lower().split()))
-            gold = [tool_record(catalog[g]) for g in item["gold"]]
-            w.append("rrb.jsonl", {
-                "sample_id": str(uuid.uuid5(NAMESPACE, task.task_id)), "query": item["query"],
-                "tool": gold[0] if len(gold) == 1 else gold,
-                "analyzed_tools": [tool_record(catalog[p]) for p in item["pool"]],
-                "complexity": task.tier, "generation": meta(task.task_id, attempt)})
-            stats[f"rrb/{task.tier}/accepted"] += 1
+    def meta(self, task_id: str, attempt: int) -> dict:
+        return {"task_id": task_id, "attempt": attempt, "writer": self.writer.name,
+                "judge": None if self.judge is None else self.judge.name}
 
+    def execute(self, kind: str, jobs: list, task_id: Callable, make: Callable, accept: Callable, desc: str) -> None:
+        """Run ``make(job, attempt)`` for the jobs not yet done, in plan order; ``accept(job, outcome)``
+        writes an accepted item and may return False to have the job redone here (a clash with
+        an item made concurrently)."""
+        todo = [j for j in jobs if task_id(j) not in self.done]
+        self.stats[f"{kind}/skipped_done"] += len(jobs) - len(todo)
+
+        def one(job):
+            return attempt_loop(task_id(job), lambda a: make(job, a), self.cfg.max_attempts)
+
+        for job, res in tqdm(zip(todo, ordered_map(one, todo, self.cfg.concurrency)), total=len(todo), desc=desc, unit="item"):
+            if res.item is not None and not accept(job, res, dry=True):
+                self.stats[f"{kind}/redone_after_concurrent_clash"] += 1
+                res = one(job)  # replays cached replies; the clash is now an ordinary code-check rejection
+            self.stores["rejected"].extend(res.rejections)
+            if res.unavailable:
+                self.stats["left_for_rerun"] += 1
+            elif res.item is not None:
+                accept(job, res, dry=False)
+
+
+def _run_rrb(r: _Run, nb: Neighbourhoods) -> None:
+    cfg, catalog = r.cfg, r.catalog
+    seen = {norm_query(row["query"]) for row in r.stores["rrb"]}
+    tasks = plan_rrb(catalog, nb, dict(cfg.rrb_per_tier), cfg.pool_size, cfg.seed, cfg.medium_min_sim)
+
+    def make(task, a):
+        return make_rrb_item(task, catalog, r.writer, r.judge, seen, cfg.writer.temperature, a, cfg.judge_min_precision)
+
+    def accept(task, res, dry):
+        if dry:
+            return norm_query(res.item["query"]) not in seen
+        seen.add(norm_query(res.item["query"]))
+        gold = [tool_record(catalog[g]) for g in res.item["gold"]]
+        r.stores["rrb"].append({
+            "sample_id": str(uuid.uuid5(NAMESPACE, task.task_id)), "query": res.item["query"],
+            "tool": gold[0] if len(gold) == 1 else gold,
+            "analyzed_tools": [tool_record(catalog[p]) for p in res.item["pool"]],
+            "complexity": task.tier, "generation": r.meta(task.task_id, res.attempt)})
+        return True
+
+    r.execute("rrb", tasks, lambda t: t.task_id, make, accept, "RRB")
+
+
+def _run_probes(r: _Run, nb: Neighbourhoods) -> None:
+    cfg, catalog = r.cfg, r.catalog
     rng = np.random.default_rng(cfg.seed + 1)
     probe_tools = [catalog[int(i)] for i in rng.permutation(len(catalog))[: cfg.n_probes]]
+    temp = cfg.writer.temperature
     makers = {
-        "mcq": lambda i, tool, a: make_mcq_item(tool, catalog, nb, writer, judge, temp, a, cfg.seed),
-        "qa": lambda i, tool, a: make_qa_item(tool, "Yes" if i % 2 == 0 else "No", writer, judge, temp, a),
+        "mcq": lambda i, tool, a: make_mcq_item(tool, catalog, nb, r.writer, r.judge, temp, a, cfg.seed),
+        "qa": lambda i, tool, a: make_qa_item(tool, "Yes" if i % 2 == 0 else "No", r.writer, r.judge, temp, a),
     }
     for kind in [k for k in ("mcq", "qa") if k in cfg.tasks]:
-        todo = [(i, tool) for i, tool in enumerate(probe_tools) if f"{kind}-{i:05d}" not in done]
-        stats[f"{kind}/skipped_done"] += len(probe_tools) - len(todo)
+        def accept(job, res, dry, kind=kind):
+            if not dry:
+                tid = f"{kind}-{job[0]:05d}"
+                r.stores[kind].append({"id": str(uuid.uuid5(NAMESPACE, tid)), **res.item, "tool": tool_record(job[1]),
+                                       "generation": r.meta(tid, res.attempt)})
+            return True
 
-        def make_probe(job, kind=kind):
-            i, tool = job
-            return i, tool, *attempt_loop(f"{kind}-{i:05d}", lambda a: makers[kind](i, tool, a))
+        r.execute(kind, list(enumerate(probe_tools)), lambda job, kind=kind: f"{kind}-{job[0]:05d}",
+                  lambda job, a, kind=kind: makers[kind](job[0], job[1], a), accept, kind.upper())
 
-        for i, tool, item, attempt in tqdm(ordered_map(make_probe, todo, cfg.concurrency), total=len(todo), desc=kind.upper(), unit="item"):
-            if item is None:
-                stats[f"{kind}/rejected"] += 1
-                continue
-            tid = f"{kind}-{i:05d}"
-            w.append(f"{kind}.jsonl", {"id": str(uuid.uuid5(NAMESPACE, tid)), **item, "tool": tool_record(tool),
-                                       "generation": meta(tid, attempt)})
-            stats[f"{kind}/accepted"] += 1
 
-    summary = {"gen/" + k: v for k, v in sorted(stats.items())}
-    summary["rejection_reasons"] = dict(reasons.most_common())
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | None = None,
+        catalog: Catalog | None = None, embeddings: np.ndarray | None = None) -> dict:
+    """Generate the configured benchmarks; returns the (cumulative) summary.
+    ``writer``/``judge``/``catalog``/``embeddings`` may be passed in (tests, notebooks)."""
+    t0 = time.perf_counter()
+    catalog = catalog or load_from_config(cfg.catalog)
+    ident = outputs.identity(cfg, catalog)
+    out = Path(cfg.output_dir) if cfg.output_dir else outputs.default_output_dir(cfg.output_root, ident)
+    if out.exists() and any(out.glob("*.jsonl")) and cfg.on_exists == "error":
+        raise FileExistsError(f"{out} already holds generated files (on_exists=error)")
+    outputs.claim_output_dir(out, ident)
+    log.info("generating into %s", out)
+    nb = Neighbourhoods(catalog, cfg.encoder, embeddings)
+    cache = JsonlStore(out / "llm_cache.jsonl")
+    writer = writer or CachedLLM(build_llm(cfg.writer), cache)
+    if cfg.judge_enabled:
+        judge = judge or (CachedLLM(build_llm(cfg.judge), cache) if cfg.judge else writer)
+    else:
+        judge = None
+    r = _Run(cfg, out, catalog, writer, judge)
+    if "rrb" in cfg.tasks:
+        _run_rrb(r, nb)
+    _run_probes(r, nb)
+    llms = {id(x): x for x in (writer, judge) if isinstance(x, CachedLLM)}.values()
+    r.stats["llm_calls"] = sum(x.calls for x in llms)
+    r.stats["llm_cache_hits"] = sum(x.hits for x in llms)
+    summary = outputs.summarise(out, r.stores, cache.rows, cfg.prices, dict(r.stats))
+    summary["output_dir"] = str(out)
+    outputs.write_summary(out, summary, ident, time.perf_counter() - t0)
     log.info("generation summary: %s", summary)
     return summary

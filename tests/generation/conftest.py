@@ -1,0 +1,13 @@
+import numpy as np
+import pytest
+
+from toolsense.generation.pools import Neighbourhoods
+
+
+@pytest.fixture(scope="session")
+def nb(demo_catalog):
+    """Neighbourhoods of the demo catalog by the embedded MiniLM (encoded once per session)."""
+    from toolsense.models.encoders import load_encoder
+
+    texts = [f"{t.api_title}: {t.api_description}" for t in demo_catalog]
+    return Neighbourhoods(demo_catalog, embeddings=np.asarray(load_encoder(None).encode(texts, normalize_embeddings=True)))

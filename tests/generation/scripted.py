@@ -1,0 +1,168 @@
+"""Deterministic stand-ins for LLMs in the generation tests: :class:`ScriptedLLM` reads the
+prompt like a model would, and :class:`FakeOpenAIServer` serves it over a real
+OpenAI-compatible HTTP endpoint on loopback, injecting the failures real APIs produce."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class ScriptedLLM:
+    """Writes from the tool descriptions in the prompt; judges by word overlap."""
+
+    name = "scripted"
+
+    def __init__(self, leak_every: int = 0):
+        self.calls = 0
+        self.leak_every = leak_every
+
+    def __call__(self, messages, *, temperature=0.0, seed=0, **kw):
+        self.calls += 1
+        text = messages[-1]["content"]
+        cards = re.findall(r"^(?:- |\d+\. )(.+?) / (.+?): (.+)$", text, flags=re.M)
+        if text.startswith("Request:"):  # RRB judge
+            query = set(re.findall(r"[a-z]{4,}", text.split("\n")[0].lower()))
+            scores = [len(query & set(re.findall(r"[a-z]{4,}", d.lower()))) for _, _, d in cards]
+            best = max(scores)
+            return json.dumps({"tools": [i + 1 for i, s in enumerate(scores) if s == best and s > 0]})
+        if "Which option is correct" in text:
+            return json.dumps({"answer": "ABCD"[[l.startswith(("A.", "B.", "C.", "D.")) and "CORRECT" in l for l in text.splitlines() if l[:2] in ("A.", "B.", "C.", "D.")].index(True)]})
+        if "Reply as JSON: {\"answer\": \"Yes\"|\"No\"}" in text:
+            return json.dumps({"answer": "Yes" if "YES-FACT" in text else "No"})
+        if "multiple-choice" in text:
+            return json.dumps({"question": "What does this tool do?", "correct_answer": "CORRECT: " + cards[0][2][:40],
+                               "wrong_answers": [c[2][:40] for c in cards[1:4]]})
+        if "yes/no question" in text:
+            target = "Yes" if "answer is Yes" in text else "No"
+            return json.dumps({"question": f"Does this tool {'YES-FACT ' if target == 'Yes' else ''}work?", "answer": target})
+        service, api, desc = cards[0]
+        if self.leak_every and self.calls % self.leak_every == 0:
+            return json.dumps({"query": f"please use {service} to do this for me"})
+        return "Sure! " + json.dumps({"query": "I want to " + " ".join(" ".join(d for _, _, d in cards).split()[:20])})
+
+
+
+CONTEXT_400 = {"error": {"message": "This model's maximum context length is 8192 tokens", "type": "invalid_request_error",
+                         "code": "context_length_exceeded"}}
+
+
+def api_title(tool) -> str:
+    return tool.api_title or tool.api
+
+
+def _tool_of(text: str) -> str:
+    """The first tool card's API title in a prompt: what the fault plan is keyed by."""
+    m = re.search(r"^(?:- |\d+\. )(.+?) / (.+?):", text, flags=re.M)
+    return m.group(2) if m else ""
+
+
+class FakeOpenAIServer:
+    """``/v1/chat/completions`` on 127.0.0.1 (a free port), replying as :class:`ScriptedLLM`.
+
+    ``faults`` maps an API title (the first tool card in a writer prompt) to a fault:
+    ``malformed`` (not JSON), ``http500_once`` (500 on a body's first request), ``http400``
+    (context length, always), ``timeout_once`` (sleeps past the client time-out once),
+    ``truncated`` (``finish_reason=length``, half a JSON object), ``leak`` (the query names
+    the service), ``copy:<title>`` (the last reply given for that title's prompt: a duplicate), ``wrong_count`` (an MCQ with two wrong answers);
+    ``judge_garbled=True`` makes every temperature-0 judge reply prose (the retry parses).
+    ``no_schema`` answers 400 to any request carrying ``response_format``.
+    Every request body is recorded (``requests``) with its status."""
+
+    def __init__(self, faults: dict[str, str] | None = None, *, no_schema: bool = False, judge_garbled: bool = False,
+                 delay_s: float = 0.0, sleep_s: float = 2.0):
+        self.faults, self.no_schema, self.judge_garbled = faults or {}, no_schema, judge_garbled
+        self.delay_s, self.sleep_s = delay_s, sleep_s
+        self.llm = ScriptedLLM()
+        self.requests: list[dict] = []
+        self.last_reply: dict[str, str] = {}
+        self.seen: Counter = Counter()
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                status, payload = server.reply(body)
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def reply(self, body: dict) -> tuple[int, dict]:
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        text = body["messages"][-1]["content"]
+        judging = text.startswith("Request:") or "Which option is correct" in text or "Reply as JSON: {\"answer\": \"Yes\"|\"No\"}" in text
+        fault = None if judging else self.faults.get(_tool_of(text))
+        with self.lock:
+            self.seen[digest] += 1
+            first = self.seen[digest] == 1
+        status, content, finish = 200, None, "stop"
+        if self.no_schema and "response_format" in body:
+            status = 400
+        elif fault == "http400":
+            status = 400
+        elif fault == "http500_once" and first:
+            status = 500
+        elif fault == "timeout_once" and first:
+            time.sleep(self.sleep_s)
+        if status == 200:
+            time.sleep(self.delay_s)
+            content = self._content(body, text, fault, judging)
+            if fault == "truncated":
+                content, finish = content[: len(content) // 2], "length"
+        with self.lock:
+            self.requests.append({"digest": digest, "status": status, "fault": fault, "body": body})
+        if status == 400:
+            return 400, ({"error": {"message": "response_format json_schema is not supported", "type": "invalid_request_error"}}
+                         if self.no_schema and "response_format" in body else CONTEXT_400)
+        if status == 500:
+            return 500, {"error": {"message": "internal error", "type": "server_error"}}
+        return 200, {"id": "cmpl-" + digest[:8], "object": "chat.completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": content}}],
+                     "usage": {"prompt_tokens": len(text.split()), "completion_tokens": len(content.split()),
+                               "total_tokens": len(text.split()) + len(content.split())}}
+
+    def _content(self, body: dict, text: str, fault: str | None, judging: bool) -> str:
+        if judging and self.judge_garbled and body.get("temperature", 0) == 0:
+            return "I think the answer is probably the third one."
+        reply = self.llm(body["messages"], temperature=body.get("temperature", 0), seed=body.get("seed", 0))
+        if fault == "malformed":
+            return "Sure! {query: " + reply[:20]
+        if fault == "leak":
+            return json.dumps({"query": f"please use {_service_of(text)} to do this for me"})
+        if fault and fault.startswith("copy:"):
+            return self.last_reply[fault[5:]]
+        if "Write ONE short" in text:
+            self.last_reply[_tool_of(text)] = reply
+        if fault == "wrong_count" and "multiple-choice" in text:
+            obj = json.loads(reply)
+            obj["wrong_answers"] = obj["wrong_answers"][:2]
+            return json.dumps(obj)
+        return reply
+
+
+def _service_of(text: str) -> str:
+    m = re.search(r"^(?:- |\d+\. )(.+?) / ", text, flags=re.M)
+    return m.group(1) if m else "the service"

@@ -1,0 +1,157 @@
+"""What a generation run leaves on disk, and how a plain rerun resumes it.
+
+The output directory defaults to ``<output_root>/<catalog hash>-<config hash>``: the same
+command always lands in the same place, so rerunning it *is* the resume. The identity (every
+setting that changes what gets generated, plus the catalog's content hash) is saved as
+``generation_config.json``; a run into a directory made with another identity stops and names
+the differing fields. Settings that change only *how fast* items are made (``concurrency``,
+retries, time-outs, the endpoint URL, the key's variable name) are not part of it.
+
+``summary.json`` and ``data_card.md`` are computed from the files themselves, so they count
+everything across resumes, not just the last run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from toolsense.catalog import Catalog
+from toolsense.utils.io import sha256_text
+from toolsense.utils.jsonl import JsonlStore
+
+IDENTITY_FILE = "generation_config.json"
+ITEM_FILES = {"rrb": "rrb.jsonl", "mcq": "mcq.jsonl", "qa": "qa.jsonl"}
+_SPEED_ONLY = {"output_dir", "output_root", "on_exists", "concurrency", "max_retries", "timeout_s", "base_url",
+               "api_key_env", "prices"}
+
+
+def _plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name not in _SPEED_ONLY}
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj.value if hasattr(obj, "value") and not isinstance(obj, (int, float, str)) else obj
+
+
+def _llm_identity(llm: dict | None) -> dict | None:
+    """An LLM section without the settings of the backend it does not use."""
+    if llm is None:
+        return None
+    unused = ("openai_model", "structured_output") if llm.get("backend") == "hf" else ("model",)
+    return {k: v for k, v in llm.items() if k not in unused}
+
+
+def identity(cfg, catalog: Catalog) -> dict:
+    """Every setting that decides what is generated, plus the catalog's content hash."""
+    conf = _plain(cfg)
+    conf["writer"], conf["judge"] = _llm_identity(conf.get("writer")), _llm_identity(conf.get("judge"))
+    return {"catalog_hash": catalog.content_hash(), "config": conf}
+
+
+def default_output_dir(root: str | Path, ident: dict) -> Path:
+    digest = sha256_text(json.dumps(ident["config"], sort_keys=True, default=str))
+    return Path(root) / f"{ident['catalog_hash'][:10]}-{digest[:10]}"
+
+
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else k))
+    return out
+
+
+def claim_output_dir(out: Path, ident: dict) -> None:
+    """Save the identity in a fresh directory, or check that a resumed one was made with the
+    same; raise naming each differing field (old -> new) otherwise."""
+    path = out / IDENTITY_FILE
+    if path.exists():
+        old, new = _flat(json.loads(path.read_text())), _flat(json.loads(json.dumps(ident, default=str)))
+        diff = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+        if diff:
+            raise ValueError(f"{out} holds a generation made with another configuration; differing fields: "
+                             + "; ".join(diff) + ". Use another output_dir (or the default, derived from the config).")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(ident, indent=2, sort_keys=True, default=str))
+    tmp.replace(path)
+
+
+def _tokens(cache_rows: list[dict], prices: dict[str, dict[str, float]]) -> dict:
+    by_stage: dict[str, Counter] = {}
+    cost, priced = 0.0, True
+    for row in cache_rows:
+        c = by_stage.setdefault(row.get("stage") or "unknown", Counter())
+        u = row.get("usage") or {}
+        c["calls"] += 1
+        c["prompt_tokens"] += int(u.get("prompt_tokens") or 0)
+        c["completion_tokens"] += int(u.get("completion_tokens") or 0)
+        c["truncated"] += row.get("finish_reason") == "length"
+        model = str(row.get("model", "")).split(":", 1)[-1].split("@")[0]
+        price = prices.get(model)
+        if price is None:
+            priced = priced and str(row.get("model", "")).startswith("hf:")
+            continue
+        cost += (u.get("prompt_tokens") or 0) / 1e6 * price["input"] + (u.get("completion_tokens") or 0) / 1e6 * price["output"]
+    return {"by_stage": {k: dict(v) for k, v in sorted(by_stage.items())},
+            "estimated_cost_usd": round(cost, 4) if priced else None}
+
+
+def summarise(out: Path, stores: dict[str, JsonlStore], cache_rows: list[dict], prices: dict, run_stats: dict) -> dict:
+    """Cumulative counts from the files: accepted per tier/kind, final rejections, every
+    rejection reason, QA Yes/No balance, token usage and cost; plus this run's ``run_stats``."""
+    s: Counter = Counter()
+    for row in stores["rrb"]:
+        s[f"gen/rrb/{row['complexity']}/accepted"] += 1
+    for kind in ("mcq", "qa"):
+        s[f"gen/{kind}/accepted"] += len(stores[kind])
+    for row in stores["qa"]:
+        s[f"gen/qa/answer_{row['answer'].lower()}"] += 1
+    reasons: Counter = Counter()
+    for row in stores["rejected"]:
+        reasons[row["reason"]] += 1
+        if row.get("final"):
+            kind, tier = row["task_id"].split("-")[:2]
+            s[f"gen/rrb/{tier}/rejected" if kind == "rrb" else f"gen/{kind}/rejected"] += 1
+    summary: dict[str, Any] = dict(sorted(s.items()))
+    summary.update({f"gen/{k}": v for k, v in run_stats.items()})
+    summary["rejection_reasons"] = dict(reasons.most_common())
+    summary["usage"] = _tokens(cache_rows, prices)
+    return summary
+
+
+def write_summary(out: Path, summary: dict, ident: dict, elapsed_s: float) -> None:
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (out / "data_card.md").write_text(data_card(summary, ident, elapsed_s))
+
+
+def data_card(summary: dict, ident: dict, elapsed_s: float) -> str:
+    cfg = ident["config"]
+    lines = ["# Data card", "", f"Catalog content hash `{ident['catalog_hash'][:16]}`; seed {cfg.get('seed')}.", "",
+             "| benchmark | accepted | rejected (final) |", "|---|---|---|"]
+    for tier in ("easy", "medium", "hard"):
+        if f"gen/rrb/{tier}/accepted" in summary or f"gen/rrb/{tier}/rejected" in summary:
+            lines.append(f"| RRB {tier} | {summary.get(f'gen/rrb/{tier}/accepted', 0)} | {summary.get(f'gen/rrb/{tier}/rejected', 0)} |")
+    for kind in ("mcq", "qa"):
+        lines.append(f"| {kind.upper()} | {summary.get(f'gen/{kind}/accepted', 0)} | {summary.get(f'gen/{kind}/rejected', 0)} |")
+    lines += ["", f"QA answers: {summary.get('gen/qa/answer_yes', 0)} Yes / {summary.get('gen/qa/answer_no', 0)} No.", "",
+              "## Models and parameters", "", "```json", json.dumps({k: cfg.get(k) for k in ("writer", "judge", "judge_enabled",
+              "rrb_per_tier", "n_probes", "pool_size", "max_attempts")}, indent=2, default=str), "```", "",
+              "## Rejection reasons (all attempts)", ""]
+    lines += [f"- {n} × {r}" for r, n in summary["rejection_reasons"].items()] or ["- none"]
+    usage = summary["usage"]
+    lines += ["", "## Tokens", "", "| stage | calls | prompt tokens | completion tokens | truncated |", "|---|---|---|---|---|"]
+    for stage, c in usage["by_stage"].items():
+        lines.append(f"| {stage} | {c.get('calls', 0)} | {c.get('prompt_tokens', 0)} | {c.get('completion_tokens', 0)} | {c.get('truncated', 0)} |")
+    cost = usage["estimated_cost_usd"]
+    lines += ["", f"Estimated cost: {'n/a (a model has no price in config)' if cost is None else f'${cost:.4f}'}; "
+              f"last run's wall time {elapsed_s:.1f} s.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""One append-only JSONL store for every resumable file (generated items, rejections, the LLM
+reply cache, evaluation samples, audit scores).
+
+Why one class: a run can be killed at any byte. A file whose last line was being written when
+the process died ends in a torn line (no newline, half a JSON object) or, on some file
+systems, in NUL padding. Every reader used to handle that differently (or crash). Here the
+contract is one place:
+
+- on open, complete lines are read; a torn or NUL-padded *last* line is cut off the file (it
+  was never acknowledged to the caller) with one warning naming the file and the bytes cut;
+- a malformed line that is *not* last is real corruption: :class:`DataError` names file:line
+  and nothing is changed;
+- :meth:`append` writes one whole line under a lock and flushes it (``fsync=True`` also
+  syncs), so concurrent writer threads never interleave and an acknowledged row survives a
+  crash of the process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+from toolsense.utils.io import DataError
+
+log = logging.getLogger(__name__)
+
+
+def _repair_tail(path: Path) -> tuple[bytes, int]:
+    """The file's bytes up to the end of its last complete, parseable line, and how many
+    bytes follow it (to cut). Only the tail is examined for parseability."""
+    data = path.read_bytes()
+    end = len(data)
+    stripped = data.rstrip(b"\x00")
+    cut_at = stripped.rfind(b"\n") + 1  # 0 when there is no complete line
+    if cut_at < len(stripped) or len(stripped) < end:
+        end = cut_at
+    body = data[:end]
+    # a complete last line that still is not JSON (NUL bytes inside it, a half-flushed block)
+    last_start = body.rstrip(b"\n").rfind(b"\n") + 1
+    last = body[last_start:].strip(b"\n")
+    if last.strip():
+        try:
+            json.loads(last.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            end = last_start
+            body = data[:end]
+    return body, len(data) - end
+
+
+class JsonlStore:
+    """Append-only JSONL file, safe against torn last lines; thread-safe appends.
+
+    ``rows`` holds every row read at open plus every row appended since, in file order.
+    """
+
+    def __init__(self, path: str | Path, *, fsync: bool = False):
+        self.path = Path(path)
+        self.fsync = fsync
+        self._lock = threading.Lock()
+        self.rows: list[dict[str, Any]] = []
+        self.cut_bytes = 0
+        if self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        body, cut = _repair_tail(self.path)
+        if cut:
+            log.warning("%s: cut a torn last line (%d bytes) left by an interrupted write", self.path, cut)
+            with open(self.path, "r+b") as f:
+                f.truncate(len(body))
+            self.cut_bytes = cut
+        for lineno, line in enumerate(body.decode("utf-8").split("\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{self.path}:{lineno}: malformed JSON ({e.msg} at column {e.colno}); "
+                                "only a torn last line is repaired automatically") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{self.path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            self.rows.append(row)
+
+    def append(self, row: dict[str, Any]) -> None:
+        line = json.dumps(row, ensure_ascii=False) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(line)
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+            self.rows.append(row)
+
+    def extend(self, rows) -> None:
+        for row in rows:
+            self.append(row)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(list(self.rows))
+
+    def __len__(self) -> int:
+        return len(self.rows)
