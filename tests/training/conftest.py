@@ -9,9 +9,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "tests" / "assets" / "training"
 
-# 9 demo tools of 3 weather services and 16 queries about them; tiny_random; steps of 4 examples.
+# 9 demo tools of 3 weather services and 16 queries about them; tiny_random; steps of 4 examples;
+# 3-way k-means for clustered indexes (ToolGen's 10-way would give 9 tools one level, no hierarchy).
 TINY = [
     "model=tiny_random",
+    "index.branching=3",
     f"catalog.path={ASSETS / 'tools.jsonl'}",
     "stage2=jsonl",
     f"stage2.sources.0.path={ASSETS / 'queries.jsonl'}",

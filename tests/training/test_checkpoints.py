@@ -22,7 +22,7 @@ def test_newest_complete_checkpoint_wins(tmp_path, caplog):
     _ckpt(tmp_path, 14, "model.safetensors")  # killed before the trainer state
     (tmp_path / "checkpoint-9.tmp").mkdir()
     assert last_checkpoint(tmp_path, needs=(ROWS_FILE,)) == str(tmp_path / "checkpoint-10")  # numeric, not lexical order
-    assert "checkpoint-12 is incomplete (no virtual_rows.pt)" in caplog.text
+    assert "checkpoint-12 is incomplete (no embedding_rows.pt)" in caplog.text
     assert last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-12")  # full fine-tuning needs no rows file
     assert (tmp_path / "checkpoint-14").is_dir()  # skipped, never deleted
 

@@ -10,23 +10,38 @@ from toolsense.training.trainer import plan_batch
 from toolsense.training.config import TrainerConfig
 
 
+@pytest.mark.parametrize("tuning, lr", [("lora", 2e-4), ("full", 2e-5)])
 @pytest.mark.parametrize(
     "experiment, builder, formats, system",
-    [
+    [  # the paper: ToolGen's clustered hierarchy for TG-H / TG-5FM; every configuration but TG has the system prompt (App. K)
         ("tg", "flat", ["desc2tok"], False),
-        ("tg_h", "structural", ["desc2tok"], False),
+        ("tg_h", "clustered", ["desc2tok"], True),
         ("tg_3fm", "flat", ["desc2tok", "tok2desc", "mcts"], True),
-        ("tg_5fm", "structural", ["desc2tok", "tok2desc", "mcts", "hier_next", "hier_node"], True),
+        ("tg_5fm", "clustered", ["desc2tok", "tok2desc", "mcts", "hier_next", "hier_node"], True),
     ],
 )
-def test_experiments_compose(experiment, builder, formats, system):
-    for tuning, lr in (("lora", 2e-4), ("full", 2e-5)):
-        cfg = to_train_config(compose_train([f"experiment={experiment}", f"tuning={tuning}"]))
-        assert (cfg.index.builder, cfg.memorization.formats, cfg.prompts.use_system_prompt) == (builder, formats, system)
-        assert cfg.tuning.method == tuning and cfg.stage1.learning_rate == lr and cfg.experiment == experiment
-        assert cfg.model.name_or_path == "smollm2_135m" and cfg.trainer.effective_batch == 1024
-    lora = to_train_config(compose_train([f"experiment={experiment}"])).tuning
-    assert (lora.r, lora.alpha, lora.dropout, lora.target_modules) == (64, 128, 0.0, "all-linear")
+def test_experiments_compose(experiment, builder, formats, system, tuning, lr):
+    cfg = to_train_config(compose_train([f"experiment={experiment}", f"tuning={tuning}"]))
+    assert (cfg.index.builder, cfg.memorization.formats, cfg.prompts.use_system_prompt) == (builder, formats, system)
+    assert cfg.tuning.method == tuning and cfg.stage1.learning_rate == lr and cfg.experiment == experiment
+    assert cfg.model.name_or_path == "smollm2_135m" and cfg.trainer.effective_batch == 1024
+    assert cfg.tuning.embedding_rows == "all"  # LoRA with trainable embeddings (App. D); full trains every row anyway
+    if tuning == "lora":
+        t = cfg.tuning
+        assert (t.r, t.alpha, t.dropout, t.target_modules) == (64, 128, 0.0, "all-linear")
+    if builder == "clustered":
+        assert (cfg.index.branching, cfg.index.seed) == (10, 0)  # ToolGen's 10-way k-means
+
+
+def test_structural_index_stays_an_ablation_override():
+    cfg = to_train_config(compose_train(["experiment=tg_5fm", "index=structural"]))
+    assert cfg.index.builder == "structural" and "hier_next" in cfg.memorization.formats
+
+
+def test_demo_freezes_base_rows():
+    cfg = to_train_config(compose_train(["experiment=demo"]))
+    assert (cfg.tuning.method, cfg.tuning.embedding_rows) == ("lora", "virtual")
+    assert to_train_config(compose_train(["experiment=demo", "tuning.embedding_rows=all"])).tuning.embedding_rows == "all"
 
 
 def test_hierarchical_format_with_flat_index_rejected():
@@ -45,13 +60,21 @@ def test_bad_choices_fail_at_compose_naming_the_field():
         compose_train(["trainer.batching=packed"])
     assert "trainer.batching" in str(e.value.__cause__) and "length_grouped" in str(e.value.__cause__)
     with pytest.raises(ConfigCompositionException) as e:
+        compose_train(["tuning.embedding_rows=some"])
+    assert "tuning.embedding_rows" in str(e.value.__cause__) and "virtual" in str(e.value.__cause__)
+    with pytest.raises(ConfigCompositionException) as e:
         compose_train(["trainer.no_such_key=1"])
     assert "no_such_key" in str(e.value.__cause__)
 
 
 def test_bad_combinations_name_the_field():
-    with pytest.raises(ValueError, match=r"^tuning.method=lora with trainer=ds_zero3"):
-        to_train_config(compose_train(["trainer=ds_zero3"]))
+    for rows in ("all", "virtual"):
+        with pytest.raises(ValueError, match=r"^tuning.method=lora with trainer=ds_zero3: after each stage the adapters are merged"):
+            to_train_config(compose_train(["trainer=ds_zero3", f"tuning.embedding_rows={rows}"]))
+    with pytest.raises(ValueError, match=r"^tuning.embedding_rows=virtual freezes base-vocabulary rows under LoRA only"):
+        to_train_config(compose_train(["tuning=full", "tuning.embedding_rows=virtual"]))
+    with pytest.raises(ValueError, match=r"^stage2.warmup_ratio must be in \[0, 1\) \(a fraction of the stage's steps\), got 1.0"):
+        to_train_config(compose_train(["stage2.warmup_ratio=1.0"]))
     with pytest.raises(ValueError, match=r"^trainer.per_device_batch must be >= 1"):
         to_train_config(compose_train(["trainer.per_device_batch=0"]))
 

@@ -1,7 +1,8 @@
 """DeepSpeed for real on CPU: two processes (torchrun, DeepSpeed's CPU accelerator with its
 shared-memory comm op, compiled once with gcc) train tiny_random under our ZeRO configs. The
 checkpoints are DeepSpeed's (one optimizer shard per rank), the saved model has trained virtual
-rows, and the stage folders load as plain HF models."""
+rows (and, unless LoRA pins tuning.embedding_rows=virtual, trained base rows), and the stage
+folders load as plain HF models."""
 
 from __future__ import annotations
 
@@ -20,15 +21,17 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZER
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="DeepSpeed's CPU comm op is compiled with gcc")
 
 
-@pytest.mark.parametrize("trainer,tuning,port", [("ds_zero2", "lora", 29561), ("ds_zero3", "full", 29562)])
-def test_zero_on_two_cpu_processes(tmp_path, trainer, tuning, port):
+@pytest.mark.parametrize("trainer,tuning,rows,port", [("ds_zero2", "lora", "virtual", 29561), ("ds_zero2", "lora", "all", 29563),
+                                                      ("ds_zero3", "full", "all", 29562)])
+def test_zero_on_two_cpu_processes(tmp_path, trainer, tuning, rows, port):
     from toolsense.catalog import load_catalog
     from toolsense.index import ToolIndex, add_index_tokens
     from toolsense.models import ModelConfig, load_model_and_tokenizer
 
     run_dir = tmp_path / "run"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port), str(ROOT / "train.py"),
-           *TINY, "experiment=tg", f"trainer={trainer}", f"tuning={tuning}", "trainer.use_cpu=true", "trainer.gradient_checkpointing=false",
+           *TINY, "experiment=tg", f"trainer={trainer}", f"tuning={tuning}", f"tuning.embedding_rows={rows}", "trainer.use_cpu=true",
+           "trainer.gradient_checkpointing=false",
            "trainer.effective_batch=8", "trainer.per_device_batch=4", "stage1.max_steps=3", "stage2.enabled=false",
            "trainer.save_steps=3", "stage1.learning_rate=1e-2", f"output_dir={run_dir}"]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
@@ -46,9 +49,9 @@ def test_zero_on_two_cpu_processes(tmp_path, trainer, tuning, port):
     before, after = base.get_input_embeddings().weight, trained.get_input_embeddings().weight
     assert after.shape == before.shape  # ZeRO-3 gathered the full embedding, not a shard
     assert (after[n_old:] - before[n_old:]).abs().amax(dim=1).gt(1e-4).all()  # every tool's row trained
-    if tuning == "lora":  # the gradient mask on the embedding holds under ZeRO's own gradient hooks
+    if rows == "virtual":  # the gradient mask on the embedding holds under ZeRO's own gradient hooks
         assert torch.equal(after[:n_old], before[:n_old])
-    else:
+    else:  # LoRA with trainable embeddings, or full fine-tuning: base rows train and are saved
         assert not torch.equal(after[:n_old], before[:n_old])
     name = "model.layers.0.mlp.down_proj.weight"
     moved = not torch.equal(dict(trained.named_parameters())[name], dict(base.named_parameters())[name])

@@ -1,5 +1,6 @@
 """Every experiment x tuning trains tiny_random end to end through the real Hydra config and
-writes the run-directory contract; losses fall and exactly the intended parameters move."""
+writes the run-directory contract; losses fall and exactly the intended parameters move (LoRA:
+adapters and every embedding row, the paper's trainable embeddings)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ def test_experiment_trains(experiment, tuning, tmp_path):
     for name in ("config.yaml", "index.json", "stage1/config.json", "stage1/tokenizer.json", "stage2/model.safetensors", "metrics.jsonl"):
         assert (tmp_path / name).exists(), name
     saved = OmegaConf.load(tmp_path / "config.yaml")
-    assert saved.index.builder == {"tg": "flat", "tg_3fm": "flat"}.get(experiment, "structural")
-    assert saved.prompts.use_system_prompt is (experiment in ("tg_3fm", "tg_5fm"))
+    builder = {"tg": "flat", "tg_3fm": "flat"}.get(experiment, "clustered")
+    assert saved.index.builder == builder
+    assert saved.prompts.use_system_prompt is (experiment != "tg")
+    assert saved.tuning.embedding_rows == "all"
     assert list(saved.memorization.formats) == typed.memorization.formats
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert sum("train/stage1/loss" in r for r in rows) == 4 and sum("train/stage2/loss" in r for r in rows) == 4
@@ -42,6 +45,7 @@ def test_experiment_trains(experiment, tuning, tmp_path):
 
     catalog = load_catalog(typed.catalog.path)
     index = ToolIndex.load(tmp_path / "index.json", catalog)
+    assert {len(p) for p in index.paths.values()} == ({2} if builder == "clustered" else {1})  # 9 tools, 3-way k-means
     mcfg = ModelConfig("tiny_random", dtype="float32")
     base, tok = load_model_and_tokenizer(mcfg)
     n_old = len(tok)
@@ -65,9 +69,8 @@ def test_experiment_trains(experiment, tuning, tmp_path):
     linear = [n for n in p0 if n.endswith("proj.weight")]
     others = [n for n in p0 if n not in linear and "embed_tokens" not in n and "lm_head" not in n]
     assert any(not torch.equal(p0[n], p1[n]) for n in linear)
+    assert not torch.equal(e1[:n_old], e0[:n_old]), "base vocabulary rows did not train"  # LoRA: embedding_rows=all
     if tuning == "lora":
-        assert torch.equal(e1[:n_old], e0[:n_old]), "LoRA changed base vocabulary rows"
         assert all(torch.equal(p0[n], p1[n]) for n in others), "LoRA changed non-adapter base weights"
     else:
-        assert not torch.equal(e1[:n_old], e0[:n_old])
         assert any(not torch.equal(p0[n], p1[n]) for n in others)

@@ -1,12 +1,14 @@
-"""Under LoRA exactly the adapters and the virtual-token rows train (tied head included), even
-with weight decay on; merging keeps the model tied."""
+"""Under LoRA the adapters and the embedding rows train (tied head included): every row with
+tuning.embedding_rows=all (the paper's trainable embeddings), exactly the virtual-token rows with
+virtual, even with weight decay on; merging keeps the model tied; a stage folder and a checkpoint
+hold the trained rows."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from tests.training.conftest import ASSETS
+from tests.training.conftest import ASSETS, TINY, compose_train
 from toolsense.catalog import load_catalog
 from toolsense.data.examples import to_dataset
 from toolsense.data.memorization import MemorizationConfig, build_memorization_examples
@@ -16,31 +18,69 @@ from toolsense.training.trainer import ToolsenseSFTTrainer, sft_config
 from toolsense.training.tuning import prepare_trainable
 
 
-def test_exactly_adapters_and_virtual_rows_change(tiny_model, tmp_path):
-    model, tok = tiny_model
+def _lora_steps(model, tok, tmp_path, embedding_rows: str, steps: int = 2):
+    """``steps`` LoRA steps (lr 1e-2, weight decay 0.1) on the 9 tools' desc2tok examples; returns
+    the Trainable, the base vocabulary size and the parameters before training."""
     cat = load_catalog(ASSETS / "tools.jsonl")
     index = build_index(cat, "flat")
     n_old = len(tok)
     ids = add_index_tokens(index, model, tok)
     data = to_dataset(build_memorization_examples(cat, index, MemorizationConfig()), tok, 256)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    tr = prepare_trainable(model, TuningConfig(r=8, alpha=16), ids)
+    tr = prepare_trainable(model, TuningConfig(r=8, alpha=16, embedding_rows=embedding_rows), ids)
     args = sft_config(TrainerConfig(effective_batch=9, per_device_batch=9, weight_decay=0.1, use_cpu=True, save_steps=100),
-                      StageSchedule(max_steps=2, learning_rate=1e-2, warmup_ratio=0.0), tmp_path, "t")
+                      StageSchedule(max_steps=steps, learning_rate=1e-2, warmup_ratio=0.0), tmp_path, "t")
     ToolsenseSFTTrainer(model=tr.model, args=args, train_dataset=data, processing_class=tok).train()
+    return tr, n_old, before
 
-    after = {n.replace("base_model.model.", "").replace(".base_layer", ""): p for n, p in tr.model.named_parameters()}
+
+def _unwrapped(tr):
+    return {n.replace("base_model.model.", "").replace(".base_layer", ""): p for n, p in tr.model.named_parameters()}
+
+
+EMB = "model.embed_tokens.weight"
+
+
+def test_virtual_rows_only_exactly_adapters_and_virtual_rows_change(tiny_model, tmp_path):
+    model, tok = tiny_model
+    tr, n_old, before = _lora_steps(model, tok, tmp_path, "virtual")
+    after = _unwrapped(tr)
     lora = [n for n in after if "lora_" in n]
     assert lora and all(not torch.equal(after[n], torch.zeros_like(after[n])) for n in lora if "lora_B" in n)
-    emb = "model.embed_tokens.weight"
-    assert torch.equal(after[emb][:n_old], before[emb][:n_old])  # base vocabulary rows: bit-identical
-    assert (after[emb][n_old:] - before[emb][n_old:]).abs().amax(dim=1).gt(1e-4).all()  # all 9 tools seen
+    assert torch.equal(after[EMB][:n_old], before[EMB][:n_old])  # base vocabulary rows: bit-identical
+    assert (after[EMB][n_old:] - before[EMB][n_old:]).abs().amax(dim=1).gt(1e-4).all()  # all 9 tools seen
     for n, p in before.items():
-        if n != emb:
+        if n != EMB:
             assert torch.equal(after[n], p), f"{n} changed"
     merged = tr.merged()
     assert merged.get_output_embeddings().weight is merged.get_input_embeddings().weight
     assert not any("lora_" in n for n, _ in merged.named_parameters())
+
+
+def test_all_rows_base_vocabulary_trains_and_the_tie_holds(tiny_model, tmp_path):
+    """One LoRA step with embedding_rows=all: base rows move too (the tied head's softmax gradient
+    reaches every row), yet less than the virtual rows, relative to their norm; nothing else but
+    the adapters moves, and input and output embeddings stay one tensor through training and merge."""
+    from toolsense.evaluation.drift import relative_drift
+
+    model, tok = tiny_model
+    tr, n_old, before = _lora_steps(model, tok, tmp_path, "all", steps=1)
+    after = _unwrapped(tr)
+    base_moved = (after[EMB][:n_old] - before[EMB][:n_old]).abs().amax(dim=1).gt(0)
+    assert base_moved.float().mean() > 0.99  # (nearly) every base row, not only the prompt's tokens
+    assert (after[EMB][n_old:] - before[EMB][n_old:]).abs().amax(dim=1).gt(1e-4).all()
+    emb = after[EMB].detach()
+    d_base = relative_drift(before[EMB][:n_old], emb[:n_old])
+    d_virtual = relative_drift(before[EMB][n_old:], emb[n_old:])
+    assert 0 < d_base < d_virtual
+    assert tr.model.get_base_model().get_output_embeddings().weight is tr.model.get_base_model().get_input_embeddings().weight
+    for n, p in before.items():
+        if n != EMB:
+            assert torch.equal(after[n], p), f"{n} changed"
+    trained = after[EMB].detach().clone()
+    merged = tr.merged()
+    assert merged.get_output_embeddings().weight is merged.get_input_embeddings().weight
+    assert torch.equal(merged.get_input_embeddings().weight, trained)
 
 
 def test_embedding_lr_scale_gives_virtual_rows_a_larger_first_step(tiny_model_dir, tmp_path):
@@ -67,3 +107,48 @@ def test_embedding_lr_scale_gives_virtual_rows_a_larger_first_step(tiny_model_di
         assert lrs[-1] == pytest.approx(1e-3 * scale)
     assert steps[1.0] == pytest.approx(1e-3, rel=0.05)
     assert steps[20.0] == pytest.approx(2e-2, rel=0.05)
+
+
+def test_all_rows_survive_stage_save_and_checkpoint_round_trip(tmp_path):
+    """Under embedding_rows=all the Stage-1 folder holds the trained base rows (the merged model
+    is saved whole), and each checkpoint's embedding_rows.pt holds the whole matrix, which a
+    fresh run restores exactly; a run training only the virtual rows refuses that file."""
+    from toolsense.catalog import load_catalog as load
+    from toolsense.index import ToolIndex
+    from toolsense.models import ModelConfig, load_model_and_tokenizer
+    from toolsense.training import to_train_config
+    from toolsense.training.runner import load_or_build_index
+    from toolsense.training.stage import StageRunner
+    from toolsense.training.trainer import ROWS_FILE, restore_embedding_rows
+
+    cfg = to_train_config(compose_train([*TINY, "experiment=tg", "stage1.max_steps=2", "trainer.save_steps=2",
+                                         "stage1.learning_rate=1e-2", f"output_dir={tmp_path}"]))
+    assert cfg.tuning.embedding_rows == "all"
+    catalog = load(cfg.catalog.path)
+    index = load_or_build_index(cfg, catalog, tmp_path)
+    examples = build_memorization_examples(catalog, index, cfg.memorization)
+    runner = StageRunner("stage1", cfg, cfg.stage1, index, examples, tmp_path)
+    runner.setup()
+    runner.train()
+    trained = runner.trainable.model.get_base_model().get_input_embeddings().weight.detach().clone()
+    runner.save()
+
+    base, tok = load_model_and_tokenizer(ModelConfig("tiny_random", dtype="float32"))
+    n_old = len(tok)
+    assert not torch.equal(trained[:n_old], base.get_input_embeddings().weight[:n_old])  # base rows trained
+    saved, _ = load_model_and_tokenizer(ModelConfig("tiny_random", dtype="float32"), path=tmp_path / "stage1")
+    assert torch.equal(saved.get_input_embeddings().weight, trained)
+    assert saved.get_output_embeddings().weight is saved.get_input_embeddings().weight
+
+    ckpt = tmp_path / "checkpoints" / "stage1" / "checkpoint-2"
+    rows = torch.load(ckpt / ROWS_FILE)
+    assert rows["row_ids"] is None and torch.equal(rows["rows.0"], trained)
+    fresh, ftok = load_model_and_tokenizer(ModelConfig("tiny_random", dtype="float32"))
+    ids = add_index_tokens(ToolIndex.load(tmp_path / "index.json", catalog), fresh, ftok)
+    tr = prepare_trainable(fresh, TuningConfig(r=8, alpha=16), ids)
+    assert restore_embedding_rows(tr, ckpt)
+    assert torch.equal(tr.model.get_base_model().get_input_embeddings().weight, trained)
+    virtual = prepare_trainable(load_model_and_tokenizer(ModelConfig("tiny_random", dtype="float32"), path=tmp_path / "stage1")[0],
+                                TuningConfig(r=8, alpha=16, embedding_rows="virtual"), ids)
+    with pytest.raises(ValueError, match=r"embedding_rows.pt holds all rows of the embedding, this run trains 9 rows"):
+        restore_embedding_rows(virtual, ckpt)

@@ -25,7 +25,7 @@ def test_killed_run_resumes_from_checkpoint(tmp_path):
     args = [*TINY, "experiment=tg", "stage2.enabled=false", "stage1.max_steps=30", "trainer.save_steps=2", f"output_dir={run_dir}"]
     cmd = [sys.executable, str(ROOT / "train.py"), *args]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    ckpt = run_dir / "checkpoints" / "stage1" / "checkpoint-2" / "virtual_rows.pt"
+    ckpt = run_dir / "checkpoints" / "stage1" / "checkpoint-2" / "embedding_rows.pt"
     deadline = time.time() + 240
     while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.1)

@@ -24,7 +24,7 @@ from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import load_model_and_tokenizer
 from toolsense.training.config import StageSchedule, TrainConfig
 from toolsense.training.trainer import (
-    ROWS_FILE, ToolsenseSFTTrainer, TrackerCallback, VirtualRowsCallback, plan_batch, restore_virtual_rows, sft_config, world_size,
+    ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, plan_batch, restore_embedding_rows, sft_config, world_size,
 )
 from toolsense.training.tuning import Trainable, prepare_trainable
 
@@ -92,7 +92,7 @@ class StageRunner:
         run_name = f"{self.cfg.experiment}-{self.cfg.tuning.method}-{self.name}"
         callbacks = [TrackerCallback(self.tracker, self.name)] if self.tracker is not None else []
         if self.trainable.method == "lora":
-            callbacks.append(VirtualRowsCallback(self.trainable))
+            callbacks.append(EmbeddingRowsCallback(self.trainable))
         self.trainer = ToolsenseSFTTrainer(
             model=self.trainable.model,
             args=sft_config(self.cfg.trainer, self.schedule, self.ckpt_dir, run_name, model.config._attn_implementation),
@@ -109,8 +109,8 @@ class StageRunner:
         ckpt = last_checkpoint(self.ckpt_dir, needs=(ROWS_FILE,) if self.trainable.method == "lora" else ())
         if ckpt is not None:
             log.info("%s: resuming from %s", self.name, ckpt)
-            if self.trainable.method == "lora" and not restore_virtual_rows(self.trainable, ckpt):
-                raise RuntimeError(f"{ckpt} has no virtual-token rows; delete it to restart {self.name}")
+            if self.trainable.method == "lora" and not restore_embedding_rows(self.trainable, ckpt):
+                raise RuntimeError(f"{ckpt} has no {ROWS_FILE} (the trained embedding rows); delete it to restart {self.name}")
         out = self.trainer.train(resume_from_checkpoint=ckpt)
         history = [h["loss"] for h in self.trainer.state.log_history if "loss" in h]
         self.result = {

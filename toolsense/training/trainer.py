@@ -1,5 +1,5 @@
 """TRL SFTTrainer glue: batch arithmetic, precision, the SFTConfig of a stage, and callbacks
-that log metrics and keep the virtual-token rows in every checkpoint."""
+that log metrics and keep the trained embedding rows in every LoRA checkpoint."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from trl import SFTConfig, SFTTrainer
 from toolsense.training.config import StageSchedule, TrainerConfig
 from toolsense.training.tuning import Trainable, no_decay_parameter_names
 
-ROWS_FILE = "virtual_rows.pt"
+ROWS_FILE = "embedding_rows.pt"
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,11 @@ def world_size() -> int:
 
 
 def sft_config(cfg: TrainerConfig, schedule: StageSchedule, output_dir: Path, run_name: str, attn_implementation: str | None = None) -> SFTConfig:
+    """The stage's SFTConfig. ``warmup_ratio`` goes in as ``warmup_steps``: transformers >= 5.0
+    reads a value below 1 as a fraction of the steps and deprecated (later removed) ``warmup_ratio``;
+    pyproject pins >= 5.2 for ``train_sampling_strategy`` (tests/training/test_schedule.py checks
+    the learning rates step by step)."""
+    schedule.check("stage")
     plan = plan_batch(cfg, world_size())
     batching = resolve_batching(cfg, attn_implementation)
     return SFTConfig(
@@ -175,9 +180,10 @@ class TrackerCallback(TrainerCallback):
             self.tracker.log(metrics, state.global_step)
 
 
-class VirtualRowsCallback(TrainerCallback):
-    """Writes the virtual-token rows into each checkpoint: under LoRA they are part of the frozen
-    base model, which a PEFT checkpoint does not otherwise guarantee to hold."""
+class EmbeddingRowsCallback(TrainerCallback):
+    """Writes the trained embedding rows (the virtual-token rows, or under embedding_rows=all the
+    whole embedding / LM-head matrices) into each LoRA checkpoint: they belong to the PEFT model's
+    base weights, which a PEFT checkpoint does not otherwise guarantee to hold."""
 
     def __init__(self, trainable: Trainable):
         self.trainable = trainable
@@ -186,13 +192,14 @@ class VirtualRowsCallback(TrainerCallback):
         if state.is_world_process_zero:
             ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             tmp = ckpt / (ROWS_FILE + ".tmp")
-            torch.save(self.trainable.virtual_rows(), tmp)
+            torch.save(self.trainable.trained_rows(), tmp)
             tmp.replace(ckpt / ROWS_FILE)  # present only once complete: it marks the checkpoint complete
 
 
-def restore_virtual_rows(trainable: Trainable, checkpoint: str | Path) -> bool:
+def restore_embedding_rows(trainable: Trainable, checkpoint: str | Path) -> bool:
+    """Load a checkpoint's ``embedding_rows.pt`` into ``trainable``; False when it has none."""
     path = Path(checkpoint) / ROWS_FILE
     if not path.exists():
         return False
-    trainable.load_virtual_rows(torch.load(path, map_location="cpu"))
+    trainable.load_trained_rows(torch.load(path, map_location="cpu"), source=str(path))
     return True

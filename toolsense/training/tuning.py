@@ -1,21 +1,28 @@
-"""What is trainable: LoRA adapters plus the virtual-token rows, or every weight.
+"""What is trainable: LoRA adapters plus embedding rows, or every weight.
 
-Why not PEFT's ``trainable_token_indices``: TRL's SFTTrainer computes the loss with a fused LM
-head that multiplies hidden states by ``lm_head.weight`` directly. On a tied ``lm_head`` PEFT
-wraps the head in a ``TrainableTokensWrapper`` and the fused head then fails
-(``'TrainableTokensWrapper' object has no attribute 'bias'``); even where it runs, the fused head
-reads the raw weight and ignores the wrapper's trainable rows on the output side. Instead we
-keep the (tied) embedding matrix itself trainable and mask its gradient to the virtual-token
-rows, so the input and output sides stay one tensor, the base vocabulary rows receive exactly
-zero gradient, and merging leaves nothing to undo. Decoupled weight decay would still shrink
-zero-gradient rows, so the trainer excludes these matrices from weight decay
-(:func:`no_decay_parameter_names`).
+Under LoRA the (tied) embedding matrix itself stays a trainable parameter beside the adapters.
+``tuning.embedding_rows=all`` trains all of it, as the paper's LoRA "with trainable embeddings";
+``virtual`` masks its gradient to the virtual-token rows, so the base-vocabulary rows receive
+exactly zero gradient and stay bit-identical.
+
+Why not PEFT's ``trainable_token_indices`` (or ``modules_to_save``) for ``virtual``: TRL's
+SFTTrainer computes the loss with a fused LM head that multiplies hidden states by
+``lm_head.weight`` directly. On a tied ``lm_head`` PEFT wraps the head in a
+``TrainableTokensWrapper`` and the fused head then fails (``'TrainableTokensWrapper' object has
+no attribute 'bias'``); even where it runs, the fused head reads the raw weight and ignores the
+wrapper's trainable rows on the output side. A gradient mask on the one tied tensor keeps the
+input and output sides one tensor and leaves nothing to undo when merging.
+
+The embedding matrices get no weight decay (:func:`no_decay_parameter_names`): under ``virtual``
+decoupled decay would still shrink the zero-gradient rows; under ``all`` (and full fine-tuning)
+it would shrink every rarely seen base row toward zero — drift from decay, not from learning.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import torch
 
@@ -37,18 +44,34 @@ class Trainable:
     method: str
     virtual_ids: list[int]
     row_params: list[torch.nn.Parameter] = field(default_factory=list)
+    """Under LoRA: the embedding matrix, and the output matrix when untied (trained beside the adapters)."""
+    row_ids: Optional[list[int]] = None
+    """The rows of ``row_params`` that train: the virtual ids, or None for every row."""
     _hooks: list = field(default_factory=list, repr=False)
 
-    def virtual_rows(self) -> dict[str, torch.Tensor]:
-        """The virtual-token rows of the embedding (and untied output) matrices, on CPU."""
-        ids = torch.tensor(self.virtual_ids)
-        return {f"rows.{i}": p.detach()[ids].cpu().clone() for i, p in enumerate(self.row_params)}
+    def _index(self, p: torch.Tensor) -> Any:
+        return slice(None) if self.row_ids is None else torch.tensor(self.row_ids, device=p.device)
+
+    def trained_rows(self) -> dict[str, Any]:
+        """The trained rows of ``row_params`` on CPU (whole matrices under embedding_rows=all):
+        what a LoRA checkpoint must hold beside the adapters to resume exactly."""
+        rows: dict[str, Any] = {"row_ids": self.row_ids}
+        rows.update({f"rows.{i}": p.detach()[self._index(p)].cpu().clone() for i, p in enumerate(self.row_params)})
+        return rows
 
     @torch.no_grad()
-    def load_virtual_rows(self, rows: dict[str, torch.Tensor]) -> None:
-        ids = torch.tensor(self.virtual_ids)
+    def load_trained_rows(self, rows: dict[str, Any], source: str = "rows") -> None:
+        """Write rows saved by :meth:`trained_rows` back; they must be the same rows of the same shape."""
+        if rows.get("row_ids") != self.row_ids:
+            saved = "all rows" if rows.get("row_ids") is None else f"{len(rows['row_ids'])} rows"
+            mine = "all rows" if self.row_ids is None else f"{len(self.row_ids)} rows"
+            raise ValueError(f"{source} holds {saved} of the embedding, this run trains {mine} (tuning.embedding_rows changed?)")
         for i, p in enumerate(self.row_params):
-            p[ids.to(p.device)] = rows[f"rows.{i}"].to(p.device, p.dtype)
+            idx = self._index(p)
+            saved = rows[f"rows.{i}"]
+            if saved.shape != p[idx].shape:
+                raise ValueError(f"{source}: rows.{i} has shape {tuple(saved.shape)}, the model's has {tuple(p[idx].shape)}")
+            p[idx] = saved.to(p.device, p.dtype)
 
     def merged(self) -> torch.nn.Module:
         """The plain transformers model with LoRA merged into the base weights."""
@@ -71,8 +94,9 @@ def _row_mask_hook(n_rows: int, ids: list[int]):
 
 
 def prepare_trainable(model, tuning: TuningConfig, virtual_ids: list[int]) -> Trainable:
-    """LoRA (r, alpha, dropout on ``target_modules``) with gradient-masked virtual-token rows,
-    or full fine-tuning. Tying is checked to survive."""
+    """LoRA (r, alpha, dropout on ``target_modules``) with the embedding matrices trainable —
+    all rows, or gradient-masked to the virtual-token rows (``tuning.embedding_rows``) — or full
+    fine-tuning. Tying is checked to survive."""
     tied = _is_tied(model)
     if tuning.method == "full":
         for p in model.parameters():
@@ -89,20 +113,23 @@ def prepare_trainable(model, tuning: TuningConfig, virtual_ids: list[int]) -> Tr
     rows = [base.get_input_embeddings().weight]
     if not tied and base.get_output_embeddings() is not None:
         rows.append(base.get_output_embeddings().weight)
+    masked = tuning.embedding_rows == "virtual"
     hooks = []
     for p in rows:
         p.requires_grad_(True)
-        hooks.append(p.register_hook(_row_mask_hook(p.shape[0], list(virtual_ids))))
+        if masked:
+            hooks.append(p.register_hook(_row_mask_hook(p.shape[0], list(virtual_ids))))
     if tied and not _is_tied(base):
         raise RuntimeError("applying LoRA untied the input and output embeddings")
     n_train = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
-    log.info("LoRA r=%d alpha=%d on %s; %d virtual-token rows trainable (%s); %.2fM trainable parameters",
-             tuning.r, tuning.alpha, tuning.target_modules, len(virtual_ids), "tied" if tied else "untied", n_train / 1e6)
-    return Trainable(peft_model, "lora", list(virtual_ids), rows, hooks)
+    what = f"{len(virtual_ids)} virtual-token rows" if masked else f"all {rows[0].shape[0]} rows"
+    log.info("LoRA r=%d alpha=%d on %s; embedding: %s trainable (%s); %.2fM trainable parameters",
+             tuning.r, tuning.alpha, tuning.target_modules, what, "tied" if tied else "untied", n_train / 1e6)
+    return Trainable(peft_model, "lora", list(virtual_ids), rows, list(virtual_ids) if masked else None, hooks)
 
 
 def no_decay_parameter_names(model) -> set[str]:
-    """Names of the embedding / LM-head matrices (weight decay would move their frozen rows)."""
+    """Names of the embedding / LM-head matrices, which get no weight decay (see the module doc)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     targets = {id(base.get_input_embeddings().weight)}
     if base.get_output_embeddings() is not None:
