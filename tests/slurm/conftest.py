@@ -25,8 +25,10 @@ def cluster_down_reason() -> str | None:
         if out.returncode == 0 and any(s.startswith(("idle", "mix", "alloc", "completing")) for s in states):
             return None
         why = f"sinfo: {(out.stderr or out.stdout).strip() or 'no usable node'}"
-    recorded = STATUS.read_text().strip().splitlines()[0] if STATUS.exists() else f"run {START} (as root) to start one"
-    return f"no Slurm test cluster ({why}); {recorded}"
+    recorded = STATUS.read_text().strip() if STATUS.exists() else ""
+    if not recorded.startswith("Slurm test cluster not started"):  # no failure on record: say how to start one
+        recorded = f"start one with: sudo {START}"
+    return f"no Slurm test cluster ({why}); {recorded.splitlines()[0]}"
 
 
 @pytest.fixture(scope="session")
