@@ -22,8 +22,10 @@ def main(cfg: DictConfig) -> float | None:
     if cfg.evaluate.suite is not None or cfg.evaluate.overrides or cfg.evaluate.drift:
         from toolsense.evaluation.runner import evaluate_trained_run
 
-        mirror = ["eval_logger=wandb"] if cfg.logger.kind == "wandb" and not any(o.startswith("eval_logger") for o in cfg.evaluate.overrides) else []
-        evaluate_trained_run(run_dir, cfg.evaluate.suite, [*mirror, *cfg.evaluate.overrides], cfg.evaluate.drift)
+        overrides = list(cfg.evaluate.overrides)
+        if cfg.logger.kind == "wandb" and not any(o.startswith("eval_logger") for o in overrides):  # W&B for eval too
+            overrides.insert(0, "eval_logger=wandb")
+        evaluate_trained_run(run_dir, cfg.evaluate.suite, overrides, cfg.evaluate.drift)
     last = summary.get("stage2") or summary.get("stage1") or {}
     return last.get("train_loss")
 
