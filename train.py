@@ -9,7 +9,7 @@ import hydra
 from omegaconf import DictConfig
 
 from toolsense.training import register_configs, run
-from toolsense.utils.hydra import shared_output_dir
+from toolsense.utils.hydra import shared_output_dir, sweep_name
 
 register_configs()
 
@@ -17,11 +17,15 @@ register_configs()
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float | None:
     run_dir = shared_output_dir(cfg.output_dir)
+    cfg.logger.group = cfg.logger.group or sweep_name()  # a sweep is one W&B group; a single run's is its experiment
     summary = run(cfg, output_dir=run_dir)
     if cfg.evaluate.suite is not None or cfg.evaluate.overrides or cfg.evaluate.drift:
         from toolsense.evaluation.runner import evaluate_trained_run
 
-        evaluate_trained_run(run_dir, cfg.evaluate.suite, list(cfg.evaluate.overrides), cfg.evaluate.drift)
+        overrides = list(cfg.evaluate.overrides)
+        if cfg.logger.kind == "wandb" and not any(o.startswith("eval_logger") for o in overrides):  # W&B for eval too
+            overrides.insert(0, "eval_logger=wandb")
+        evaluate_trained_run(run_dir, cfg.evaluate.suite, overrides, cfg.evaluate.drift)
     last = summary.get("stage2") or summary.get("stage1") or {}
     return last.get("train_loss")
 

@@ -95,7 +95,11 @@ def test_effective_batch_split():
         plan_batch(TrainerConfig(effective_batch=100, per_device_batch=8), world_size=2)
 
 
-def test_slurm_launcher_composes_to_submitit():
+def test_slurm_launcher_composes_to_submitit(tmp_path):
+    """No GPU and the cluster's default partition unless the git-ignored conf/local/slurm.yaml
+    (here: the committed example, copied into a copy of conf/) says otherwise."""
+    import shutil
+
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
@@ -103,10 +107,20 @@ def test_slurm_launcher_composes_to_submitit():
     from toolsense.training import register_configs
 
     register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=["launcher=slurm", "hydra.launcher.partition=gpu"], return_hydra_config=True)
+    conf = tmp_path / "conf"
+    shutil.copytree(ROOT / "conf", conf)
+    (conf / "local" / "slurm.yaml").unlink(missing_ok=True)
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        cfg = compose("train", overrides=["launcher=slurm", "hydra.launcher.cpus_per_task=1"], return_hydra_config=True)
     launcher = cfg.hydra.launcher
     assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
-    assert (launcher.gpus_per_node, launcher.tasks_per_node, launcher.partition, launcher.timeout_min) == (1, 1, "gpu", 1440)
+    assert (launcher.gpus_per_node, launcher.tasks_per_node, launcher.partition, launcher.timeout_min) == (None, 1, None, 1440)
+    assert launcher.cpus_per_task == 1
+    shutil.copy(conf / "local" / "slurm.example.yaml", conf / "local" / "slurm.yaml")
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        cfg = compose("train", overrides=["launcher=slurm"], return_hydra_config=True)
+        plain = compose("train", overrides=[], return_hydra_config=True)
+    assert (cfg.hydra.launcher.gpus_per_node, cfg.hydra.launcher.partition, cfg.hydra.launcher.mem_gb) == (1, "gpu", 64)
+    assert "partition" not in plain.hydra.launcher  # the local Slurm file touches only launcher=slurm
     assert OmegaConf.to_container(cfg.hydra.sweep)["subdir"] == "${hydra.job.num}_${experiment}-${tuning.method}"
     assert cfg.hydra.callbacks.compare._target_ == "toolsense.evaluation.compare.CompareAfterSweep"

@@ -164,7 +164,7 @@ def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict
         from toolsense.evaluation.compare import CompareConfig, run_compare
 
         return run_compare(from_section(CompareConfig, plain.get("compare"), "compare", strict=True), out)
-    with tracker(logger_cfg, plain) as track:
+    with tracker(logger_cfg, plain, out) as track:
         if plain.get("task", "evaluate") == "drift":
             from toolsense.evaluation.drift import run_drift
 

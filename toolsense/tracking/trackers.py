@@ -1,7 +1,9 @@
 """Experiment trackers: metrics always go to ``<run_dir>/metrics.jsonl``; W&B optionally.
 
 A tracker never sees secrets: W&B reads its key from the environment itself, and the config we
-log is passed through :func:`redact`. Callers use ``finish()`` in ``finally``.
+log is passed through :func:`redact`. Callers use ``finish()`` in ``finally``. W&B runs are made
+comparable by :func:`run_labels` (experiment, index scheme, formats, tuning, seed, model), logged
+both as ``key:value`` tags and as the ``labels`` config section; a sweep is one W&B group.
 """
 
 from __future__ import annotations
@@ -29,6 +31,21 @@ def redact(obj: Any) -> Any:
     return obj
 
 
+def run_labels(config: dict) -> dict[str, str]:
+    """What tells two training runs apart, read from a resolved train config (missing parts are
+    left out): ``{experiment, index_scheme, formats, tuning, seed, model}``."""
+    index, mem = config.get("index") or {}, config.get("memorization") or {}
+    labels = {
+        "experiment": config.get("experiment"),
+        "index_scheme": None if "builder" not in index else ("flat" if index["builder"] == "flat" else "hierarchical"),
+        "formats": "+".join(mem["formats"]) if mem.get("formats") else None,
+        "tuning": (config.get("tuning") or {}).get("method"),
+        "seed": (config.get("trainer") or {}).get("seed"),
+        "model": (config.get("model") or {}).get("name_or_path"),
+    }
+    return {k: str(v) for k, v in labels.items() if v is not None}
+
+
 class Tracker(Protocol):
     def log(self, metrics: dict[str, float], step: int) -> None: ...
 
@@ -54,19 +71,29 @@ class JsonlTracker:
 
 
 class WandbTracker:
-    def __init__(self, *, project: str, entity: str | None, mode: str, group: str, name: str, tags: list[str], config: dict, run_dir: Path):
+    """One W&B run under ``<run_dir>/wandb`` (offline unless ``mode`` says otherwise). On finish an
+    offline run prints the ``wandb sync`` command that uploads it."""
+
+    def __init__(self, *, project: str, entity: str | None, mode: str, group: str, name: str, tags: list[str], config: dict,
+                 run_dir: Path, job_type: str = "train"):
         import wandb
 
+        labels = run_labels(config)
+        tags = list(dict.fromkeys([*tags, *(f"{k}:{v}" for k, v in labels.items())]))
         self._run = wandb.init(
-            project=project, entity=entity, mode=mode, group=group, name=name, tags=tags,
-            config=redact(config), dir=str(run_dir), reinit="finish_previous",
+            project=project, entity=entity, mode=mode, group=group, name=name, tags=tags, job_type=job_type,
+            config={**redact(config), "labels": labels}, dir=str(run_dir), reinit="finish_previous",
         )
+        self.offline = mode == "offline"
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         self._run.log(metrics, step=step)
 
     def finish(self) -> None:
+        run_dir = Path(self._run.dir).parent  # <dir>/wandb/offline-run-<time>-<id>
         self._run.finish()
+        if self.offline:
+            print(f"W&B run saved offline; upload it with: wandb sync {run_dir}", flush=True)
 
 
 class MultiTracker:
@@ -94,12 +121,15 @@ def _none(**_: Any) -> list[Tracker]:
 
 
 @TRACKERS.register("wandb")
-def _wandb(*, logger, name: str, tags: list[str], config: dict, run_dir: Path, group: str) -> list[Tracker]:
+def _wandb(*, logger, name: str, tags: list[str], config: dict, run_dir: Path, group: str, job_type: str) -> list[Tracker]:
     return [WandbTracker(project=logger.project, entity=logger.entity, mode=logger.mode, group=logger.group or group,
-                         name=name, tags=list(logger.tags) + tags, config=config, run_dir=run_dir)]
+                         name=name, tags=list(logger.tags) + tags, config=config, run_dir=run_dir, job_type=job_type)]
 
 
-def make_tracker(logger, *, run_dir: Path, name: str, group: str, tags: list[str], config: dict, extra: dict | None = None) -> MultiTracker:
-    """The run's JSONL tracker plus the one ``logger.kind`` names."""
-    others = TRACKERS.get(str(logger.kind))(logger=logger, name=name, tags=tags, config=config, run_dir=run_dir, group=group)
+def make_tracker(logger, *, run_dir: Path, name: str, group: str, tags: list[str], config: dict, extra: dict | None = None,
+                 job_type: str = "train") -> MultiTracker:
+    """The run's JSONL tracker plus the one ``logger.kind`` names (``logger`` has kind, project,
+    entity, mode, group, tags: ``LoggerConfig``); ``group`` applies when ``logger.group`` is None."""
+    others = TRACKERS.get(str(logger.kind))(logger=logger, name=name, tags=tags, config=config, run_dir=run_dir, group=group,
+                                            job_type=job_type)
     return MultiTracker([JsonlTracker(run_dir / "metrics.jsonl", extra), *others])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hydra.core.config_store import ConfigStore
 
 
@@ -25,3 +27,13 @@ def shared_output_dir(explicit: str | None) -> str:
         raise ValueError("output_dir: set it explicitly (output_dir=outputs/<name>) when launching several processes; "
                          "each would otherwise pick its own timestamped Hydra directory")
     return HydraConfig.get().runtime.output_dir
+
+
+def sweep_name() -> str | None:
+    """The name of the -m sweep this job belongs to (its directory's name, e.g. the timestamp),
+    or None for a single run: a sweep is one W&B group."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    hc = HydraConfig.get()
+    return Path(hc.sweep.dir).name if hc.mode == RunMode.MULTIRUN else None
