@@ -219,7 +219,10 @@ def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens
     becomes a finished hypothesis scored ``logprob / generated_length ** length_penalty``, and
     the best ``width`` of those are returned. A query stops collecting once its best live beam,
     normalised by the current length, cannot beat its worst kept hypothesis (HF's heuristic with
-    ``early_stopping=False``; exact for ``length_penalty=0``).
+    ``early_stopping=False``; exact for ``length_penalty=0``). Tested equal to ``generate`` with
+    ``prefix_allowed_tokens_fn`` on a clustered index. Left different: where fewer than ``width``
+    hypotheses exist (a small trie), HF pads its list with placeholder beams scored -1e9 and we
+    return a shorter list; exact score ties may break in another order.
 
     With ``share_prompt`` (default) every decode step appends the ``Q x B`` live tokens to the
     *shared* prompt cache as new positions, and a 4D mask lets each token see the prompt and its
