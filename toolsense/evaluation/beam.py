@@ -1,11 +1,14 @@
 """Batched beam search over tool ids, constrained by the trie (tensor masks) or free-form.
 
-Semantics (the same for both modes): every query keeps ``B`` beams; a beam ends when it emits
-EOS (or leaves nothing to continue) and is then carried unchanged, so the final beams are the
-``B`` best sequences by summed log-probability among those reachable with ``B`` live beams.
+Semantics (the same for both modes) are Hugging Face's ``generate(num_beams=B,
+num_return_sequences=B)``: every query keeps ``B`` live beams; a continuation that emits EOS (or
+reaches the step limit) becomes a finished hypothesis ranked by its summed log-probability
+divided by ``generated_length ** length_penalty`` (EOS counted, prompt not; 1.0 as in HF, 0.0 =
+the plain sum), and the ``B`` best hypotheses are returned. Variable-depth (clustered) indexes
+are where the penalty matters: it favours longer ids over shorter ones of equal probability.
 Constrained decoding masks every step to the trie's allowed tokens; free-form decoding uses the
-same search without the mask. A beam is a *tool* only if its tokens are exactly a tool's id
-followed by EOS (it ends on a terminal trie node); anything else is reported as ``None``.
+same search without the mask. A hypothesis is a *tool* only if its tokens are exactly a tool's
+id followed by EOS (it ends on a terminal trie node); anything else is reported as ``None``.
 
 The prompt is encoded once (:func:`prefill`) and both searches start from that state. For flat
 indexes :func:`flat_constrained` gives the constrained top-B with one decode step of the B
@@ -40,10 +43,11 @@ class Prefill:
 
 @dataclass
 class Beams:
-    """Final beams of a batch, ranked best first per query."""
+    """Final hypotheses of a batch, ranked best first per query."""
 
-    tools: list[list[str | None]]  # per query, per beam: tool name or None (not a tool)
-    scores: list[list[float]]  # summed log-probabilities
+    tools: list[list[str | None]]  # per query, per hypothesis: tool name or None (not a tool)
+    scores: list[list[float]]  # the ranking score: logprob / generated_length ** length_penalty
+    logprobs: list[list[float]]  # summed log-probabilities
     sequences: list[list[list[int]]]  # generated token ids (EOS included, padding removed)
 
 
@@ -119,94 +123,146 @@ def _decode(model, tokens: torch.Tensor, cache, attention_mask: torch.Tensor) ->
     return _log_softmax(out.logits[:, -1])
 
 
-def _finish(tt: TrieTensors, nq: int, width: int, scores, nodes, seqs) -> Beams:
-    tool_idx = tt.tool_index(nodes).view(nq, width).tolist()
-    scores = scores.view(nq, width)
-    seqs = seqs.view(nq, width, -1).tolist()
-    out = Beams([], [], [])
-    for q in range(nq):
-        tools, sc, sq = [], [], []
-        for b in range(width):
-            s = float(scores[q, b])
-            if s == NEG_INF:  # fewer than B valid sequences exist
-                continue
-            tools.append(tt.tools[tool_idx[q][b]] if tool_idx[q][b] >= 0 else None)
-            sc.append(s)
-            sq.append([t for t in seqs[q][b] if t >= 0])
-        out.tools.append(tools)
-        out.scores.append(sc)
-        out.sequences.append(sq)
-    return out
+def _length_norm(step: int, length_penalty: float) -> float:
+    """HF's divisor of a hypothesis finished at 0-based ``step``: its generated length (EOS
+    included, prompt excluded) to the power ``length_penalty``."""
+    return float(step + 1) ** length_penalty
+
+
+@dataclass
+class _Finished:
+    """Each query's best ``width`` finished hypotheses by length-normalised score (HF's beam
+    hypotheses); an empty slot scores -inf. ``seq`` is padded with -1."""
+
+    score: torch.Tensor  # [Q, B]
+    logprob: torch.Tensor  # [Q, B]
+    node: torch.Tensor  # [Q, B]
+    seq: torch.Tensor  # [Q, B, T]
+
+    @classmethod
+    def empty(cls, nq: int, width: int, dev) -> "_Finished":
+        score = torch.full((nq, width), NEG_INF, device=dev)
+        node = torch.full((nq, width), DEAD, dtype=torch.long, device=dev)
+        return cls(score, score.clone(), node, torch.empty(nq, width, 0, dtype=torch.long, device=dev))
+
+    def add(self, score: torch.Tensor, logprob: torch.Tensor, node: torch.Tensor, seq: torch.Tensor) -> None:
+        """Merge candidates ``[Q, K]`` (score -inf: not finished) and keep the best ``width``."""
+        old = torch.nn.functional.pad(self.seq, (0, seq.shape[2] - self.seq.shape[2]), value=-1)
+        merged = torch.cat([self.score, score], 1)
+        top = merged.topk(self.score.shape[1], dim=1).indices
+        self.score = merged.gather(1, top)
+        self.logprob = torch.cat([self.logprob, logprob], 1).gather(1, top)
+        self.node = torch.cat([self.node, node], 1).gather(1, top)
+        self.seq = torch.cat([old, seq], 1).gather(1, top[:, :, None].expand(-1, -1, seq.shape[2]))
+
+    def worst(self) -> torch.Tensor:
+        return self.score.min(dim=1).values
+
+    def beams(self, tt: TrieTensors) -> Beams:
+        tool_idx = tt.tool_index(self.node).tolist()
+        score, logprob, seq = self.score.tolist(), self.logprob.tolist(), self.seq.tolist()
+        out = Beams([], [], [], [])
+        for q in range(len(score)):
+            keep = [b for b, s in enumerate(score[q]) if s != NEG_INF]  # fewer than B hypotheses exist
+            out.tools.append([tt.tools[tool_idx[q][b]] if tool_idx[q][b] >= 0 else None for b in keep])
+            out.scores.append([score[q][b] for b in keep])
+            out.logprobs.append([logprob[q][b] for b in keep])
+            out.sequences.append([[t for t in seq[q][b] if t >= 0] for b in keep])
+        return out
+
+
+@dataclass
+class _Running:
+    """The ``width`` live beams of every query (flattened ``[Q * B]``) and where they came from."""
+
+    score: torch.Tensor  # summed log-prob; -inf = no beam
+    node: torch.Tensor
+    seq: torch.Tensor  # [Q * B, t]
+    parent: torch.Tensor  # [Q, B] the beam of the previous step (within its query) each extends
+
+
+def _step(tt: TrieTensors, logp: torch.Tensor, run: _Running, fin: _Finished, open_: torch.Tensor, width: int,
+          step: int, last: bool, length_penalty: float) -> _Running:
+    """One step of HF's beam search: the best ``2 * width`` continuations of all live beams; those
+    among the best ``width`` that end (EOS, or the step limit) join the finished hypotheses of
+    the queries still ``open_``; the best ``width`` that do not end live on."""
+    nq = open_.shape[0]
+    nb, vocab = logp.shape[0] // nq, logp.shape[1]
+    cand = (run.score[:, None] + logp).view(nq, nb * vocab)
+    k = 2 * width
+    vals, idx = cand.topk(min(k, nb * vocab), dim=1)
+    if vals.shape[1] < k:  # a tiny vocabulary: pad with impossible continuations
+        fill = k - vals.shape[1]
+        vals = torch.cat([vals, vals.new_full((nq, fill), NEG_INF)], 1)
+        idx = torch.cat([idx, idx[:, :1].expand(nq, fill)], 1)
+    parent, tok = idx // vocab, idx % vocab
+    src = (parent + torch.arange(nq, device=idx.device)[:, None] * nb).view(-1)
+    node = tt.advance(run.node[src], tok.view(-1)).view(nq, k)
+    seq = torch.cat([run.seq[src], tok.view(-1, 1)], 1).view(nq, k, -1)
+    ended = (tok == tt.eos_id) | last
+    new = ended & torch.isfinite(vals) & open_[:, None]
+    new[:, width:] = False
+    fin.add(torch.where(new, vals / _length_norm(step, length_penalty), NEG_INF), vals, node, seq)
+    live, pick = vals.masked_fill(ended, NEG_INF).topk(width, dim=1)
+    return _Running(live.view(-1), node.gather(1, pick).view(-1),
+                    seq.gather(1, pick[:, :, None].expand(-1, -1, seq.shape[2])).view(nq * width, -1),
+                    parent.gather(1, pick))
 
 
 @torch.no_grad()
 def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens: int, constrained: bool,
-                share_prompt: bool = True) -> Beams:
-    """Beam search of width ``width`` from ``pre`` (its cache is left as it was).
-    Ended beams continue with a single zero-cost placeholder step (recorded as -1).
+                length_penalty: float = 1.0, share_prompt: bool = True) -> Beams:
+    """HF's beam search (``generate(num_beams=width, num_return_sequences=width,
+    length_penalty=..., early_stopping=False)``) from ``pre``; its cache is left as it was.
 
-    With ``share_prompt`` (default) every decode step appends the ``Q x B`` current tokens to the
+    ``width`` beams stay live every step; a continuation ending in EOS (or at the step limit)
+    becomes a finished hypothesis scored ``logprob / generated_length ** length_penalty``, and
+    the best ``width`` of those are returned. A query stops collecting once its best live beam,
+    normalised by the current length, cannot beat its worst kept hypothesis (HF's heuristic with
+    ``early_stopping=False``; exact for ``length_penalty=0``). Tested equal to ``generate`` with
+    ``prefix_allowed_tokens_fn`` on a clustered index. Left different: where fewer than ``width``
+    hypotheses exist (a small trie), HF pads its list with placeholder beams scored -1e9 and we
+    return a shorter list; exact score ties may break in another order.
+
+    With ``share_prompt`` (default) every decode step appends the ``Q x B`` live tokens to the
     *shared* prompt cache as new positions, and a 4D mask lets each token see the prompt and its
     own ancestors only (:func:`_decode_tree`): the prompt's keys and values are never copied per
-    beam, and the beams' own positions are never reordered (the mask follows each beam's
-    lineage). Without it, the cache is expanded to one row per beam and reordered every step
-    (the textbook way; kept as the reference the tests compare against). Long searches
-    (more than ``TREE_MAX_STEPS`` steps) take the textbook way too: every beam token attends to
-    all ``steps x B`` beam positions of the tree, which outgrows the copies it saves."""
+    beam. Without it, the cache is expanded to one row per beam and reordered every step (the
+    textbook way; kept as the reference the tests compare against). Searches of more than
+    ``TREE_MAX_STEPS`` steps take the textbook way too: every beam token attends to all
+    ``steps x B`` beam positions of the tree, which outgrows the copies it saves."""
     share_prompt = share_prompt and max_new_tokens <= TREE_MAX_STEPS
-    nq, vocab = pre.logp.shape
-    dev = pre.logp.device
+    nq, dev = pre.logp.shape[0], pre.logp.device
     cache = None if share_prompt else copy.deepcopy(pre.cache)
-    mask = pre.attention_mask
-    logp = pre.logp
-    nodes = torch.zeros(nq, dtype=torch.long, device=dev)
-    scores = torch.zeros(nq, device=dev)
-    done = torch.zeros(nq, dtype=torch.bool, device=dev)
-    seqs = torch.empty(nq, 0, dtype=torch.long, device=dev)
-    nb = 1
-    see = parent = None  # tree mode: [Q, B, calls*B] which earlier beam positions each beam sees
+    mask, logp = pre.attention_mask, pre.logp
+    run = _Running(torch.zeros(nq, device=dev), torch.zeros(nq, dtype=torch.long, device=dev),
+                   torch.empty(nq, 0, dtype=torch.long, device=dev), None)
+    fin = _Finished.empty(nq, width, dev)
+    open_ = torch.ones(nq, dtype=torch.bool, device=dev)
+    see = None  # tree mode: [Q, B, calls*B] which earlier beam positions each beam sees
     calls = 0
     try:
         for step in range(max_new_tokens):
             if step > 0 and share_prompt:
                 own = torch.eye(width, dtype=torch.bool, device=dev).expand(nq, width, width)
-                see = own if see is None else torch.cat([see.gather(1, parent[:, :, None].expand(-1, -1, see.shape[2])), own], -1)
-                logp = _decode_tree(model, seqs[:, -1].clamp(min=0).view(nq, width), pre, see, calls).view(nq * width, vocab)
+                see = own if see is None else torch.cat([see.gather(1, run.parent[:, :, None].expand(-1, -1, see.shape[2])), own], -1)
+                logp = _decode_tree(model, run.seq[:, -1].view(nq, width), pre, see, calls).view(nq * width, -1)
                 calls += 1
             elif step > 0:
-                logp = _decode(model, seqs[:, -1].clamp(min=0), cache, mask)
-            if constrained:
-                logp = logp.masked_fill(~tt.allowed_mask(nodes), NEG_INF)
-            if done.any():
-                logp[done] = NEG_INF
-                logp[done, 0] = 0.0  # the placeholder continuation
-            cand = (scores[:, None] + logp).view(nq, nb * vocab)
-            vals, idx = cand.topk(min(width, nb * vocab), dim=1)
-            if vals.shape[1] < width:  # pad to width with impossible beams
-                fill = width - vals.shape[1]
-                vals = torch.cat([vals, vals.new_full((nq, fill), NEG_INF)], 1)
-                idx = torch.cat([idx, idx[:, :1].expand(nq, fill)], 1)
-            parent = idx // vocab  # [Q, B]: the beam (within its query) each new beam extends
-            src = (parent + torch.arange(nq, device=dev)[:, None] * nb).view(-1)
-            tok = (idx % vocab).view(-1)
-            was_done = done[src]
-            tok = torch.where(was_done, torch.full_like(tok, -1), tok)
-            nodes = torch.where(was_done, nodes[src], tt.advance(nodes[src], tok))
-            scores = vals.view(-1)
-            done = was_done | (tok == tt.eos_id) | (scores == NEG_INF)
-            if constrained:
-                done |= nodes == DEAD
-            seqs = torch.cat([seqs[src], tok[:, None]], 1)
-            nb = width
-            if bool(done.all()) or step == max_new_tokens - 1:
-                break
-            if not share_prompt:
+                src = (run.parent + torch.arange(nq, device=dev)[:, None] * (mask.shape[0] // nq)).view(-1)
                 cache.reorder_cache(src)
                 mask = torch.cat([mask[src], mask.new_ones(len(src), 1)], 1)
+                logp = _decode(model, run.seq[:, -1], cache, mask)
+            if constrained:
+                logp = logp.masked_fill(~tt.allowed_mask(run.node), NEG_INF)
+            run = _step(tt, logp, run, fin, open_, width, step, step == max_new_tokens - 1, length_penalty)
+            open_ &= run.score.view(nq, width)[:, 0] / _length_norm(step, length_penalty) > fin.worst()
+            if not bool(open_.any()):
+                break
     finally:
         if calls:
             pre.cache.crop(-calls * width)  # negative: drop the beams' positions (old and new transformers)
-    return _finish(tt, nq, nb, scores, nodes, seqs)
+    return fin.beams(tt)
 
 
 @torch.no_grad()
@@ -240,11 +296,12 @@ def _decode_siblings(model, tokens: torch.Tensor, pre: Prefill) -> torch.Tensor:
 
 
 @torch.no_grad()
-def flat_constrained(model, pre: Prefill, tt: TrieTensors, width: int) -> Beams:
+def flat_constrained(model, pre: Prefill, tt: TrieTensors, width: int, length_penalty: float = 1.0) -> Beams:
     """Constrained top-``width`` for a flat index (every tool id is one token): rank tool
     tokens by their prefill log-prob, keep the best ``width``, and add the EOS term from one
     forward of those candidates side by side (:func:`_decode_siblings`). Equal to
-    :func:`beam_search` with ``constrained=True``."""
+    :func:`beam_search` with ``constrained=True``: every hypothesis has length 2, so the length
+    normalisation divides all scores by the same ``2 ** length_penalty`` and keeps the ranking."""
     nq = pre.logp.shape[0]
     cand = tt.root_tokens()
     after = tt.advance(torch.zeros_like(cand), cand)
@@ -261,4 +318,4 @@ def flat_constrained(model, pre: Prefill, tt: TrieTensors, width: int) -> Beams:
     tok = tok.gather(1, order)
     nodes = tt.advance(tt.advance(torch.zeros_like(tok), tok), torch.full_like(tok, tt.eos_id))
     seqs = torch.stack([tok, torch.full_like(tok, tt.eos_id)], -1)
-    return _finish(tt, nq, k, total.reshape(-1), nodes.reshape(-1), seqs.reshape(nq * k, 2))
+    return _Finished(total / _length_norm(1, length_penalty), total, nodes, seqs).beams(tt)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
@@ -22,6 +23,10 @@ class DecodingConfig:
     """Encode the prompts' common prefix (system prompt, chat template) once per batch."""
     max_new_tokens: Optional[int] = None
     """Free-form search length; None = the index depth + 1 (longer outputs cannot be tools)."""
+    length_penalty: float = 1.0
+    """Beam ranking of finished ids: summed log-prob / generated_length ** length_penalty (EOS
+    counted), as Hugging Face's generate (default 1.0, as ToolGen ran it); 0.0 = the plain sum.
+    Changes rankings only for variable-depth (clustered) indexes."""
     resamples: int = 1000
     """Bootstrap resamples over queries for the 95% intervals."""
     seed: int = 0
@@ -35,6 +40,8 @@ class DecodingConfig:
             raise ValueError(f"decoding.ks must lie in [1, beam_width={self.beam_width}], got {bad}")
         if self.batch_size < 1:
             raise ValueError(f"decoding.batch_size must be >= 1, got {self.batch_size}")
+        if not math.isfinite(self.length_penalty):
+            raise ValueError(f"decoding.length_penalty must be a finite number, got {self.length_penalty}")
 
 
 @dataclass

@@ -7,7 +7,7 @@ A *ranking* is a list of tool names in rank order; ``None`` marks an output that
 - recall@k: fraction of the gold tools found in the top k ("full recall" at k = beam width).
 - NDCG@k with binary gains; the ideal DCG counts *all* gold tools (min(k, |gold|) ideal hits),
   not only the ones retrieved — a model that finds one of four gold tools does not score 1.
-- IS@k = Rf@k / Rc@k, and 0 when Rc@k = 0.
+- IS@k = Rf@k / Rc@k, and 0 when Rc@k = 0; it may exceed 1 (see :func:`is_ci`).
 """
 
 from __future__ import annotations
@@ -91,26 +91,38 @@ def mean_ci(values: Sequence[float], idx: np.ndarray, alpha: float = 0.05) -> Es
     return Estimate(float(v.mean()), float(lo), float(hi))
 
 
-def is_ci(rf: Estimate, rc: Estimate, z: float = 1.959964) -> Estimate:
-    """IS with a delta-method interval from the intervals of Rf and Rc.
+def is_delta_variance(rf: float, rc: float, var_f: float, var_c: float, cov_fc: float) -> float:
+    """Delta-method variance of IS = Rf / Rc (first-order Taylor expansion around the means):
+    Var(Rf)/Rc² + Rf² Var(Rc)/Rc⁴ − 2 Rf Cov(Rf, Rc)/Rc³. Free-form and constrained hits are
+    measured on the same queries and move together, so the covariance term narrows the interval."""
+    return var_f / rc**2 + rf**2 * var_c / rc**4 - 2 * rf * cov_fc / rc**3
 
-    Each standard error is read off its 95% interval (width / 2z); Var(IS) ≈ se_f²/Rc² +
-    Rf² se_c²/Rc⁴. The covariance of Rf and Rc is left out: they are positively correlated and
-    enter with a minus sign, so leaving it out widens the interval (conservative). Clipped to [0, 1].
-    """
-    value = internalization_score(rf.value, rc.value)
-    if rc.value == 0:
+
+def is_ci(f_hits: Sequence[float], c_hits: Sequence[float], idx: np.ndarray, z: float = 1.959964) -> Estimate:
+    """IS@k with a 95% delta-method interval, from per-query free-form and constrained hits.
+
+    Var(Rf), Var(Rc) and Cov(Rf, Rc) are those of the two means over the *same* (paired)
+    bootstrap resamples ``idx`` (sample moments, ddof 1), fed to :func:`is_delta_variance`. The
+    interval is IS ± z·se, cut at 0 below only: IS can exceed 1 (free-form may find tools that a
+    pruned hierarchical constrained search misses), and the point estimate always lies inside.
+    Rc = 0 gives IS = 0 with a zero-width interval."""
+    f = np.asarray(f_hits, dtype=np.float64)
+    c = np.asarray(c_hits, dtype=np.float64)
+    rf, rc = float(f.mean()), float(c.mean())
+    if rc == 0:
         return Estimate(0.0, 0.0, 0.0)
-    se_f = (rf.hi - rf.lo) / (2 * z)
-    se_c = (rc.hi - rc.lo) / (2 * z)
-    se = math.sqrt(se_f**2 / rc.value**2 + rf.value**2 * se_c**2 / rc.value**4)
-    return Estimate(value, max(0.0, value - z * se), min(1.0, value + z * se))
+    mf, mc = f[idx].mean(axis=1), c[idx].mean(axis=1)
+    cov = np.cov(mf, mc, ddof=1) if len(mf) > 1 else np.zeros((2, 2))
+    se = math.sqrt(max(is_delta_variance(rf, rc, cov[0, 0], cov[1, 1], cov[0, 1]), 0.0))
+    value = internalization_score(rf, rc)
+    return Estimate(value, max(0.0, value - z * se), value + z * se)
 
 
 def aggregate(rows: Sequence[dict[str, float]], ks: Sequence[int], resamples: int = 1000, seed: int = 0,
               with_free: bool = True) -> dict[str, dict[str, float]]:
     """Means and 95% bootstrap intervals of every per-item metric in ``rows`` (keys as produced
-    by :func:`item_metrics` with prefixes ``c_`` and ``f_``), plus ``IS@k`` by the delta method.
+    by :func:`item_metrics` with prefixes ``c_`` and ``f_``), plus ``IS@k`` by the delta method
+    (:func:`is_ci`) over the same resamples.
 
     Returns ``{metric: {value, lo, hi}}`` with metric names ``Rc@k``, ``Rf@k``, ``IS@k``,
     ``recall_c@k``, ``recall_f@k``, ``ndcg_c@k``, ``ndcg_f@k``.
@@ -121,14 +133,14 @@ def aggregate(rows: Sequence[dict[str, float]], ks: Sequence[int], resamples: in
     out: dict[str, dict[str, float]] = {}
     systems = [("c", "Rc")] + ([("f", "Rf")] if with_free else [])
     for k in ks:
-        est = {}
+        hits = {}
         for p, name in systems:
-            est[p] = mean_ci([r[f"{p}_hit@{k}"] for r in rows], idx)
-            out[f"{name}@{k}"] = est[p].to_dict()
+            hits[p] = [r[f"{p}_hit@{k}"] for r in rows]
+            out[f"{name}@{k}"] = mean_ci(hits[p], idx).to_dict()
             out[f"recall_{p}@{k}"] = mean_ci([r[f"{p}_recall@{k}"] for r in rows], idx).to_dict()
             out[f"ndcg_{p}@{k}"] = mean_ci([r[f"{p}_ndcg@{k}"] for r in rows], idx).to_dict()
         if with_free:
-            out[f"IS@{k}"] = is_ci(est["f"], est["c"]).to_dict()
+            out[f"IS@{k}"] = is_ci(hits["f"], hits["c"], idx).to_dict()
     return out
 
 

@@ -29,8 +29,8 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 class Retrieved:
     query: Query
     prompt: str
-    constrained: list[dict]  # [{tool, score}] best first
-    free: list[dict] | None  # [{tool (None if not a tool), score, text}] best first
+    constrained: list[dict]  # [{tool, score, logprob}] best first; score = the ranking score (see beam.py)
+    free: list[dict] | None  # [{tool (None if not a tool), score, logprob, text}] best first
 
 
 class Retriever:
@@ -49,12 +49,14 @@ class Retriever:
 
     def constrained(self, pre) -> Beams:
         if self.dec.fast_flat and self.depth == 1:
-            return flat_constrained(self.model, pre, self.tt, self.dec.beam_width)
-        return beam_search(self.model, pre, self.tt, self.dec.beam_width, self.depth + 1, constrained=True)
+            return flat_constrained(self.model, pre, self.tt, self.dec.beam_width, self.dec.length_penalty)
+        return beam_search(self.model, pre, self.tt, self.dec.beam_width, self.depth + 1, constrained=True,
+                           length_penalty=self.dec.length_penalty)
 
     def free(self, pre) -> Beams:
         steps = self.dec.max_new_tokens or self.depth + 1
-        return beam_search(self.model, pre, self.tt, self.dec.beam_width, steps, constrained=False)
+        return beam_search(self.model, pre, self.tt, self.dec.beam_width, steps, constrained=False,
+                           length_penalty=self.dec.length_penalty)
 
     def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]:
         if not queries:
@@ -70,9 +72,10 @@ class Retriever:
             con = self.constrained(pre)
             fre = self.free(pre) if self.dec.free_form else None
             for j, i in enumerate(batch):
-                c = [{"tool": t, "score": round(s, 5)} for t, s in zip(con.tools[j], con.scores[j])]
+                c = [{"tool": t, "score": round(s, 5), "logprob": round(lp, 5)}
+                     for t, s, lp in zip(con.tools[j], con.scores[j], con.logprobs[j])]
                 f = None
                 if fre is not None:
-                    f = [{"tool": t, "score": round(s, 5), "text": self.tok.decode(seq)}
-                         for t, s, seq in zip(fre.tools[j], fre.scores[j], fre.sequences[j])]
+                    f = [{"tool": t, "score": round(s, 5), "logprob": round(lp, 5), "text": self.tok.decode(seq)}
+                         for t, s, lp, seq in zip(fre.tools[j], fre.scores[j], fre.logprobs[j], fre.sequences[j])]
                 yield Retrieved(queries[i], prompts[i], c, f)
