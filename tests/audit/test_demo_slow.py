@@ -14,7 +14,7 @@ def test_demo_finetuned_smollm2_depends_on_the_planted_identifier(tmp_path, smol
     var = res["redaction"]["variants"]
     assert var["original"]["auroc"]["all"]["auroc"] > 0.75
     assert var["original"]["unparseable"] <= 0.05 * res["redaction"]["n_scored"]
-    assert var["identifier"]["delta"]["hi"] < 0 and abs(var["identifier"]["auroc"]["all"]["auroc"] - 0.5) < 0.12
-    assert abs(var["time"]["delta"]["auroc"]) < 0.05
+    assert var["identifier"]["delta_A"]["lo"] > 0 and abs(var["identifier"]["auroc"]["all"]["auroc"] - 0.5) < 0.12
+    assert abs(var["time"]["delta_A"]["auroc"]) < 0.05
     for name in ("report.md", "pt2d.png", "dilution.png", "redaction.png"):
         assert (tmp_path / name).exists()

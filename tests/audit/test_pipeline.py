@@ -47,17 +47,17 @@ def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys, compose):
     red = res["redaction"]["variants"]
     assert res["redaction"]["n_scored"] == 120 and res["data"]["n_fit"] == 120
     assert red["original"]["auroc"]["all"]["auroc"] > 0.8
-    assert red["identifier"]["auroc"]["all"]["auroc"] == 0.5 and red["identifier"]["delta"]["hi"] < -0.25
-    assert red["time"]["control"] and red["time"]["delta"]["auroc"] == 0.0
-    assert red["project"]["delta"]["auroc"] == 0.0
-    assert metric == pytest.approx(red["identifier"]["delta"]["auroc"])
+    assert red["identifier"]["auroc"]["all"]["auroc"] == 0.5 and red["identifier"]["delta_A"]["lo"] > 0.25
+    assert red["time"]["control"] and red["time"]["delta_A"]["auroc"] == 0.0
+    assert red["project"]["delta_A"]["auroc"] == 0.0
+    assert metric == pytest.approx(red["identifier"]["delta_A"]["auroc"])
     n = res["data"]["n_records"]
     assert red["identifier"]["replacements"]["replacements"] == 5 * n
     assert red["identifier"]["replacements"]["scored_records_touched"] == 120
     assert red["time"]["replacements"]["by_field"] == {"fetch_logs": n, "query_db": n, "run_tests": n}
     assert set(red["identifier"]["auroc"]) == {"all", "1", "2", "3", "4", "5"}
-    for part, d in red["identifier"]["delta_by_partition"].items():
-        assert d["auroc"] < -0.2 and d["lo"] <= d["auroc"] <= d["hi"] and d["n"] == 24, part
+    for part, d in red["identifier"]["delta_A_by_partition"].items():
+        assert d["auroc"] > 0.2 and d["lo"] <= d["auroc"] <= d["hi"] and d["n"] == 24, part
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 4 * 120 and all(s["parsed"] for s in samples)
     assert all("[ID]" in s["prompt"] and "KT-" not in s["prompt"] for s in samples if s["variant"] == "identifier")

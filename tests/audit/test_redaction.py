@@ -78,3 +78,25 @@ def test_demo_classes_count_exactly(demo_traces):
         assert counts["records_touched"] == n
     red, _ = redact(demo_traces, cfg.classes[0])
     assert all("KT-" not in r.section(t) and "PL-" not in r.section(t) for r in red.records for t in red.tools)
+
+
+def test_delta_A_has_the_papers_sign():
+    """Constructed: the original scores rank the 4 records perfectly (A_orig = 1); the redacted
+    scores rank them backwards (A_redacted = 0). The paper's dA = A_original - A_redacted = +1."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from toolsense.audit.redaction_eval import compare
+    from toolsense.audit.report import findings
+
+    recs = [TraceRecord(str(i), y, "1", (ToolResult("t", "x"),)) for i, y in enumerate([0, 0, 1, 1])]
+    traces = TraceSet(recs, ["t"])
+    cfg = RedactionConfig(classes=[TokenClassConfig(name="id", values=["x"])])
+    scores = {"original": np.array([0.1, 0.2, 0.8, 0.9]), "id": np.array([0.9, 0.8, 0.2, 0.1])}
+    counts = {"id": {"replacements": 4, "per_record": [1, 1, 1, 1]}}
+    out = compare(traces, [0, 1, 2, 3], scores, counts, {}, cfg, SimpleNamespace(n_boot=50, level=0.95, seed=0))
+    assert out["id"]["auroc"]["all"]["auroc"] == 0.0 and out["original"]["auroc"]["all"]["auroc"] == 1.0
+    assert out["id"]["delta_A"]["auroc"] == 1.0 and out["id"]["delta_A_by_partition"]["1"]["auroc"] == 1.0
+    res = {"redaction": {"variants": out, "n_scored": 4, "decoding": {}}}
+    assert "dA = A_orig - A_redacted = +1.000" in findings(res)[1]

@@ -68,7 +68,8 @@ def score_variants(scorer, cache: ScoreCache, sets: dict[str, TraceSet], idx: Se
 
 def compare(traces: TraceSet, idx: Sequence[int], scores: dict[str, np.ndarray], counts: dict[str, dict],
             unparseable: dict[str, int], cfg: RedactionConfig, stats) -> dict:
-    """AUROC per variant (overall and per partition, with CIs) and paired deltas vs original."""
+    """AUROC per variant (overall and per partition, with CIs) and the paper's paired
+    ``delta_A = A_original - A_redacted`` (positive: the scorer depends on the class)."""
     y = traces.labels[list(idx)]
     parts = traces.partitions[list(idx)]
     base = scores["original"]
@@ -79,9 +80,9 @@ def compare(traces: TraceSet, idx: Sequence[int], scores: dict[str, np.ndarray],
         row = {"auroc": {k: a.as_dict() for k, a in by_part.items()}, "unparseable": int(unparseable.get(v, 0)),
                "control": control.get(v, False)}
         if v != "original":
-            row["delta"] = paired_delta_ci(y, base, s, stats.n_boot, stats.level, stats.seed).as_dict()
-            row["delta_by_partition"] = {
-                str(p): paired_delta_ci(y[parts == p], base[parts == p], s[parts == p], stats.n_boot, stats.level, stats.seed).as_dict()
+            row["delta_A"] = paired_delta_ci(y, s, base, stats.n_boot, stats.level, stats.seed).as_dict()
+            row["delta_A_by_partition"] = {
+                str(p): paired_delta_ci(y[parts == p], s[parts == p], base[parts == p], stats.n_boot, stats.level, stats.seed).as_dict()
                 for p in sorted(set(parts.tolist()), key=str)}
             row["replacements"] = {k: c for k, c in counts[v].items() if k != "per_record"}
             row["replacements"]["scored_records_touched"] = int(sum(counts[v]["per_record"][i] > 0 for i in idx))

@@ -42,11 +42,11 @@ def findings(res: dict) -> list[str]:
         for v, row in red["variants"].items():
             if v == "original":
                 continue
-            a, d = row["auroc"]["all"], row["delta"]
-            verdict = ("depends on it" if d["hi"] < 0 else "no significant change") if not row["control"] else \
+            a, d = row["auroc"]["all"], row["delta_A"]
+            verdict = ("depends on it" if d["lo"] > 0 else "no significant change") if not row["control"] else \
                 ("control intact" if d["lo"] <= 0 <= d["hi"] or abs(d["auroc"]) < 0.05 else "CONTROL MOVED")
             out.append(f"  redact {v}{' (control)' if row['control'] else ''}: AUROC {a['auroc']:.3f} "
-                       f"[{a['lo']:.3f}, {a['hi']:.3f}], dA = {d['auroc']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}], "
+                       f"[{a['lo']:.3f}, {a['hi']:.3f}], dA = A_orig - A_redacted = {d['auroc']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}], "
                        f"{row['replacements']['replacements']} replacements -> {verdict}")
     return out
 
@@ -165,16 +165,17 @@ def write_report(res: dict, out_dir: Path) -> Path:
         parts = [k for k in red["variants"]["original"]["auroc"] if k != "all"]
         rows = []
         for v, r in red["variants"].items():
-            delta = r.get("delta")
+            delta = r.get("delta_A")
             rows.append([v + (" (control)" if r["control"] else ""), _ci(r["auroc"]["all"]),
                          "" if delta is None else _delta(delta),
                          r.get("replacements", {}).get("replacements", ""), r["unparseable"]]
                         + [f"{r['auroc'][p]['auroc']:.3f}" for p in parts])
         md += ["## Stage 2 - token-class redaction", "", f"Scorer: `{json.dumps(red['scorer'])}`, decoding `{json.dumps(red.get('decoding'))}`; {red['n_scored']} eval records per variant.", "",
-               _table(["variant", "AUROC", "dA vs original", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
-               "ΔA per cluster (paired bootstrap CI):", "",
+               _table(["variant", "AUROC", "ΔA = A_orig − A_redacted", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
+               "ΔA = A_original − A_redacted, the paper's sign: positive means the scorer depends on the class. "
+               "Per cluster (paired bootstrap CI):", "",
                _table(["variant"] + [f"c{p}" for p in parts],
-                      [[v] + [_delta(r["delta_by_partition"][p]) for p in parts]
+                      [[v] + [_delta(r["delta_A_by_partition"][p]) for p in parts]
                        for v, r in red["variants"].items() if v != "original"]), "",
                "![redaction](redaction.png)", ""]
     path = out_dir / "report.md"

@@ -25,6 +25,8 @@ from toolsense.utils.io import sha256_file
 
 log = logging.getLogger(__name__)
 
+DELTA_A = "delta_A = A_original - A_redacted (the paper's sign: positive = the scorer depends on the class)"
+
 
 def _git_sha() -> str | None:
     try:
@@ -59,7 +61,7 @@ def stage2(cfg: AuditConfig, traces: TraceSet, fit: np.ndarray, ev: np.ndarray, 
     idx = np.flatnonzero(ev).tolist()
     scores, unparseable = score_variants(scorer, cache, sets, idx, cfg.prompt, scorer_cfg.unparseable_score,
                                          out / "samples.jsonl", scorer_cfg.batch_size)
-    return {"scorer": scorer.identity, "decoding": scorer.decoding, "n_scored": len(idx),
+    return {"scorer": scorer.identity, "decoding": scorer.decoding, "n_scored": len(idx), "delta_A_definition": DELTA_A,
             "adapter": scorer_cfg.adapter, "variants": compare(traces, idx, scores, counts, unparseable, cfg.redaction, cfg.stats)}
 
 
@@ -91,13 +93,14 @@ def run(cfg: AuditConfig) -> dict:
 
 def run_from_hydra(dict_cfg) -> float:
     """Entry for audit.py: build the typed config, run, print the findings; returns the
-    original-vs-worst-redaction AUROC drop (or the top PT2D gap) as the sweep metric."""
+    largest delta_A = A_original - A_redacted over the classes (or the top PT2D gap) as the
+    sweep metric."""
     cfg = audit_config(dict_cfg)
     res = run(cfg)
     print("\n".join(["", "Findings:"] + res["findings"] + [f"Report: {Path(cfg.output_dir) / 'report.md'}"]))
     if "redaction" in res:
-        deltas = [v["delta"]["auroc"] for k, v in res["redaction"]["variants"].items() if k != "original"]
-        return float(min(deltas)) if deltas else 0.0
+        deltas = [v["delta_A"]["auroc"] for k, v in res["redaction"]["variants"].items() if k != "original"]
+        return float(max(deltas)) if deltas else 0.0
     if "pt2d" in res:
         return float(max(r["gap"] for r in res["pt2d"]["rows"]))
     return 0.0
