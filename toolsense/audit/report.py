@@ -26,10 +26,13 @@ def findings(res: dict) -> list[str]:
     if dil:
         real = [r["auroc"] for r in dil["real"]]
         syn = [r["mean"] for r in dil["synthetic"]]
-        out.append(f"Dilution (real, {' -> '.join(dil['order'])}): AUROC " + " -> ".join(f"{a:.3f}" for a in real)
-                   + f"; monotone non-increasing: {_monotone(real)}")
+        out.append(f"Dilution (real, real_order={dil['real_order']['setting']}: {' -> '.join(dil['order'])}): AUROC "
+                   + " -> ".join(f"{a:.3f}" for a in real) + f"; monotone non-increasing: {_monotone(real)}")
         sds = [r["sd"] for r in dil["synthetic"]]
-        out.append(f"Dilution (synthetic, {dil['tool']} + K sections): " + ", ".join(
+        pool, length = dil["synthetic_pool"], dil["length_match"]
+        out.append(f"Dilution (synthetic, {dil['tool']} + K sections from pool {pool['tools']} "
+                   f"[{pool['setting']}; excluded: {pool['excluded'] or 'none'}], length-matched in characters to "
+                   f"{length['setting']} (mean {length['mean_target_chars']:.1f} chars)): " + ", ".join(
             f"K={r['k']}: {r['mean']:.3f}+-{r['sd']:.3f}" for r in dil["synthetic"])
             + f"; monotone non-increasing within one sd: {_monotone(syn, sds)}")
     red = res.get("redaction")
@@ -155,7 +158,14 @@ def write_report(res: dict, out_dir: Path) -> Path:
         md.append("")
     if res.get("dilution"):
         d = res["dilution"]
-        md += ["## Dilution sweeps", "", f"Features: {d['features']}.", "",
+        pool, length = d["synthetic_pool"], d["length_match"]
+        md += ["## Dilution sweeps", "", f"Features: {d['features']}. Probe tool: `{d['tool']}`.", "",
+               f"- Real append order (`dilution.real_order={d['real_order']['setting']}`: {d['real_order']['rule']}): "
+               + " -> ".join(d["order"]),
+               f"- Synthetic pool (`dilution.synthetic_pool={pool['setting']}`: {pool['rule']}): {pool['tools']}; excluded: "
+               + (", ".join(f"{t} ({why})" for t, why in pool["excluded"].items()) or "none"),
+               f"- Length matching (`dilution.length_match={length['setting']}`, in {length['unit']}): {length['rule']}; "
+               f"mean target {length['mean_target_chars']:.1f} characters (the paper's sections: 1,845.9)", "",
                _table(["k", "tools", "AUROC"], [[r["k"], ", ".join(r["tools"]), _ci(r)] for r in d["real"]]), "",
                _table(["K", f"mean AUROC ({d['tool']})", "sd", "per seed"],
                       [[r["k"], f"{r['mean']:.3f}", f"{r['sd']:.3f}", r["per_seed"]] for r in d["synthetic"]]), "",

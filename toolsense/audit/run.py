@@ -76,13 +76,13 @@ def run(cfg: AuditConfig) -> dict:
                           "tools": traces.tools, "fit": cfg.data.fit_partitions,
                           "eval": sorted(set(traces.partitions[ev].tolist()), key=str),
                           "n_fit": int(fit.sum()), "n_eval": int(ev.sum())}}
-    ranking = list(traces.tools)
+    ranking, rows = list(traces.tools), []
     if cfg.pt2d.enabled:
         rows = run_pt2d(traces, fit, ev, cfg.pt2d, cfg.stats, out / "pt2d.jsonl")
         ranking = rank_tools(rows)
         res["pt2d"] = {"rows": rows, "ranking": ranking}
     if cfg.dilution.enabled:
-        res["dilution"] = run_dilution(traces, fit, ev, cfg.dilution, cfg.pt2d, ranking, cfg.stats, out / "dilution.jsonl")
+        res["dilution"] = run_dilution(traces, fit, ev, cfg.dilution, cfg.pt2d, ranking, cfg.stats, out / "dilution.jsonl", rows)
     if cfg.redaction.enabled and cfg.redaction.classes:
         res["redaction"] = stage2(cfg, traces, fit, ev, out)
     res["findings"] = findings(res)
