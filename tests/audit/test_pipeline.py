@@ -2,6 +2,7 @@
 precomputed shortcut-reading scorer (the model-free stand-in for the fine-tuned LM)."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -9,9 +10,8 @@ import pytest
 
 from toolsense.audit.config import audit_config
 from toolsense.audit.generator import GeneratorConfig, generate_traces
-from toolsense.audit.prompting import AuditPromptConfig, build_messages
 from toolsense.audit.redaction import RedactionConfig
-from toolsense.audit.redaction_eval import variants
+from toolsense.audit.redaction_eval import variant_messages, variants
 from toolsense.audit.run import run_from_hydra
 from toolsense.audit.scorers import messages_sha256
 
@@ -19,15 +19,15 @@ GEN = ["generator.n_fit=120", "generator.n_eval_per_cluster=24"]
 
 
 def _shortcut_scores(cfg, path: Path):
-    """Scores an agent that reads only the file name in list_files would give, per prompt."""
+    """Scores an agent that reads only the planted file name (the one upper-case identifier) would give, per prompt."""
     traces = generate_traces(cfg.generator)
-    sets, _ = variants(traces, cfg.redaction)
+    sets, _, rendered = variants(traces, cfg.redaction, cfg.prompt)
     rows = []
-    for ts in sets.values():
+    for v, ts in sets.items():
         for rec in ts.records:
-            msgs = build_messages(rec, cfg.prompt)
-            line = msgs[-1]["content"].split("[list_files]")[1].split("\n")[0]
-            score = 0.9 if "report_KT" in line else 0.1 if "report_PL" in line else 0.5
+            msgs = variant_messages(v, rec, cfg.prompt, rendered)
+            code = re.search(r"report_(KT|PL)-", msgs[-1]["content"])
+            score = 0.5 if code is None else 0.9 if code.group(1) == "KT" else 0.1
             rows.append({"prompt_sha256": messages_sha256(msgs), "score": score})
     path.write_text("\n".join(json.dumps(r) for r in rows))
 
@@ -59,7 +59,12 @@ def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys, compose):
     for part, d in red["identifier"]["delta_A_by_partition"].items():
         assert d["auroc"] > 0.2 and d["lo"] <= d["auroc"] <= d["hi"] and d["n"] == 24, part
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
-    assert len(samples) == 4 * 120 and all(s["parsed"] for s in samples)
+    assert len(samples) == 5 * 120 and all(s["parsed"] for s in samples)
+    # the format class reaches the section headers the template writes: 5 per record, none in a field
+    assert red["format"]["scope"] == "rendered" and red["format"]["replacements"]["by_field"] == {"rendered": 5 * n}
+    assert red["format"]["delta_A"]["auroc"] == 0.0  # this scorer reads the file name, not the headers
+    assert all("[list_files]" not in s["prompt"] and "\n- src/" in s["prompt"] for s in samples if s["variant"] == "format")
+    assert all("[list_files] src/" in s["prompt"] for s in samples if s["variant"] != "format")
     assert all("[ID]" in s["prompt"] and "KT-" not in s["prompt"] for s in samples if s["variant"] == "identifier")
     pt = {(r["view"], r["features"]): r["auroc"]["all"]["auroc"] for r in res["pt2d"]["rows"]}
     assert pt[("full", "char_3_5")] < 0.62 < 0.85 < pt[("list_files", "char_3_5")]

@@ -176,12 +176,14 @@ def write_report(res: dict, out_dir: Path) -> Path:
         rows = []
         for v, r in red["variants"].items():
             delta = r.get("delta_A")
-            rows.append([v + (" (control)" if r["control"] else ""), _ci(r["auroc"]["all"]),
+            rows.append([v + (" (control)" if r["control"] else ""), r.get("scope", ""), _ci(r["auroc"]["all"]),
                          "" if delta is None else _delta(delta),
                          r.get("replacements", {}).get("replacements", ""), r["unparseable"]]
                         + [f"{r['auroc'][p]['auroc']:.3f}" for p in parts])
         md += ["## Stage 2 - token-class redaction", "", f"Scorer: `{json.dumps(red['scorer'])}`, decoding `{json.dumps(red.get('decoding'))}`; {red['n_scored']} eval records per variant.", "",
-               _table(["variant", "AUROC", "ΔA = A_orig − A_redacted", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
+               _table(["variant", "scope", "AUROC", "ΔA = A_orig − A_redacted", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
+               "Scope `fields`: the class is redacted in the record's prompt-bearing fields; `rendered`: in the "
+               "rendered prompt as the model reads it (template text and section headers included - the format class).", "",
                "ΔA = A_original − A_redacted, the paper's sign: positive means the scorer depends on the class. "
                "Per cluster (paired bootstrap CI):", "",
                _table(["variant"] + [f"c{p}" for p in parts],

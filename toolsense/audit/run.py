@@ -57,10 +57,10 @@ def stage2(cfg: AuditConfig, traces: TraceSet, fit: np.ndarray, ev: np.ndarray, 
         scorer_cfg = dataclasses.replace(scorer_cfg, adapter=str(adapter))
     scorer = build_scorer(scorer_cfg, cfg.model, cfg.prompt)
     cache = ScoreCache(default_cache_dir(scorer_cfg) if scorer_cfg.cache else None)
-    sets, counts = variants(traces, cfg.redaction)
+    sets, counts, rendered = variants(traces, cfg.redaction, cfg.prompt)
     idx = np.flatnonzero(ev).tolist()
     scores, unparseable = score_variants(scorer, cache, sets, idx, cfg.prompt, scorer_cfg.unparseable_score,
-                                         out / "samples.jsonl", scorer_cfg.batch_size)
+                                         out / "samples.jsonl", scorer_cfg.batch_size, rendered)
     return {"scorer": scorer.identity, "decoding": scorer.decoding, "n_scored": len(idx), "delta_A_definition": DELTA_A,
             "adapter": scorer_cfg.adapter, "variants": compare(traces, idx, scores, counts, unparseable, cfg.redaction, cfg.stats)}
 
