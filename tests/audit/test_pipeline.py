@@ -34,7 +34,7 @@ def _shortcut_scores(cfg, path: Path):
 
 def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys, compose):
     scores = tmp_path / "scores.jsonl"
-    base = ["mode=demo", *GEN, "stats.n_boot=200", "dilution.ks=[0,2,10]", "dilution.seeds=[0,1]"]
+    base = ["audit/mode=demo", *GEN, "stats.n_boot=200", "dilution.ks=[0,2,10]", "dilution.seeds=[0,1]"]
     _shortcut_scores(audit_config(compose(base + [f"output_dir={tmp_path}/x", "audit/scorer=precomputed", "scorer.path=unused"])), scores)
     out = tmp_path / "run"
     cfg = compose(base + [f"output_dir={out}", "audit/scorer=precomputed", f"scorer.path={scores}"])
@@ -75,11 +75,11 @@ def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys, compose):
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["data.path=null"], "data.path is required (or run the demo: python audit.py mode=demo)"),
-    (["mode=demo", "+data.nope=1"], "data: unknown field(s) ['nope']"),
-    (["mode=demo", "pt2d.features=[word_9]"], "pt2d: unknown PT2D feature set 'word_9'; choose from"),
-    (["mode=demo", "generator.strength=2"], "generator.strength must be in [0, 1], got 2"),
-    (["mode=demo", "audit/scorer=openai"], "scorer.kind=openai needs scorer.base_url and scorer.model"),
+    (["data.path=null"], "data.path is required (or run the demo: python audit.py demo)"),
+    (["audit/mode=demo", "+data.nope=1"], "data: unknown field(s) ['nope']"),
+    (["audit/mode=demo", "pt2d.features=[word_9]"], "pt2d: unknown PT2D feature set 'word_9'; choose from"),
+    (["audit/mode=demo", "generator.strength=2"], "generator.strength must be in [0, 1], got 2"),
+    (["audit/mode=demo", "audit/scorer=openai"], "scorer.kind=openai needs scorer.base_url and scorer.model"),
 ])
 def test_config_errors_name_the_field(overrides, message, compose):
     with pytest.raises(ValueError) as e:
@@ -89,7 +89,7 @@ def test_config_errors_name_the_field(overrides, message, compose):
 
 def test_every_redaction_preset_builds(compose):
     for name in ("demo", "generic"):
-        cfg = audit_config(compose(["mode=demo", "output_dir=/tmp/unused", f"audit/redaction={name}"]))
+        cfg = audit_config(compose(["audit/mode=demo", "output_dir=/tmp/unused", f"audit/redaction={name}"]))
         assert isinstance(cfg.redaction, RedactionConfig) and cfg.redaction.classes
-    assert audit_config(compose(["mode=demo", "output_dir=/tmp/unused"])).finetune.enabled is True
+    assert audit_config(compose(["audit/mode=demo", "output_dir=/tmp/unused"])).finetune.enabled is True
     assert audit_config(compose(["data.path=x.jsonl", "output_dir=/tmp/unused"])).finetune.enabled is False
