@@ -70,6 +70,20 @@ def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys, compose):
     assert pt[("full", "char_3_5")] < 0.62 < 0.85 < pt[("list_files", "char_3_5")]
     report = (out / "report.md").read_text()
     assert "## Stage 2 - token-class redaction" in report and "time (control)" in report
+    # the report names the protocol: append order, pool rule, length matching, format class, dA's sign
+    dil = res["dilution"]
+    assert dil["order"] == ["list_files", "search_docs", "run_tests", "query_db", "fetch_logs"]
+    assert dil["real_order"]["setting"] == "auto" and dil["synthetic_pool"]["setting"] == "non_leaky"
+    assert dil["length_match"] == {"setting": "probe", "unit": "characters", "rule": dil["length_match"]["rule"],
+                                   "mean_target_chars": dil["length_match"]["mean_target_chars"]}
+    assert "list_files" not in dil["synthetic_pool"]["tools"] and dil["length_match"]["mean_target_chars"] > 20
+    assert res["redaction"]["delta_A_definition"].startswith("delta_A = A_original - A_redacted")
+    for text in ("Real append order (`dilution.real_order=auto`: the probe tool, then the other tools in trace order",
+                 "list_files -> search_docs -> run_tests -> query_db -> fetch_logs",
+                 "Synthetic pool (`dilution.synthetic_pool=non_leaky`: tools other than the probe whose own eval AUROC",
+                 "Length matching (`dilution.length_match=probe`, in characters)", "| format | rendered |",
+                 "ΔA = A_original − A_redacted, the paper's sign"):
+        assert text in report, text
     # rerun in the same folder: every stage resumes from its files
     assert run_from_hydra(cfg) == pytest.approx(metric)
 
