@@ -1,5 +1,7 @@
 import json
+import math
 import threading
+from types import SimpleNamespace
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -187,9 +189,6 @@ class _ScriptedLM:
         self.table, self.vocab, self.device = table, vocab, "cpu"
 
     def __call__(self, input_ids, logits_to_keep, **_):
-        import math
-        from types import SimpleNamespace
-
         import torch
 
         out = torch.full((*input_ids.shape, self.vocab), -1e4)
