@@ -1,7 +1,7 @@
 """Tool-trace audit (PT2D, dilution sweeps, token-class redaction).
 
     python audit.py data.path=traces.jsonl audit/scorer=precomputed scorer.path=scores.jsonl
-    python audit.py demo            # = python audit.py mode=demo: synthetic traces, LoRA SmolLM2, full audit
+    python audit.py demo            # = python audit.py audit/mode=demo: synthetic traces, LoRA SmolLM2, full audit
 """
 
 import sys
@@ -18,6 +18,6 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
-    # `python audit.py demo` is shorthand for the Hydra override `mode=demo`.
-    sys.argv = [("mode=demo" if a == "demo" else a) for a in sys.argv]
+    # `python audit.py demo` is shorthand for the Hydra override `audit/mode=demo`.
+    sys.argv = [("audit/mode=demo" if a == "demo" else a) for a in sys.argv]
     main()

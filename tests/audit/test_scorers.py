@@ -1,5 +1,7 @@
 import json
+import math
 import threading
+from types import SimpleNamespace
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -108,7 +110,7 @@ def test_openai_endpoint_scorer_key_from_env_only(endpoint, demo_traces, tmp_pat
     assert scores["original"].tolist() == pytest.approx(expected) and unparseable == {"original": 0}
     assert len(_Endpoint.seen) == 8
     assert all(s["auth"] == f"Bearer {secret}" and s["path"] == "/v1/chat/completions" for s in _Endpoint.seen)
-    assert _Endpoint.seen[0]["body"]["temperature"] == 0.0 and _Endpoint.seen[0]["body"]["max_tokens"] == 8
+    assert _Endpoint.seen[0]["body"]["temperature"] == 0.0 and _Endpoint.seen[0]["body"]["max_tokens"] == 16
     # a rerun is served from the cache: no new requests
     scores2, _ = score_variants(build_scorer(cfg), ScoreCache(tmp_path / "cache"), sets, idx, AuditPromptConfig(), 0.5, tmp_path / "samples.jsonl")
     assert len(_Endpoint.seen) == 8 and scores2["original"].tolist() == scores["original"].tolist()
@@ -124,7 +126,7 @@ def test_hf_scorer_on_tiny_random_counts_unparseable_and_caches(tiny_model_dir, 
     from toolsense.models import ModelConfig
 
     mc = ModelConfig("tiny_random", dtype="float32", eos_token="<|im_end|>")
-    cfg = ScorerConfig(kind="hf", batch_size=4, max_new_tokens=4, unparseable_score=0.5)
+    cfg = ScorerConfig(kind="hf", batch_size=4, max_new_tokens=13, unparseable_score=0.5)
     scorer = build_scorer(cfg, mc)
     cache = ScoreCache(tmp_path / "cache")
     idx = list(range(5))
@@ -141,9 +143,10 @@ def test_hf_scorer_on_tiny_random_counts_unparseable_and_caches(tiny_model_dir, 
     assert again["original"].tolist() == [0.5] * 5
 
 
-def test_hf_answer_probs_is_the_expected_digit_after_the_answer_prefix(tiny_model_dir, demo_traces, tmp_path):
-    """answer_probs = sum_d p(d | prompt, "<answer>") * (d - 1) / 9 over the digits 1-9, renormalized;
-    the joined ids are exactly what the fine-tune trains on; never unparseable; its own cache key."""
+def test_hf_answer_probs_is_the_expected_answer_over_1_to_10(tiny_model_dir, demo_traces, tmp_path):
+    """answer_probs = sum_v P(v) (v - 1) / 9 over the answers 1..10, P(v) the constrained sequence
+    probability: first token renormalized over "1".."9", then after "1" over "0" vs "<" (the
+    closing tag's first token). The joined ids are exactly what the fine-tune trains on."""
     import torch
 
     from toolsense.audit.finetune import FinetuneConfig, encode_examples
@@ -156,14 +159,18 @@ def test_hf_answer_probs_is_the_expected_digit_after_the_answer_prefix(tiny_mode
                                          AuditPromptConfig(), 0.5, tmp_path / "samples.jsonl", batch=3)
     tok, model = scorer.tok, scorer.model
     digits = [tok(f"<answer>{d}", add_special_tokens=False)["input_ids"][-1] for d in range(1, 10)]
+    zero, close = tok("<answer>10</answer>", add_special_tokens=False)["input_ids"][6:8]
+    assert scorer.trie.paths == [(digits[0],)] and scorer.trie.branches[(digits[0],)] == sorted([zero, close])
     expected = []
     for x, _ in encode_examples(tok, recs, AuditPromptConfig(), FinetuneConfig()):  # prompt + "<answer>" + digit
         with torch.no_grad():
             p = model(input_ids=torch.tensor([x[:-1]])).logits[0, -1, digits].softmax(-1)
-        expected.append(float((p * torch.arange(9) / 9).sum()))
+            q = model(input_ids=torch.tensor([x[:-1] + [digits[0]]])).logits[0, -1, [zero, close]].softmax(-1)
+        probs = [p[0] * q[1]] + [p[d] for d in range(1, 9)] + [p[0] * q[0]]  # answers 1, 2..9, 10
+        expected.append(float(sum(pv * v / 9 for v, pv in enumerate(probs))))
     assert scores["original"].tolist() == pytest.approx(expected, abs=1e-5) and unparseable == {"original": 0}
     assert len(set(round(s, 6) for s in expected)) > 1  # a continuous score, not one constant
-    gen = build_scorer(ScorerConfig(kind="hf"), mc)
+    gen = build_scorer(ScorerConfig(kind="hf", max_new_tokens=13), mc)
     from toolsense.audit.scorers import cache_key
 
     assert gen.decoding["do_sample"] is False and scorer.decoding["method"] == "answer_probs"
@@ -172,3 +179,50 @@ def test_hf_answer_probs_is_the_expected_digit_after_the_answer_prefix(tiny_mode
         build_scorer(ScorerConfig(kind="hf", method="answer_probs"), mc, AuditPromptConfig(parser="answer_prob"))
     with pytest.raises(ValueError, match=r"scorer.method=answer_probs needs scorer.kind=hf \(got openai\)"):
         ScorerConfig(kind="openai", base_url="http://x", model="m", method="answer_probs")
+
+
+class _ScriptedLM:
+    """Logits chosen by the last input token: after ">" (the answer prefix) P("1") = P("2") = 1/2;
+    after "1", P("0") = 3/4 and P("<") = 1/4. Every other token gets a large negative logit."""
+
+    def __init__(self, table: dict[int, dict[int, float]], vocab: int):
+        self.table, self.vocab, self.device = table, vocab, "cpu"
+
+    def __call__(self, input_ids, logits_to_keep, **_):
+        import torch
+
+        out = torch.full((*input_ids.shape, self.vocab), -1e4)
+        for b, row in enumerate(input_ids.tolist()):
+            for t, tok_id in enumerate(row):
+                for nxt, p in self.table.get(tok_id, {}).items():
+                    out[b, t, nxt] = math.log(p)
+        return SimpleNamespace(logits=out[:, -logits_to_keep:])
+
+
+def test_answer_probs_reads_10_as_ten_not_one(tiny_model_dir, demo_traces):
+    """Hand-computed: P(1) = 1/2 * 1/4, P(10) = 1/2 * 3/4, P(2) = 1/2, so the score is
+    1/8 * 0 + 3/8 * 9/9 + 1/2 * 1/9 = 0.375 + 0.0556 = 0.43056. The old digit-only reading took
+    P("1") as the answer 1: 1/2 * 0 + 1/2 * 1/9 = 0.0556."""
+    from toolsense.models import ModelConfig
+
+    mc = ModelConfig("tiny_random", dtype="float32", eos_token="<|im_end|>")
+    scorer = build_scorer(ScorerConfig(kind="hf", method="answer_probs"), mc, AuditPromptConfig())
+    ids = scorer.tok("<answer>10</answer>", add_special_tokens=False)["input_ids"]
+    gt, one, zero, lt = ids[4], ids[5], ids[6], ids[7]
+    two = scorer.tok("<answer>2", add_special_tokens=False)["input_ids"][-1]
+    scorer.model = _ScriptedLM({gt: {one: 0.5, two: 0.5}, one: {zero: 0.75, lt: 0.25}}, len(scorer.tok))
+    score = scorer.answer(_items(demo_traces, 2))
+    assert score == pytest.approx([0.375 + 0.5 / 9] * 2, abs=1e-6)
+    # all mass on "1" then "0": the answer 10, the top of the scale
+    scorer.model = _ScriptedLM({gt: {one: 1.0}, one: {zero: 1.0}}, len(scorer.tok))
+    assert scorer.answer(_items(demo_traces, 1)) == pytest.approx([1.0], abs=1e-6)
+
+
+def test_generate_limit_must_fit_the_answer_10(tiny_model_dir):
+    """tiny_random writes "<answer>10</answer>" in 13 tokens: 8 would cut it (read as nothing)."""
+    from toolsense.models import ModelConfig
+
+    mc = ModelConfig("tiny_random", dtype="float32", eos_token="<|im_end|>")
+    with pytest.raises(ValueError, match=r"scorer.max_new_tokens=8 cuts the answer '<answer>10</answer>' \(13 tokens"):
+        build_scorer(ScorerConfig(kind="hf", max_new_tokens=8), mc)
+    assert parse_answer_1_10("<answer>10</answer>") == 1.0 and parse_answer_1_10("<answer>1</answer>") == 0.0

@@ -3,7 +3,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from toolsense.audit import pt2d as pt2d_mod
-from toolsense.audit.dilution import DilutionConfig, _matched, diluted_texts, run_dilution
+from toolsense.audit.dilution import DilutionConfig, diluted_texts, run_dilution, target_lengths
 from toolsense.audit.generator import GeneratorConfig, generate_traces
 from toolsense.audit.pt2d import PT2DConfig, rank_tools, run_pt2d
 from toolsense.audit.stats import _auroc_rows, auroc_by_partition, auroc_ci, paired_delta_ci
@@ -83,25 +83,25 @@ def test_dilution_sweeps_fall_monotonically(pt2d_rows, demo_traces, tmp_path):
     rows, _, stats = pt2d_rows
     fit, ev = demo_traces.split(["0"], None)
     cfg = DilutionConfig(ks=[0, 2, 10], seeds=[0, 1, 2])
-    res = run_dilution(demo_traces, fit, ev, cfg, PT2DConfig(), rank_tools(rows), stats, tmp_path / "d.jsonl")
+    res = run_dilution(demo_traces, fit, ev, cfg, PT2DConfig(), rank_tools(rows), stats, tmp_path / "d.jsonl", rows)
     real = [r["auroc"] for r in res["real"]]
-    assert res["order"][0] == "list_files" and len(real) == 5
+    # the paper's order: the probe (tool 2 of 5), then tools 1, 3, 4, 5
+    assert res["order"] == ["list_files", "search_docs", "run_tests", "query_db", "fetch_logs"] and len(real) == 5
     assert real[0] == pytest.approx(_auc(rows, "list_files", "char_3_5"))
     assert all(b <= a + 0.02 for a, b in zip(real, real[1:])) and real[-1] < 0.62
+    assert res["synthetic_pool"]["tools"] == ["search_docs", "run_tests", "query_db", "fetch_logs"]
     syn = {r["k"]: r for r in res["synthetic"]}
     assert syn[0]["mean"] == pytest.approx(real[0]) and syn[0]["sd"] == 0
     assert syn[10]["mean"] < syn[2]["mean"] < syn[0]["mean"] and syn[10]["mean"] < real[0] - 0.1
     assert len(syn[10]["per_seed"]) == 3 and syn[10]["sd"] > 0
 
 
-def test_synthetic_sections_are_length_matched_and_label_independent(demo_traces):
-    assert _matched("a b c", 7) == "a b c a b c a" and _matched("a b c d", 2) == "a b"
-    texts = diluted_texts(demo_traces, "list_files", 3, np.random.default_rng(0))
+def test_synthetic_sections_are_char_length_matched_on_the_demo(demo_traces):
+    lengths = target_lengths(demo_traces, "list_files", "probe")
+    texts = diluted_texts(demo_traces, "list_files", 3, np.random.default_rng(0), ["search_docs", "query_db"], lengths)
     for rec, text in zip(demo_traces.records[:20], texts):
         parts = text.split("\n")
         assert len(parts) == 4 and rec.section("list_files") in parts
-        n = len(rec.section("list_files").split())
-        assert all(len(p.split()) == n for p in parts)
+        assert all(len(p) == len(rec.section("list_files")) for p in parts)
     with pytest.raises(ValueError, match="dilution.tool='nope' is not a tool"):
-        from toolsense.audit.dilution import synthetic_sweep
-        synthetic_sweep(demo_traces, None, None, "nope", [0], [0], "char_3_5", PT2DConfig(), None, None)
+        run_dilution(demo_traces, None, None, DilutionConfig(tool="nope"), PT2DConfig(), ["list_files"], None, None)

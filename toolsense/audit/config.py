@@ -62,7 +62,8 @@ class StatsConfig:
 @dataclass
 class AuditConfig:
     mode: Literal["audit", "demo"] = "audit"
-    """demo: generate the synthetic traces into output_dir and audit them (fine-tune included)."""
+    """demo: generate the synthetic traces into output_dir and audit them (fine-tune included).
+    Set by the config group audit/mode (conf/audit/mode/demo.yaml also sets the demo's fine-tune)."""
     output_dir: str = "outputs/audit"
     data: DataConfig = field(default_factory=DataConfig)
     generator: GeneratorConfig = field(default_factory=GeneratorConfig)
@@ -80,7 +81,7 @@ class AuditConfig:
         if self.mode not in ("audit", "demo"):
             raise ValueError(f"mode must be audit or demo, got {self.mode!r}")
         if self.mode == "audit" and not self.data.path:
-            raise ValueError("data.path is required (or run the demo: python audit.py mode=demo)")
+            raise ValueError("data.path is required (or run the demo: python audit.py demo)")
         if self.finetune.enabled is None:
             self.finetune.enabled = self.mode == "demo" and self.scorer.kind == "hf"
         if self.scorer.kind == "hf" and self.scorer.method is None:

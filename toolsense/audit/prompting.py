@@ -34,16 +34,19 @@ def parse_answer_prob(text: str) -> Optional[float]:
 @dataclass(frozen=True)
 class AnswerChoices:
     """How a scorer that reads answer probabilities (``scorer.method=answer_probs``) scores a
-    parser's format: after the assistant turn opens with ``prefix``, the next-token
-    probabilities of the single-token ``values`` keys, renormalized, weight their values."""
+    parser's format. After the assistant turn opens with ``prefix``, each key of ``values`` is
+    one complete answer: its tokens followed by the first token of ``suffix``. A key may take
+    several tokens and share its first ones with another ("1" and "10"): the scorer scores each
+    answer by its sequence probability under decoding constrained to the answers (see
+    ``toolsense.audit.scorers.hf``), so "10" is never read as 1."""
 
     prefix: str
+    suffix: str
     values: dict[str, float]
 
 
 ANSWER_CHOICES: dict[str, AnswerChoices] = {
-    # "10" shares its first token with "1" and is read as 1 (the demo fine-tune teaches 2 and 9).
-    "answer_1_10": AnswerChoices("<answer>", {str(d): (d - 1) / 9 for d in range(1, 10)}),
+    "answer_1_10": AnswerChoices("<answer>", "</answer>", {str(d): (d - 1) / 9 for d in range(1, 11)}),
 }
 
 

@@ -2,14 +2,18 @@
 
 A token class is a set of regular expressions and/or literal values (given in config or
 collected from record fields over the whole file). Redacting a class replaces every match with
-the class's placeholder in every prompt-bearing field of every record - the tool results and
-the other prompt fields alike - one class at a time, and counts the replacements."""
+the class's placeholder, one class at a time, and counts the replacements. Where depends on its
+``scope``: ``fields`` - every prompt-bearing field of every record (the tool results and the
+other prompt fields alike); ``rendered`` - the prompt as the model reads it, after
+``prompt.template`` and ``prompt.section_template`` have added their text: section headers
+(``[tool]`` labels), separators, instructions. A ``format`` class needs ``rendered``: those
+tokens are in no record field."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Literal, Optional
 
 from toolsense.audit.traces import ToolResult, TraceRecord, TraceSet
 
@@ -31,8 +35,13 @@ class TokenClassConfig:
     ignore_case: bool = False
     whole_word: bool = True
     """Literal values match only between word boundaries."""
+    scope: Literal["fields", "rendered"] = "fields"
+    """fields: the record's prompt-bearing fields; rendered: the rendered prompt messages (template
+    text and section headers included; the chat template's own tokens stay the scorer's)."""
 
     def __post_init__(self) -> None:
+        if self.scope not in ("fields", "rendered"):
+            raise ValueError(f"redaction.classes[{self.name}].scope must be fields or rendered, got {self.scope!r}")
         if not self.name:
             raise ValueError("redaction.classes[]: every token class needs a name")
         if not (self.patterns or self.values or self.value_fields):
@@ -122,3 +131,20 @@ def redact(traces: TraceSet, cfg: TokenClassConfig) -> tuple[TraceSet, dict]:
     counts = {"replacements": int(sum(per_record)), "records_touched": int(sum(n > 0 for n in per_record)),
               "by_field": dict(sorted(per_part.items())), "per_record": per_record}
     return TraceSet(records, list(traces.tools), traces.source), counts
+
+
+def redact_messages(messages: list[dict], pattern: re.Pattern, placeholder: str) -> tuple[list[dict], int]:
+    """Chat messages with ``pattern`` replaced in every content, and the replacement count."""
+    out, n_total = [], 0
+    for m in messages:
+        text, n = pattern.subn(placeholder, m["content"])
+        out.append({**m, "content": text})
+        n_total += n
+    return out, n_total
+
+
+def count_rendered(traces: TraceSet, pattern: re.Pattern, render: Callable[[TraceRecord], list[dict]]) -> dict:
+    """Replacement counts of a rendered-scope class, in the same shape as ``redact``'s."""
+    per_record = [redact_messages(render(rec), pattern, "")[1] for rec in traces.records]
+    return {"replacements": int(sum(per_record)), "records_touched": int(sum(n > 0 for n in per_record)),
+            "by_field": {"rendered": int(sum(per_record))}, "per_record": per_record}

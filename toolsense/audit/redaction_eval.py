@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -10,30 +11,49 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from toolsense.audit.prompting import PARSERS, AuditPromptConfig, build_messages
-from toolsense.audit.redaction import RedactionConfig, redact
+from toolsense.audit.redaction import RedactionConfig, compile_class, count_rendered, redact, redact_messages
 from toolsense.audit.scorers import ScoreCache, ScoreItem, cache_key
 from toolsense.audit.stats import auroc_by_partition, paired_delta_ci
-from toolsense.audit.traces import TraceSet
+from toolsense.audit.traces import TraceRecord, TraceSet
 from toolsense.utils.io import write_jsonl
 
 
-def variants(traces: TraceSet, cfg: RedactionConfig) -> tuple[dict[str, TraceSet], dict[str, dict]]:
-    """``{"original": traces, <class>: redacted traces}`` and the replacement counts per class."""
-    out, counts = {"original": traces}, {}
+Rendered = dict[str, tuple[re.Pattern, str]]
+"""Per rendered-scope variant: the class pattern and placeholder applied to its messages."""
+
+
+def variants(traces: TraceSet, cfg: RedactionConfig, prompt: AuditPromptConfig) -> tuple[dict[str, TraceSet], dict[str, dict], Rendered]:
+    """``{"original": traces, <class>: redacted traces}``, the replacement counts per class, and
+    the rendered-scope classes (their traces are the original; the redaction hits the messages)."""
+    out, counts, rendered = {"original": traces}, {}, {}
     for cls in cfg.classes:
-        out[cls.name], counts[cls.name] = redact(traces, cls)
-    return out, counts
+        if cls.scope == "fields":
+            out[cls.name], counts[cls.name] = redact(traces, cls)
+        else:
+            pattern = compile_class(cls, traces)
+            out[cls.name], rendered[cls.name] = traces, (pattern, cls.replacement)
+            counts[cls.name] = count_rendered(traces, pattern, lambda rec: build_messages(rec, prompt))
+    return out, counts, rendered
+
+
+def variant_messages(variant: str, rec: TraceRecord, prompt: AuditPromptConfig, rendered: Rendered) -> list[dict]:
+    """The messages the scorer sees for ``rec`` under ``variant``."""
+    msgs = build_messages(rec, prompt)
+    if variant in rendered:
+        msgs = redact_messages(msgs, *rendered[variant])[0]
+    return msgs
 
 
 def score_variants(scorer, cache: ScoreCache, sets: dict[str, TraceSet], idx: Sequence[int], prompt: AuditPromptConfig,
-                   unparseable_score: float, samples_path: Path, batch: int = 16) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+                   unparseable_score: float, samples_path: Path, batch: int = 16,
+                   rendered: Rendered | None = None) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """Scores of records ``idx`` under every variant, and the unparseable answers per variant.
 
     Answers come from the cache when present; new ones are cached batch by batch, so an
     interrupted run resumes there. ``samples.jsonl`` (one row per record and variant: prompt,
     raw answer, parsed score) is rewritten from the answers at the end."""
     parse = PARSERS.get(prompt.parser)
-    items = [(v, i, ScoreItem(ts.records[i].id, v, build_messages(ts.records[i], prompt)))
+    items = [(v, i, ScoreItem(ts.records[i].id, v, variant_messages(v, ts.records[i], prompt, rendered or {})))
              for v, ts in sets.items() for i in idx]
     answers: dict[tuple[str, int], object] = {}
     for v, i, it in items:
@@ -68,20 +88,23 @@ def score_variants(scorer, cache: ScoreCache, sets: dict[str, TraceSet], idx: Se
 
 def compare(traces: TraceSet, idx: Sequence[int], scores: dict[str, np.ndarray], counts: dict[str, dict],
             unparseable: dict[str, int], cfg: RedactionConfig, stats) -> dict:
-    """AUROC per variant (overall and per partition, with CIs) and paired deltas vs original."""
+    """AUROC per variant (overall and per partition, with CIs) and the paper's paired
+    ``delta_A = A_original - A_redacted`` (positive: the scorer depends on the class)."""
     y = traces.labels[list(idx)]
     parts = traces.partitions[list(idx)]
     base = scores["original"]
     out = {}
     control = {c.name: c.control for c in cfg.classes}
+    scope = {c.name: c.scope for c in cfg.classes}
     for v, s in scores.items():
         by_part = auroc_by_partition(y, s, parts, stats.n_boot, stats.level, stats.seed)
         row = {"auroc": {k: a.as_dict() for k, a in by_part.items()}, "unparseable": int(unparseable.get(v, 0)),
                "control": control.get(v, False)}
         if v != "original":
-            row["delta"] = paired_delta_ci(y, base, s, stats.n_boot, stats.level, stats.seed).as_dict()
-            row["delta_by_partition"] = {
-                str(p): paired_delta_ci(y[parts == p], base[parts == p], s[parts == p], stats.n_boot, stats.level, stats.seed).as_dict()
+            row["scope"] = scope[v]
+            row["delta_A"] = paired_delta_ci(y, s, base, stats.n_boot, stats.level, stats.seed).as_dict()
+            row["delta_A_by_partition"] = {
+                str(p): paired_delta_ci(y[parts == p], s[parts == p], base[parts == p], stats.n_boot, stats.level, stats.seed).as_dict()
                 for p in sorted(set(parts.tolist()), key=str)}
             row["replacements"] = {k: c for k, c in counts[v].items() if k != "per_record"}
             row["replacements"]["scored_records_touched"] = int(sum(counts[v]["per_record"][i] > 0 for i in idx))

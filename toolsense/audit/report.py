@@ -26,10 +26,13 @@ def findings(res: dict) -> list[str]:
     if dil:
         real = [r["auroc"] for r in dil["real"]]
         syn = [r["mean"] for r in dil["synthetic"]]
-        out.append(f"Dilution (real, {' -> '.join(dil['order'])}): AUROC " + " -> ".join(f"{a:.3f}" for a in real)
-                   + f"; monotone non-increasing: {_monotone(real)}")
+        out.append(f"Dilution (real, real_order={dil['real_order']['setting']}: {' -> '.join(dil['order'])}): AUROC "
+                   + " -> ".join(f"{a:.3f}" for a in real) + f"; monotone non-increasing: {_monotone(real)}")
         sds = [r["sd"] for r in dil["synthetic"]]
-        out.append(f"Dilution (synthetic, {dil['tool']} + K sections): " + ", ".join(
+        pool, length = dil["synthetic_pool"], dil["length_match"]
+        out.append(f"Dilution (synthetic, {dil['tool']} + K sections from pool {pool['tools']} "
+                   f"[{pool['setting']}; excluded: {pool['excluded'] or 'none'}], length-matched in characters to "
+                   f"{length['setting']} (mean {length['mean_target_chars']:.1f} chars)): " + ", ".join(
             f"K={r['k']}: {r['mean']:.3f}+-{r['sd']:.3f}" for r in dil["synthetic"])
             + f"; monotone non-increasing within one sd: {_monotone(syn, sds)}")
     red = res.get("redaction")
@@ -42,11 +45,11 @@ def findings(res: dict) -> list[str]:
         for v, row in red["variants"].items():
             if v == "original":
                 continue
-            a, d = row["auroc"]["all"], row["delta"]
-            verdict = ("depends on it" if d["hi"] < 0 else "no significant change") if not row["control"] else \
+            a, d = row["auroc"]["all"], row["delta_A"]
+            verdict = ("depends on it" if d["lo"] > 0 else "no significant change") if not row["control"] else \
                 ("control intact" if d["lo"] <= 0 <= d["hi"] or abs(d["auroc"]) < 0.05 else "CONTROL MOVED")
             out.append(f"  redact {v}{' (control)' if row['control'] else ''}: AUROC {a['auroc']:.3f} "
-                       f"[{a['lo']:.3f}, {a['hi']:.3f}], dA = {d['auroc']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}], "
+                       f"[{a['lo']:.3f}, {a['hi']:.3f}], dA = A_orig - A_redacted = {d['auroc']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}], "
                        f"{row['replacements']['replacements']} replacements -> {verdict}")
     return out
 
@@ -155,7 +158,14 @@ def write_report(res: dict, out_dir: Path) -> Path:
         md.append("")
     if res.get("dilution"):
         d = res["dilution"]
-        md += ["## Dilution sweeps", "", f"Features: {d['features']}.", "",
+        pool, length = d["synthetic_pool"], d["length_match"]
+        md += ["## Dilution sweeps", "", f"Features: {d['features']}. Probe tool: `{d['tool']}`.", "",
+               f"- Real append order (`dilution.real_order={d['real_order']['setting']}`: {d['real_order']['rule']}): "
+               + " -> ".join(d["order"]),
+               f"- Synthetic pool (`dilution.synthetic_pool={pool['setting']}`: {pool['rule']}): {pool['tools']}; excluded: "
+               + (", ".join(f"{t} ({why})" for t, why in pool["excluded"].items()) or "none"),
+               f"- Length matching (`dilution.length_match={length['setting']}`, in {length['unit']}): {length['rule']}; "
+               f"mean target {length['mean_target_chars']:.1f} characters (the paper's sections: 1,845.9)", "",
                _table(["k", "tools", "AUROC"], [[r["k"], ", ".join(r["tools"]), _ci(r)] for r in d["real"]]), "",
                _table(["K", f"mean AUROC ({d['tool']})", "sd", "per seed"],
                       [[r["k"], f"{r['mean']:.3f}", f"{r['sd']:.3f}", r["per_seed"]] for r in d["synthetic"]]), "",
@@ -165,16 +175,19 @@ def write_report(res: dict, out_dir: Path) -> Path:
         parts = [k for k in red["variants"]["original"]["auroc"] if k != "all"]
         rows = []
         for v, r in red["variants"].items():
-            delta = r.get("delta")
-            rows.append([v + (" (control)" if r["control"] else ""), _ci(r["auroc"]["all"]),
+            delta = r.get("delta_A")
+            rows.append([v + (" (control)" if r["control"] else ""), r.get("scope", ""), _ci(r["auroc"]["all"]),
                          "" if delta is None else _delta(delta),
                          r.get("replacements", {}).get("replacements", ""), r["unparseable"]]
                         + [f"{r['auroc'][p]['auroc']:.3f}" for p in parts])
         md += ["## Stage 2 - token-class redaction", "", f"Scorer: `{json.dumps(red['scorer'])}`, decoding `{json.dumps(red.get('decoding'))}`; {red['n_scored']} eval records per variant.", "",
-               _table(["variant", "AUROC", "dA vs original", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
-               "ΔA per cluster (paired bootstrap CI):", "",
+               _table(["variant", "scope", "AUROC", "ΔA = A_orig − A_redacted", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
+               "Scope `fields`: the class is redacted in the record's prompt-bearing fields; `rendered`: in the "
+               "rendered prompt as the model reads it (template text and section headers included - the format class).", "",
+               "ΔA = A_original − A_redacted, the paper's sign: positive means the scorer depends on the class. "
+               "Per cluster (paired bootstrap CI):", "",
                _table(["variant"] + [f"c{p}" for p in parts],
-                      [[v] + [_delta(r["delta_by_partition"][p]) for p in parts]
+                      [[v] + [_delta(r["delta_A_by_partition"][p]) for p in parts]
                        for v, r in red["variants"].items() if v != "original"]), "",
                "![redaction](redaction.png)", ""]
     path = out_dir / "report.md"

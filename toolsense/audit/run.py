@@ -25,6 +25,8 @@ from toolsense.utils.io import sha256_file
 
 log = logging.getLogger(__name__)
 
+DELTA_A = "delta_A = A_original - A_redacted (the paper's sign: positive = the scorer depends on the class)"
+
 
 def _git_sha() -> str | None:
     try:
@@ -55,11 +57,11 @@ def stage2(cfg: AuditConfig, traces: TraceSet, fit: np.ndarray, ev: np.ndarray, 
         scorer_cfg = dataclasses.replace(scorer_cfg, adapter=str(adapter))
     scorer = build_scorer(scorer_cfg, cfg.model, cfg.prompt)
     cache = ScoreCache(default_cache_dir(scorer_cfg) if scorer_cfg.cache else None)
-    sets, counts = variants(traces, cfg.redaction)
+    sets, counts, rendered = variants(traces, cfg.redaction, cfg.prompt)
     idx = np.flatnonzero(ev).tolist()
     scores, unparseable = score_variants(scorer, cache, sets, idx, cfg.prompt, scorer_cfg.unparseable_score,
-                                         out / "samples.jsonl", scorer_cfg.batch_size)
-    return {"scorer": scorer.identity, "decoding": scorer.decoding, "n_scored": len(idx),
+                                         out / "samples.jsonl", scorer_cfg.batch_size, rendered)
+    return {"scorer": scorer.identity, "decoding": scorer.decoding, "n_scored": len(idx), "delta_A_definition": DELTA_A,
             "adapter": scorer_cfg.adapter, "variants": compare(traces, idx, scores, counts, unparseable, cfg.redaction, cfg.stats)}
 
 
@@ -74,13 +76,13 @@ def run(cfg: AuditConfig) -> dict:
                           "tools": traces.tools, "fit": cfg.data.fit_partitions,
                           "eval": sorted(set(traces.partitions[ev].tolist()), key=str),
                           "n_fit": int(fit.sum()), "n_eval": int(ev.sum())}}
-    ranking = list(traces.tools)
+    ranking, rows = list(traces.tools), []
     if cfg.pt2d.enabled:
         rows = run_pt2d(traces, fit, ev, cfg.pt2d, cfg.stats, out / "pt2d.jsonl")
         ranking = rank_tools(rows)
         res["pt2d"] = {"rows": rows, "ranking": ranking}
     if cfg.dilution.enabled:
-        res["dilution"] = run_dilution(traces, fit, ev, cfg.dilution, cfg.pt2d, ranking, cfg.stats, out / "dilution.jsonl")
+        res["dilution"] = run_dilution(traces, fit, ev, cfg.dilution, cfg.pt2d, ranking, cfg.stats, out / "dilution.jsonl", rows)
     if cfg.redaction.enabled and cfg.redaction.classes:
         res["redaction"] = stage2(cfg, traces, fit, ev, out)
     res["findings"] = findings(res)
@@ -91,13 +93,14 @@ def run(cfg: AuditConfig) -> dict:
 
 def run_from_hydra(dict_cfg) -> float:
     """Entry for audit.py: build the typed config, run, print the findings; returns the
-    original-vs-worst-redaction AUROC drop (or the top PT2D gap) as the sweep metric."""
+    largest delta_A = A_original - A_redacted over the classes (or the top PT2D gap) as the
+    sweep metric."""
     cfg = audit_config(dict_cfg)
     res = run(cfg)
     print("\n".join(["", "Findings:"] + res["findings"] + [f"Report: {Path(cfg.output_dir) / 'report.md'}"]))
     if "redaction" in res:
-        deltas = [v["delta"]["auroc"] for k, v in res["redaction"]["variants"].items() if k != "original"]
-        return float(min(deltas)) if deltas else 0.0
+        deltas = [v["delta_A"]["auroc"] for k, v in res["redaction"]["variants"].items() if k != "original"]
+        return float(max(deltas)) if deltas else 0.0
     if "pt2d" in res:
         return float(max(r["gap"] for r in res["pt2d"]["rows"]))
     return 0.0

@@ -34,13 +34,15 @@ class ScorerConfig:
     """hf: a PEFT LoRA adapter folder applied to the model section's checkpoint."""
     method: Optional[Literal["generate", "answer_probs"]] = None
     """hf: generate = greedy answer read by prompt.parser (unparseable answers counted);
-    answer_probs = expected answer value from the next-token probabilities of the parser's
-    digits after its answer prefix (continuous, one forward pass, never unparseable).
+    answer_probs = expected answer value (1..10) from each complete answer's probability under
+    decoding constrained to the answers, after the parser's answer prefix (continuous, one
+    forward pass, never unparseable; "10" is its own answer, not "1").
     None = answer_probs for the fine-tuned demo model, generate otherwise."""
     batch_size: int = 16
     """hf: prompts per generate call."""
-    max_new_tokens: int = 8
-    """hf, openai: answer length limit (greedy / temperature 0 decoding)."""
+    max_new_tokens: int = 16
+    """hf, openai: answer length limit (greedy / temperature 0 decoding); hf refuses a limit that
+    would cut the parser's longest answer ("<answer>10</answer>")."""
     base_url: Optional[str] = None
     """openai: endpoint root, e.g. http://127.0.0.1:8000/v1."""
     model: Optional[str] = None
