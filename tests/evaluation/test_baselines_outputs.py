@@ -44,7 +44,7 @@ def test_sample_log_resumes_and_drops_a_torn_last_line(tmp_path):
         assert [r["v"] for r in log.ordered(["c", "a", "zz"])] == [3, 1]
     assert [json.loads(x)["item_id"] for x in path.read_text().splitlines()] == ["a", "b", "c"]
     path.write_text('{"item_id": "a"}\nbroken\n{"item_id": "b"}\n')
-    with pytest.raises(ValueError, match=r"samples.jsonl:2: malformed samples line"):
+    with pytest.raises(ValueError, match=r"samples.jsonl:2: malformed JSON"):
         SampleLog(path)
 
 

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from toolsense.audit.pt2d import FEATURES, PT2DConfig, fit_score
 from toolsense.audit.stats import auroc_ci
-from toolsense.audit.store import JsonlStore
+from toolsense.utils.jsonl import JsonlStore
 from toolsense.audit.traces import TraceSet
 
 ORDER_RULES = {"auto": "the probe tool, then the other tools in trace order (the paper's order)",
@@ -170,7 +170,7 @@ def real_sweep(traces: TraceSet, fit: np.ndarray, ev: np.ndarray, order: Sequenc
         if store.get(key) is None:
             scores, _ = fit_score(traces.concatenated(order[:k]), y, fit, features, pt2d.C, pt2d.min_df, pt2d.max_features)
             res = auroc_ci(y[ev], scores[ev], stats.n_boot, stats.level, stats.seed)
-            store.add({"sweep": "real", "k": k, "seed": 0, "sig": sig, "tools": list(order[:k]), **res.as_dict()})
+            store.append({"sweep": "real", "k": k, "seed": 0, "sig": sig, "tools": list(order[:k]), **res.as_dict()})
         rows.append(store.get(key))
     return rows
 
@@ -185,7 +185,7 @@ def synthetic_sweep(traces: TraceSet, fit: np.ndarray, ev: np.ndarray, tool: str
             texts = diluted_texts(traces, tool, k, np.random.default_rng(seed), pool_tools, lengths)
             scores, _ = fit_score(texts, y, fit, features, pt2d.C, pt2d.min_df, pt2d.max_features)
             res = auroc_ci(y[ev], scores[ev], n_boot=0)
-            store.add({"sweep": "synthetic", "tool": tool, "k": k, "seed": seed, "sig": sig, **res.as_dict()})
+            store.append({"sweep": "synthetic", "tool": tool, "k": k, "seed": seed, "sig": sig, **res.as_dict()})
     for k in ks:
         vals = np.array([store.get(("synthetic", k, s, sig))["auroc"] for s in seeds])
         summary.append({"k": k, "mean": float(vals.mean()), "sd": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0,
@@ -219,7 +219,7 @@ def run_dilution(traces: TraceSet, fit, ev, cfg: DilutionConfig, pt2d: PT2DConfi
     length_rule = LENGTH_RULES[cfg.length_match] if isinstance(cfg.length_match, str) else \
         f"each inserted section cut or tiled to {cfg.length_match} characters"
     sig = hashlib.sha256(json.dumps([cfg.features, order, pool["tools"], lengths.tolist()]).encode()).hexdigest()[:12]
-    store = JsonlStore(out_path, lambda r: (r["sweep"], r["k"], r["seed"], r.get("sig", "")))
+    store = JsonlStore(out_path, key=lambda r: (r["sweep"], r["k"], r["seed"], r.get("sig", "")))
     rule = ORDER_RULES[cfg.real_order] if isinstance(cfg.real_order, str) else "explicit list"
     return {"features": cfg.features, "tool": probe, "order": order,
             "real_order": {"setting": cfg.real_order, "rule": rule, "order": order},

@@ -19,7 +19,7 @@ from sklearn.pipeline import Pipeline
 from tqdm.auto import tqdm
 
 from toolsense.audit.stats import auroc_by_partition
-from toolsense.audit.store import JsonlStore
+from toolsense.utils.jsonl import JsonlStore
 from toolsense.audit.traces import TraceSet
 from toolsense.utils.registry import Registry
 
@@ -91,7 +91,7 @@ def view_texts(traces: TraceSet, view: str) -> list[str]:
 def run_pt2d(traces: TraceSet, fit: np.ndarray, ev: np.ndarray, cfg: PT2DConfig, stats, out_path: Path) -> list[dict]:
     """One row per (view, feature set), appended to ``out_path`` (JSONL) as it is computed; rows
     already there are reused, so an interrupted run resumes."""
-    store = JsonlStore(out_path, lambda r: (r["view"], r["features"]))
+    store = JsonlStore(out_path, key=lambda r: (r["view"], r["features"]))
     y, parts = traces.labels, traces.partitions
     jobs = [(v, f) for v in ["full", *traces.tools] for f in cfg.features]
     rows = []
@@ -105,7 +105,7 @@ def run_pt2d(traces: TraceSet, fit: np.ndarray, ev: np.ndarray, cfg: PT2DConfig,
         res = auroc_by_partition(y[ev], scores[ev], parts[ev], stats.n_boot, stats.level, stats.seed)
         row = {"view": view, "features": feats, "auroc": {k: v.as_dict() for k, v in res.items()},
                "empty_fraction": empty, "top_ngrams": top_ngrams(pipe, cfg.top_k)}
-        rows.append(store.add(row))
+        rows.append(store.append(row))
     full = {r["features"]: r["auroc"]["all"]["auroc"] for r in rows if r["view"] == "full"}
     for r in rows:
         r["gap"] = r["auroc"]["all"]["auroc"] - full[r["features"]]

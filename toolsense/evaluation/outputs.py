@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from toolsense.utils.jsonl import JsonlStore
+
 log = logging.getLogger(__name__)
 
 
@@ -24,73 +26,48 @@ class SampleLog:
     def __init__(self, path: str | Path, key: str = "item_id", rank: int | None = None):
         self.path = Path(path)
         self.key = key
-        self.own = self.path if rank is None else self.path.with_name(f"{self.path.stem}.rank{rank}.jsonl")
+        self.own_path = self.path if rank is None else self.path.with_name(f"{self.path.stem}.rank{rank}.jsonl")
         self.rows: dict[str, dict] = {}
         for p in [self.path, *self.rank_files()]:
-            self.rows.update(self._read(p, repair=p == self.own))
+            if p != self.own_path:  # another process may still be appending to its own file
+                self.rows.update(JsonlStore(p, key=key, repair=False).by_key)
+        self.own = JsonlStore(self.own_path, key=key)
+        self.rows.update(self.own.by_key)
         if self.rows:
             log.info("resuming %s: %d items already done", self.path, len(self.rows))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.own, "a", encoding="utf-8")
 
     def rank_files(self) -> list[Path]:
         return sorted(self.path.parent.glob(f"{self.path.stem}.rank*.jsonl"))
-
-    def _read(self, path: Path, repair: bool) -> dict[str, dict]:
-        """Rows of ``path``. A torn last line is dropped, and cut from the file when it is ours
-        (another process may still be writing its own file)."""
-        if not path.exists():
-            return {}
-        lines = path.read_text(encoding="utf-8").splitlines()
-        rows, good = {}, []
-        for i, line in enumerate(lines, 1):
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                if i == len(lines):
-                    if repair:
-                        log.warning("%s:%d: dropping a torn last line from an interrupted run", path, i)
-                    continue
-                raise ValueError(f"{path}:{i}: malformed samples line; delete the file to start over") from None
-            rows[row[self.key]] = row
-            good.append(line)
-        if repair and len(good) != len(lines):
-            path.write_text("".join(g + "\n" for g in good), encoding="utf-8")
-        return rows
 
     def done(self, item_id: str) -> bool:
         return item_id in self.rows
 
     def add(self, row: dict) -> None:
-        self._f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        self._f.flush()
-        self.rows[row[self.key]] = row
+        self.rows[row[self.key]] = self.own.append(row)
 
     def consolidate(self, ids: Iterable[str]) -> None:
         """Fold every rank file into ``samples.jsonl`` (rows in ``ids`` order, then any others),
         written to a temporary file and renamed, then delete the rank files. Call it once all
         processes have finished writing."""
-        self._f.flush()
         files = self.rank_files()
         if not files:
             return
         for p in [self.path, *files]:
-            self.rows.update(self._read(p, repair=False))
+            self.rows.update(JsonlStore(p, key=self.key, repair=False).by_key)
         ids = list(ids)
         order = ids + sorted(set(self.rows) - set(ids))
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text("".join(json.dumps(self.rows[i], ensure_ascii=False) + "\n" for i in order if i in self.rows), encoding="utf-8")
-        self._f.close()
         tmp.replace(self.path)
         for p in files:
             p.unlink()
-        self._f = open(self.path, "a", encoding="utf-8")
+        self.own = JsonlStore(self.path, key=self.key)
 
     def ordered(self, ids: Iterable[str]) -> list[dict]:
         return [self.rows[i] for i in ids if i in self.rows]
 
     def close(self) -> None:
-        self._f.close()
+        """Nothing to release: every row is written and flushed as it is added."""
 
     def __enter__(self) -> "SampleLog":
         return self

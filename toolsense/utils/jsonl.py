@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Hashable, Iterator
 
 from toolsense.utils.io import DataError
 
@@ -54,21 +54,27 @@ def _repair_tail(path: Path) -> tuple[bytes, int]:
 class JsonlStore:
     """Append-only JSONL file, safe against torn last lines; thread-safe appends.
 
-    ``rows`` holds every row read at open plus every row appended since, in file order.
+    ``rows`` holds every row read at open plus every row appended since, in file order. With
+    ``key`` (a field name or a function of the row) rows are also found by key (:meth:`get`,
+    ``in``; a later row wins). ``repair=False`` reads a file another process may still be
+    appending to: a torn last line is skipped, but the file is left alone.
     """
 
-    def __init__(self, path: str | Path, *, fsync: bool = False):
+    def __init__(self, path: str | Path, *, key: str | Callable[[dict], Hashable] | None = None,
+                 fsync: bool = False, repair: bool = True):
         self.path = Path(path)
         self.fsync = fsync
+        self._key = (lambda row: row[key]) if isinstance(key, str) else key
         self._lock = threading.Lock()
         self.rows: list[dict[str, Any]] = []
+        self.by_key: dict[Hashable, dict[str, Any]] = {}
         self.cut_bytes = 0
         if self.path.exists():
-            self._load()
+            self._load(repair)
 
-    def _load(self) -> None:
+    def _load(self, repair: bool) -> None:
         body, cut = _repair_tail(self.path)
-        if cut:
+        if cut and repair:
             log.warning("%s: cut a torn last line (%d bytes) left by an interrupted write", self.path, cut)
             with open(self.path, "r+b") as f:
                 f.truncate(len(body))
@@ -83,9 +89,21 @@ class JsonlStore:
                                 "only a torn last line is repaired automatically") from None
             if not isinstance(row, dict):
                 raise DataError(f"{self.path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            self.rows.append(row)
+            self._remember(row)
 
-    def append(self, row: dict[str, Any]) -> None:
+    def _remember(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        if self._key is not None:
+            self.by_key[self._key(row)] = row
+
+    def get(self, k: Hashable) -> dict[str, Any] | None:
+        return self.by_key.get(k)
+
+    def __contains__(self, k: Hashable) -> bool:
+        return k in self.by_key
+
+    def append(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Write ``row`` as one whole, flushed line; returns it."""
         line = json.dumps(row, ensure_ascii=False) + "\n"
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +112,8 @@ class JsonlStore:
                 f.flush()
                 if self.fsync:
                     os.fsync(f.fileno())
-            self.rows.append(row)
+            self._remember(row)
+        return row
 
     def extend(self, rows) -> None:
         for row in rows:

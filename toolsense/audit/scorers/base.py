@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal, Optional, Protocol
 
-from toolsense.audit.store import JsonlStore
+from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.registry import Registry
 
 SCORERS: Registry[Callable[..., "Scorer"]] = Registry("audit scorer")
@@ -103,18 +103,18 @@ class ScoreCache:
     """``scores.jsonl`` rows {key, answer}; the answer is stored raw so a new parser reuses it."""
 
     def __init__(self, folder: str | Path | None):
-        self.store = JsonlStore(Path(folder) / "scores.jsonl", lambda r: r["key"]) if folder else None
+        self.store = JsonlStore(Path(folder) / "scores.jsonl", key="key") if folder else None
 
     def __contains__(self, key: str) -> bool:
-        return self.store is not None and self.store.get(key) is not None
+        return self.store is not None and key in self.store
 
     def get(self, key: str):
         """The cached answer (check ``key in cache`` first: a cached answer may itself be None)."""
         return self.store.get(key)["answer"]
 
     def put(self, key: str, answer) -> None:
-        if self.store:
-            self.store.add({"key": key, "answer": answer})
+        if self.store is not None:
+            self.store.append({"key": key, "answer": answer})
 
 
 def sha256_files(paths: list[Path]) -> str:
