@@ -17,6 +17,7 @@ from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
 from toolsense.evaluation.retrieval import Retrieved
+from toolsense.utils.warnings import summarise
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +56,8 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
     items: list[Query] = bench.items
     missing = missing_gold(items, known_tools)
     if missing["count"]:
-        log.warning("%s: %d gold tools are not in the %s index (%d queries affected), counted as misses: %s",
-                    bench.name, missing["count"], system, missing["queries_affected"], missing["names"][:10])
+        summarise(log, missing["names"], f"gold tools of {bench.name} not in the {system} index "
+                  f"({missing['queries_affected']} queries affected, counted as misses)", out_dir / "missing_gold.txt")
     ids = [q.query_id for q in items]
     if len(set(ids)) != len(ids):
         raise ValueError(f"benchmark {bench.name!r} repeats query ids; samples.jsonl needs unique ids")
