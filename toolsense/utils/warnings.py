@@ -35,9 +35,12 @@ def summarise(log: logging.Logger, items: Sequence[str], what: str, path: Option
     """
     if not items:
         return None
-    text = "".join(f"{item}\n" for item in items)
-    if path is None:
+    text = f"# {len(items)} {what}\n" + "".join(f"{item}\n" for item in items)
+    if path is None:  # content-addressed: a file already there holds exactly this text
         path = report_dir() / f"{_slug(what)}-{sha256_text(text)[:12]}.txt"
-    path = atomic_write_text(path, f"# {len(items)} {what}\n{text}")
+        if not path.is_file():
+            atomic_write_text(path, text)
+    else:
+        path = atomic_write_text(path, text)
     log.log(level, "%d %s; all listed in %s (first: %s)", len(items), what, path, items[0])
     return path
