@@ -15,6 +15,7 @@ from toolsense.catalog import (
     load_virtual_tokens,
     split_name,
 )
+from toolsense.catalog.tool import loose_key
 
 
 def write_lines(path, lines):
@@ -28,11 +29,15 @@ def rec(name, **kw):
 
 # ---- naming -------------------------------------------------------------------------------
 
-def test_canonical_name_unidecodes_and_splits_at_first_separator():
-    assert canonical_name("Café Météo&&Prévision") == "Cafe Meteo&&Prevision"
+def test_canonical_name_is_the_name_as_written_and_splits_at_first_separator():
+    # ToolGen's token list keeps accents and emoji, so the canonical name (= the token text) does too
+    assert canonical_name("Café Météo&&Prévision") == "Café Météo&&Prévision"
     assert split_name("Svc&&a&&b") == ("Svc", "a&&b")
     t = Tool.from_name("Ærø&&get  it")
-    assert (t.name, t.service, t.api, t.raw_name, t.token) == ("AEro&&get  it", "AEro", "get  it", "Ærø&&get  it", "<<AEro&&get  it>>")
+    assert (t.name, t.service, t.api, t.raw_name, t.token) == ("Ærø&&get  it", "Ærø", "get  it", "Ærø&&get  it", "<<Ærø&&get  it>>")
+    # near-duplicates collide up to case, whitespace (also around the separator) and accents
+    assert loose_key("Ærø &&Get  It") == loose_key("AEro&&get it") == "aero&&get it"
+    assert loose_key("A&&b") != loose_key("Ab&&")
 
 
 # ---- the real shared catalogs --------------------------------------------------------------
@@ -95,14 +100,24 @@ def test_malformed_catalog_lines_name_file_line_and_field(tmp_path, lines, messa
         load_toolsense(path)
 
 
-def test_duplicate_policy_first_logs_every_dropped_line(tmp_path, caplog):
-    path = write_lines(tmp_path / "dups.jsonl", [rec("A&&x"), rec("A&&y"), rec("A&&x"), rec("Ä&&y")])
+def test_duplicate_policy_first_logs_one_line_naming_the_count_and_a_file_listing_all(tmp_path, caplog, monkeypatch):
+    monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path / "cache"))
+    lines = [rec("A&&x"), rec("A&&y"), rec("A&&x"), rec("Ä&&y"), rec("A&&y"), rec("A&&x")]
+    path = write_lines(tmp_path / "dups.jsonl", lines)
     with caplog.at_level(logging.WARNING):
         cat = load_toolsense(path, on_duplicate="first")
-    assert cat.names == ["A&&x", "A&&y"]  # 'Ä&&y' unidecodes to 'A&&y': a duplicate, not a new tool
-    dropped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("dropped")]
-    assert len(dropped) == 2 and "dups.jsonl:3" in dropped[0] and "dups.jsonl:4" in dropped[1]
-    assert cat.records_read == 4
+    assert cat.names == ["A&&x", "A&&y", "Ä&&y"]  # 'Ä&&y' is its own tool (a near-duplicate of 'A&&y')
+    assert cat.records_read == 6
+    dup_lines = [r.getMessage() for r in caplog.records if "duplicate tool names dropped" in r.getMessage()]
+    assert len(dup_lines) == 1 and dup_lines[0].startswith("3 duplicate tool names dropped")
+    listing = cat.report_files["dropped"]
+    assert str(listing) in dup_lines[0] and listing.parent == tmp_path / "cache" / "reports"
+    body = [ln for ln in listing.read_text().splitlines() if not ln.startswith("#")]
+    assert [ln.split(": duplicate")[0] for ln in body] == [f"{path}:3", f"{path}:5", f"{path}:6"]
+    assert f"(first seen at {path}:2)" in body[1]
+    near = cat.report_files["near_duplicates"].read_text()
+    assert f"'A&&y' ({path}:2) | 'Ä&&y' ({path}:4)" in near
+    assert len(caplog.records) == 2  # one line for the drops, one for the near-duplicates, nothing per record
 
 
 def test_near_duplicates_reported_not_merged(tmp_path, caplog):
@@ -111,7 +126,7 @@ def test_near_duplicates_reported_not_merged(tmp_path, caplog):
         cat = load_toolsense(path)
     assert len(cat) == 3
     assert cat.near_duplicates() == [["Bybit&&Order  Book", "Bybit&&Order Book", "bybit&&order book"]]
-    assert any("equal up to case/whitespace" in r.getMessage() for r in caplog.records)
+    assert any("near-duplicate tool name groups" in r.getMessage() for r in caplog.records)
 
 
 def test_virtual_token_list_errors(tmp_path):
@@ -135,7 +150,7 @@ def test_query_jsonl_gold_forms_and_errors(tmp_path):
         json.dumps({"query": "hi", "tools": ["A&&x", "<<B&&y>>", ["C", "z"], {"tool_name": "Dé&&w"}]}),
     ])
     (q,) = load_query_jsonl(good)
-    assert q.tools == ("A&&x", "B&&y", "C&&z", "De&&w")
+    assert q.tools == ("A&&x", "B&&y", "C&&z", "Dé&&w")  # as written: ToolGen's tokens keep accents
     bad = write_lines(tmp_path / "qb.jsonl", [json.dumps({"query": "hi", "tools": ["A&&x"]}), json.dumps({"query": "", "tools": ["A&&x"]})])
     with pytest.raises(DataError, match=r"qb\.jsonl:2: field 'query' is missing or empty"):
         load_query_jsonl(bad)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from pathlib import Path
 from typing import Iterable, Iterator, Literal
 
 from toolsense.catalog.tool import Tool, loose_key
 from toolsense.utils.io import DataError, sha256_text
+from toolsense.utils.warnings import summarise
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +31,17 @@ class Catalog:
         self.sources = sources or {}
         self.dropped = dropped or []  # "file:line: name (duplicate of file:line)" for each dropped record
         self.records_read = len(self._tools) + len(self.dropped)
+        self.report_files: dict[str, Path] = {}  # "dropped" / "near_duplicates" -> the file listing them
 
     @classmethod
     def from_tools(
         cls, items: Iterable[tuple[Tool, str]], on_duplicate: DuplicatePolicy = "error"
     ) -> "Catalog":
         """Build from ``(tool, source)`` pairs; duplicates of a canonical name raise, or with
-        ``on_duplicate="first"`` keep the first and log every dropped line."""
+        ``on_duplicate="first"`` keep the first. Dropped records and near-duplicate names are
+        each logged as one line naming a file that lists them all (``file:line`` each)."""
+        if on_duplicate not in ("error", "first"):
+            raise ValueError(f"on_duplicate must be 'error' or 'first', got {on_duplicate!r}")
         tools: list[Tool] = []
         sources: dict[str, str] = {}
         dropped: list[str] = []
@@ -44,23 +50,23 @@ class Catalog:
                 msg = f"{src}: duplicate tool name {tool.name!r} (first seen at {sources[tool.name]})"
                 if on_duplicate == "error":
                     raise DataError(msg + "; pass on_duplicate='first' to keep the first occurrence")
-                if on_duplicate != "first":
-                    raise ValueError(f"on_duplicate must be 'error' or 'first', got {on_duplicate!r}")
-                log.warning("dropped %s", msg)
                 dropped.append(msg)
                 continue
             sources[tool.name] = src
             tools.append(tool)
         cat = cls(tools, sources, dropped)
-        near = cat.near_duplicates()
-        if near:
-            log.warning(
-                "%d groups of tool names are equal up to case/whitespace and kept distinct "
-                "(Catalog.near_duplicates() lists them), e.g. %s", len(near), near[0])
+        near = [" | ".join(f"{n!r} ({sources[n]})" for n in group) for group in cat.near_duplicates()]
+        for key, found, what in (
+            ("dropped", dropped, "duplicate tool names dropped (on_duplicate=first, the first record kept)"),
+            ("near_duplicates", near, "near-duplicate tool name groups (equal up to case/whitespace/accents; kept distinct)"),
+        ):
+            path = summarise(log, found, what)
+            if path is not None:
+                cat.report_files[key] = path
         return cat
 
     def near_duplicates(self) -> list[list[str]]:
-        """Groups of distinct canonical names that are equal up to case or whitespace."""
+        """Groups of distinct canonical names equal up to case, whitespace or accents (:func:`loose_key`)."""
         groups: dict[str, list[str]] = defaultdict(list)
         for t in self._tools:
             groups[loose_key(t.name)].append(t.name)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from toolsense.utils.choices import StrEnum, choice
-
+from toolsense.catalog.builders import CATALOG_BUILDERS, ensure_built
 from toolsense.catalog.catalog import Catalog
 from toolsense.catalog.loaders import load_catalog, load_demo_catalog
+from toolsense.utils.choices import StrEnum, choice
 
 
 class CatalogFormat(StrEnum):
@@ -29,15 +29,30 @@ class CatalogConfig:
     """Catalog file (ToolSense JSONL[.gz], ToolBench query .json, or a virtual-token .txt); None = the demo catalog."""
     format: CatalogFormat = CatalogFormat.auto
     on_duplicate: OnDuplicate = OnDuplicate.error
-    """What to do with a second record of the same canonical name: fail, or keep the first and log each dropped line."""
-
+    """What to do with a second record of the same canonical name: fail, or keep the first (the
+    dropped ones are counted in one log line naming the file that lists them)."""
+    build: Optional[str] = None
+    """A built catalog (e.g. ``toolbench``): ``path`` is made from ``data_dir`` by that builder
+    when missing (``python -m toolsense.catalog.build <name>``); None = ``path`` is an input file."""
+    data_dir: Optional[str] = None
+    """build only: the shared data folder the builder reads."""
+    auto_build: bool = True
+    """build only: build a missing ``path`` on first use; false = fail naming the build command."""
 
     def __post_init__(self) -> None:
         self.format = choice(CatalogFormat, self.format, "catalog.format")
         self.on_duplicate = choice(OnDuplicate, self.on_duplicate, "catalog.on_duplicate")
+        if self.build is not None:
+            if self.build not in CATALOG_BUILDERS:
+                raise ValueError(f"catalog.build={self.build!r}: choose from {CATALOG_BUILDERS.names()} or null")
+            if not self.path or not self.data_dir:
+                raise ValueError(f"catalog.build={self.build!r} needs catalog.path (where it is cached) "
+                                 "and catalog.data_dir (what it is built from)")
 
 
 def load_from_config(cfg: CatalogConfig) -> Catalog:
     if cfg.path is None:
         return load_demo_catalog()
+    if cfg.build is not None:
+        ensure_built(cfg.build, cfg.path, cfg.data_dir, cfg.auto_build)
     return load_catalog(cfg.path, cfg.format.value, cfg.on_duplicate.value)

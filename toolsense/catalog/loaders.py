@@ -13,8 +13,17 @@ from typing import Any, Iterable, Iterator
 from toolsense.catalog.catalog import Catalog, DuplicatePolicy
 from toolsense.catalog.tool import SEP, Parameter, Tool
 from toolsense.utils.io import DataError, iter_jsonl, load_json, open_text
+from toolsense.utils.progress import progress
 
 DEMO_DIR = Path(__file__).parent / "demo"
+BIG_FILE_BYTES = 1 << 20
+"""Catalog files at least this large (1 MiB, ~2,000 tools) show a progress bar while loading."""
+
+
+def _with_progress(items: Iterator[tuple[Tool, str]], path: str | Path) -> Iterator[tuple[Tool, str]]:
+    path = Path(path)
+    big = path.is_file() and path.stat().st_size >= BIG_FILE_BYTES
+    return iter(progress(items, desc=f"catalog {path.name}", unit="tool", show=big))
 
 
 def _text_field(obj: dict[str, Any], key: str, where: str, required: bool = False) -> str:
@@ -69,7 +78,7 @@ def load_toolsense(path: str | Path, on_duplicate: DuplicatePolicy = "error") ->
             where = f"{path}:{lineno}"
             yield _tool_from_toolsense(obj, where), where
 
-    return Catalog.from_tools(items(), on_duplicate)
+    return Catalog.from_tools(_with_progress(items(), path), on_duplicate)
 
 
 def tool_from_api_entry(entry: dict[str, Any], where: str) -> Tool:
@@ -152,7 +161,7 @@ def load_virtual_tokens(path: str | Path, on_duplicate: DuplicatePolicy = "error
                     continue
                 yield Tool.from_name(name), where
 
-    return Catalog.from_tools(items(), on_duplicate)
+    return Catalog.from_tools(_with_progress(items(), path), on_duplicate)
 
 
 FORMATS = {"toolsense": load_toolsense, "toolbench": load_toolbench_api_list, "virtual_tokens": load_virtual_tokens}

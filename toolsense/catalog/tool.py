@@ -11,13 +11,14 @@ SEP = "&&"
 
 
 def canonical_name(raw: str) -> str:
-    """The unidecoded ``Service&&API`` string, exactly the way ToolGen forms virtual tokens.
+    """A tool's canonical name: ``Service&&API`` exactly as written, which is how ToolGen forms
+    its virtual tokens (its 46,984-token list keeps accents, Cyrillic, CJK and emoji: 483 tokens
+    are not ASCII, and 38 of the 40 accented ToolSense release names appear verbatim in it).
 
-    Case and whitespace are kept (ToolGen's token list keeps double spaces), so names that
-    differ only in case or whitespace stay distinct tools; catalogs report such pairs instead of
-    merging them.
+    Case and whitespace are kept too (the token list has names differing only in those), so
+    such names stay distinct tools; catalogs report them (:func:`loose_key`) instead of merging.
     """
-    return unidecode(raw)
+    return raw
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -29,8 +30,14 @@ def split_name(name: str) -> tuple[str, str]:
 
 
 def loose_key(name: str) -> str:
-    """Key under which names equal up to case or whitespace collide (for reporting only)."""
-    return " ".join(name.lower().split())
+    """``name`` up to case, whitespace and transliteration (unidecode), service and API apart:
+    the key under which near-duplicate names collide (reported, and used to match a name to
+    another catalog's record when no record has exactly that name)."""
+    def norm(part: str) -> str:
+        return " ".join(unidecode(part).lower().split())
+
+    service, sep, api = name.partition(SEP)
+    return f"{norm(service)}{SEP}{norm(api)}" if sep else norm(name)
 
 
 @dataclass(frozen=True)

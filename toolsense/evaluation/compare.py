@@ -23,6 +23,7 @@ import yaml
 
 from toolsense.evaluation.outputs import benchmark_label, fmt, markdown_table, write_json
 from toolsense.utils.io import DataError
+from toolsense.utils.progress import progress
 
 
 @dataclass
@@ -40,7 +41,7 @@ def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
     for root in map(Path, roots):
         if not root.exists():
             raise FileNotFoundError(f"compare.roots: {root} does not exist")
-        for path in sorted([*root.rglob("results.json"), *root.rglob("drift.json")]):
+        for path in progress(sorted([*root.rglob("results.json"), *root.rglob("drift.json")]), desc=f"compare {root}", unit="file", min_total=50):
             try:
                 res = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as e:

@@ -21,6 +21,7 @@ from toolsense.evaluation.context import from_section
 from toolsense.evaluation.outputs import write_json
 from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import ModelConfig, load_model_and_tokenizer
+from toolsense.utils.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ def run_drift(run_dir: str | Path, cfg: DriftConfig, out_dir: str | Path) -> dic
     mcfg = from_section(ModelConfig, raw.get("model"), f"{run}/config.yaml: model")
     index = ToolIndex.load(run / "index.json", load_from_config(from_section(CatalogConfig, raw.get("catalog"), "catalog")))
     mats, virt_ids, n_base = {}, None, None
-    for name in cfg.checkpoints:
+    for name in progress(cfg.checkpoints, desc="drift: checkpoints", unit="ckpt"):
         model, tok = load_checkpoint(run, name, mcfg, index)
         ids = torch.as_tensor(tok.convert_tokens_to_ids(index.tokens()))
         if virt_ids is None:

@@ -26,6 +26,7 @@ from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.metrics import accuracy
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
 from toolsense.evaluation.retrieval import encode
+from toolsense.utils.warnings import summarise
 
 log = logging.getLogger(__name__)
 LETTERS = "ABCDEFGH"
@@ -90,8 +91,8 @@ def evaluate_probe(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig,
     known = [it for it in bench.items if it.tool in ev.index.paths]
     missing = sorted({it.tool for it in bench.items if it.tool not in ev.index.paths})
     if missing:
-        log.warning("%s: %d probe tools are not in the index; their %d items are skipped: %s", bench.name,
-                    len(missing), len(bench.items) - len(known), missing[:10])
+        summarise(log, missing, f"probe tools of {bench.name} not in the index (their {len(bench.items) - len(known)} "
+                  "items are skipped)", out_dir / "missing_tools.txt")
     n_opt = len(bench.items[0].options)
     answers = list(LETTERS[:n_opt]) if kind == "mcq" else ["Yes", "No"]
     with SampleLog(out_dir / "samples.jsonl") as samples:

@@ -18,6 +18,7 @@ from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
 from toolsense.evaluation.retrieval import Retrieved
+from toolsense.utils.warnings import summarise
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +65,9 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
     policy = bench.config.missing if bench.config is not None else "count"
     items, missing = missing_gold(list(bench.items), known_tools, policy)
     if missing["count"]:
-        log.warning("%s: %d gold tools are not in the %s index (%d queries affected; missing=%s, %d queries dropped): %s",
-                    bench.name, missing["count"], system, missing["queries_affected"], policy,
-                    missing["queries_dropped"], missing["names"][:10])
+        summarise(log, missing["names"], f"gold tools of {bench.name} not in the {system} index "
+                  f"({missing['queries_affected']} queries affected; missing={policy}, "
+                  f"{missing['queries_dropped']} queries dropped)", out_dir / "missing_gold.txt")
     if not items:
         raise ValueError(f"benchmark {bench.name!r}: no query has a gold tool in the {system} index (benchmark.missing=drop)")
     original = {q.query_id: q.tools for q in bench.items}

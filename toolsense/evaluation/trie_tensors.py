@@ -37,7 +37,7 @@ class TrieTensors:
         node_of_edge = torch.repeat_interleave(torch.arange(len(off) - 1), off[1:] - off[:-1])
         key = node_of_edge * vocab + tok
         order = torch.argsort(key)
-        tools = sorted(set(trie.tool_at.values()), key=list(trie.tool_at.values()).index)
+        tools = list(dict.fromkeys(trie.tool_at.values()))  # first-appearance order, O(n) (sorted by .index was O(n^2))
         pos = {t: i for i, t in enumerate(tools)}
         tool_of_node = torch.full((len(off) - 1,), -1, dtype=torch.long)
         for node, name in trie.tool_at.items():

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolsense.catalog import Catalog
+from toolsense.utils.paths import atomic_write_text
 
 Scheme = Literal["flat", "hierarchical"]
 FORMAT_VERSION = 1
@@ -85,12 +86,7 @@ class ToolIndex:
         }
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), ensure_ascii=False))
-        tmp.replace(path)
-        return path
+        return atomic_write_text(path, json.dumps(self.to_dict(), ensure_ascii=False))
 
     @classmethod
     def load(cls, path: str | Path, catalog: Catalog | None = None) -> "ToolIndex":

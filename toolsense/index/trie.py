@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toolsense.utils.progress import progress
+
 
 @dataclass
 class Trie:
@@ -25,7 +27,7 @@ class Trie:
         """``sequences[tool]`` is the tool's id as token ids, without EOS."""
         children: list[dict[int, int]] = [{}]
         tool_at: dict[int, str] = {}
-        for name, seq in sequences.items():
+        for name, seq in progress(sequences.items(), desc="trie", unit="tool", min_total=10_000):
             node = 0
             for tok in list(seq) + [eos_id]:
                 nxt = children[node].get(tok)
