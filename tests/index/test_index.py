@@ -78,9 +78,9 @@ def test_index_package_does_not_import_the_models():
     code = ("import sys, numpy as np; from toolsense.catalog import Catalog, Tool; from toolsense.index.config import IndexConfig, index_from_config; "
             "cat = Catalog.from_tools((Tool.from_name(f'S&&a{i}'), f'm:{i}') for i in range(12)); "
             "idx = index_from_config(IndexConfig(builder='clustered', branching=3), cat, lambda: np.eye(12, dtype=np.float32)); "
-            "print(idx.depth(), sorted(m for m in sys.modules if m.startswith('toolsense.models')))")
+            "print(len(set(idx.paths.values())), sorted(m for m in sys.modules if m.startswith('toolsense.models')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["3", "[]"]
+    assert out == ["12", "[]"]
 
 
 def test_trie_allows_exactly_valid_continuations():
