@@ -77,6 +77,15 @@ def test_openai_defaults_to_te3l_and_rerun_sends_no_catalog_request(cache, monke
     assert "sk-test" not in "".join(p.read_text() for p in cache.glob("*.json"))
 
 
+def test_openai_cache_key_names_a_foreign_server_but_never_the_key():
+    from toolsense.models.encoders import OpenAIEmbedder
+
+    own = OpenAIEmbedder(SimpleNamespace(base_url="https://api.openai.com/v1/", api_key="sk-secret"), "text-embedding-3-large")
+    local = OpenAIEmbedder(SimpleNamespace(base_url="http://127.0.0.1:8000/v1", api_key="sk-secret"), "text-embedding-3-large")
+    assert own.identity == "openai:text-embedding-3-large"
+    assert local.identity == "openai:text-embedding-3-large@http://127.0.0.1:8000/v1"
+
+
 def test_openai_yaml_and_dataclass_default_to_te3l():
     assert OmegaConf.load(CONF / "openai.yaml").encoder == "text-embedding-3-large"
     assert baselines.OPENAI_DEFAULT_MODEL == "text-embedding-3-large"

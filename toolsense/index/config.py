@@ -27,7 +27,8 @@ class IndexConfig:
     seed: int = 0
     """clustered only: k-means seed (the index is deterministic given it)."""
     encoder: Optional[str] = None
-    """clustered only: sentence encoder path; None = embedded all-MiniLM-L6-v2."""
+    """clustered only: sentence encoder path; None = embedded all-MiniLM-L6-v2. The caller
+    (training / evaluation set-up) supplies its cached embeddings; the index never encodes."""
 
     @property
     def scheme(self) -> str:

@@ -74,12 +74,15 @@ class SentenceEncoder:
 
 
 class OpenAIEmbedder:
-    """OpenAI's embeddings endpoint (``client.embeddings.create``), 256 texts per request. The
-    client is built by the caller (key from the environment only)."""
+    """OpenAI's embeddings endpoint (``client.embeddings.create``), ``batch_size`` texts per
+    request. The client is built by the caller (key from the environment only); the identity
+    is the model name (plus the base URL when it is not OpenAI's), never the key."""
 
     def __init__(self, client: Any, model: str, batch_size: int = 256):
         self.client, self.model, self.batch_size = client, model, batch_size
-        self.identity = f"openai:{model}"
+        base = str(getattr(client, "base_url", "") or "").rstrip("/")
+        # another OpenAI-compatible server may serve a model of the same name: key it apart
+        self.identity = f"openai:{model}" + (f"@{base}" if base and "api.openai.com" not in base else "")
 
     def encode(self, texts: Sequence[str], progress: bool = False, chunk_done=None, skip=None) -> np.ndarray:
         return encode_batched(texts, self._embed_batch, self.batch_size, [len(t) for t in texts], progress, f"embed {self.model}", chunk_done, skip)
