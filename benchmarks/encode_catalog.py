@@ -4,7 +4,7 @@
 
 On a fixed slice of the 46,803-API ToolEnv2404 catalog (the G1_instruction gold tools it holds,
 then the catalog's first tools, up to ``--n``), prints texts/s of each backend (runs
-interleaved, ``--repeats`` each, min and median), the time of a first (encode + write) and a
+interleaved, ``--repeats`` each; min and median seconds), the time of a first (encode + write) and a
 second (cache hit, memory-mapped) ``catalog_embeddings`` call, and recall@10 of dense retrieval
 of the G1_instruction queries whose gold tools are all in the slice, for both backends. The
 first timed run of the first backend goes through the cache (encode + write). The encoder is
@@ -89,12 +89,12 @@ def main() -> None:
 
     print(f"\n{len(catalog)} tools of {len(full)} ({Path(args.catalog).name}), batch {args.batch_size}, "
           f"{len(queries)} G1 queries with every gold tool in the slice")
-    print(f"{'backend':8s} {'min texts/s':>12s} {'median texts/s':>15s} {'recall@10':>10s}")
+    print(f"{'backend':8s} {'min s':>8s} {'median s':>9s} {'texts/s (min s)':>16s} {'texts/s (median s)':>19s} {'recall@10':>10s}")
     qtexts = [q.text for q in queries]
     recalls = {b: recall_at_10(last[b], enc.encode(qtexts), catalog.names, queries) for b, enc in encoders.items()}
     for b in encoders:
-        rates = [len(texts) / s for s in times[b]]
-        print(f"{b:8s} {min(rates):12.1f} {statistics.median(rates):15.1f} {recalls[b]:10.4f}")
+        lo, med = min(times[b]), statistics.median(times[b])
+        print(f"{b:8s} {lo:8.1f} {med:9.1f} {len(texts) / lo:16.1f} {len(texts) / med:19.1f} {recalls[b]:10.4f}")
     for b in args.backends[1:]:
         ratio = statistics.median(times[base]) / statistics.median(times[b])
         cos = np.sum(last[base] * last[b], axis=1) / (np.linalg.norm(last[base], axis=1) * np.linalg.norm(last[b], axis=1))
