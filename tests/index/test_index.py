@@ -41,9 +41,13 @@ def test_flat_and_structural_tokens():
     assert len(st.tokens()) == 2 + 4
 
 
-def test_clustered_is_deterministic_and_respects_branching(demo_catalog):
-    a = build_index(demo_catalog, "clustered", branching=4, seed=3)
-    b = build_index(demo_catalog, "clustered", branching=4, seed=3)
+def test_clustered_is_deterministic_and_respects_branching(demo_catalog, tmp_path, monkeypatch):
+    from toolsense.models.encoders import encoder_embeddings
+
+    monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path))
+    emb = encoder_embeddings(demo_catalog)  # the caller supplies MiniLM embeddings; the index never encodes
+    a = build_index(demo_catalog, "clustered", embeddings=emb, branching=4, seed=3)
+    b = build_index(demo_catalog, "clustered", embeddings=lambda: encoder_embeddings(demo_catalog), branching=4, seed=3)
     assert a.paths == b.paths
     assert len(set(a.paths.values())) == len(demo_catalog)  # every tool its own path
     # every internal node has at most `branching` children
@@ -57,6 +61,26 @@ def test_clustered_is_deterministic_and_respects_branching(demo_catalog):
     # tools of the same service tend to share a top-level cluster (embeddings carry meaning)
     same = [len({a.paths[n][0] for n in names}) for names in demo_catalog.services().values()]
     assert np.mean(same) < 2.5
+
+
+def test_clustered_needs_embeddings_from_its_caller():
+    cat = small_catalog()
+    with pytest.raises(ValueError, match="needs the tools' embeddings from its caller"):
+        build_index(cat, "clustered", branching=3)
+    with pytest.raises(ValueError, match=r"shape \(19, 8\) for 20 tools"):
+        build_index(cat, "clustered", embeddings=np.zeros((19, 8)), branching=3)
+
+
+def test_index_package_does_not_import_the_models():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from toolsense.catalog import Catalog, Tool; from toolsense.index.config import IndexConfig, index_from_config; "
+            "cat = Catalog.from_tools((Tool.from_name(f'S&&a{i}'), f'm:{i}') for i in range(12)); "
+            "idx = index_from_config(IndexConfig(builder='clustered', branching=3), cat, lambda: np.eye(12, dtype=np.float32)); "
+            "print(len(set(idx.paths.values())), sorted(m for m in sys.modules if m.startswith('toolsense.models')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["12", "[]"]
 
 
 def test_trie_allows_exactly_valid_continuations():

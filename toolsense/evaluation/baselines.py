@@ -1,6 +1,7 @@
 """Non-parametric baselines over the tools' text (a registry): BM25 (bm25s), dense retrieval
 with sentence-transformers (default: the embedded MiniLM; any local model path), and OpenAI
-embeddings (key from ``OPENAI_API_KEY`` only). Each ranks the whole catalog for a query and
+embeddings (key from ``OPENAI_API_KEY`` only); the catalog side of the embedding baselines is
+encoded once and cached on disk by ``toolsense.models.encoders``. Each ranks the whole catalog for a query and
 yields the same :class:`Retrieved` records as parametric retrieval, so outputs line up."""
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from toolsense.catalog import Catalog, Query
 from toolsense.evaluation.config import BaselineConfig
 from toolsense.evaluation.retrieval import Retrieved
 from toolsense.utils.registry import Registry
-
-
 
 ScoreFn = Callable[[Sequence[str]], np.ndarray]
 
@@ -41,15 +40,22 @@ class Ranker:
 BASELINES: Registry[Callable[[Catalog, BaselineConfig, int], Ranker]] = Registry("baseline")
 
 
+OPENAI_DEFAULT_MODEL = "text-embedding-3-large"
+"""The paper's te3l."""
+
+
 def _unit(x) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     return x / np.clip(np.linalg.norm(x, axis=1, keepdims=True), 1e-12, None)
 
 
-def embedding_ranker(catalog: Catalog, top: int, batch_size: int, embed: Callable[[list[str]], np.ndarray]) -> Ranker:
-    """Cosine similarity between query and tool-text embeddings from ``embed``."""
-    tool_emb = _unit(embed([t.text() for t in catalog]))
-    return Ranker(catalog, top, batch_size, lambda texts: _unit(embed(list(texts))) @ tool_emb.T)
+def embedding_ranker(catalog: Catalog, top: int, batch_size: int, embedder) -> Ranker:
+    """Cosine similarity between query embeddings (encoded per batch, not cached) and the
+    catalog's tool-text embeddings (from the encoder service's disk cache: encoded once)."""
+    from toolsense.models.encoders import catalog_embeddings
+
+    tool_emb = catalog_embeddings(catalog, embedder)
+    return Ranker(catalog, top, batch_size, lambda texts: _unit(embedder.encode(list(texts))) @ tool_emb.T)
 
 
 @BASELINES.register("bm25")
@@ -69,31 +75,29 @@ def bm25(catalog: Catalog, cfg: BaselineConfig, top: int) -> Ranker:
 
 @BASELINES.register("dense")
 def dense(catalog: Catalog, cfg: BaselineConfig, top: int) -> Ranker:
-    from toolsense.models.encoders import load_encoder
+    """A local sentence encoder (default the embedded MiniLM) on ``cfg.backend``."""
+    from toolsense.models.encoders import SentenceEncoder
 
-    enc = load_encoder(cfg.encoder)
-    return embedding_ranker(catalog, top, cfg.batch_size,
-                            lambda texts: enc.encode(texts, batch_size=cfg.batch_size, show_progress_bar=False))
+    return embedding_ranker(catalog, top, cfg.batch_size, SentenceEncoder(cfg.encoder, cfg.backend, cfg.encode_batch_size))
 
 
-@BASELINES.register("openai")
-def openai_embeddings(catalog: Catalog, cfg: BaselineConfig, top: int) -> Ranker:
-    """OpenAI embeddings; the key is read from OPENAI_API_KEY (and OPENAI_BASE_URL if set) only."""
+def openai_client():
+    """An ``openai.OpenAI`` client; the key comes from OPENAI_API_KEY (and OPENAI_BASE_URL if set) only."""
     if not os.environ.get("OPENAI_API_KEY"):
         raise RuntimeError("baseline kind=openai needs OPENAI_API_KEY in the environment")
     from openai import OpenAI
 
-    client = OpenAI()
-    model = cfg.encoder or "text-embedding-3-small"
+    return OpenAI()
 
-    def embed(texts: list[str]) -> np.ndarray:
-        out = []
-        for i in range(0, len(texts), 256):
-            resp = client.embeddings.create(model=model, input=texts[i : i + 256])
-            out.extend(d.embedding for d in resp.data)
-        return np.asarray(out, dtype=np.float32)
 
-    return embedding_ranker(catalog, top, cfg.batch_size, embed)
+@BASELINES.register("openai")
+def openai_embeddings(catalog: Catalog, cfg: BaselineConfig, top: int) -> Ranker:
+    """OpenAI embeddings (default text-embedding-3-large); the catalog's are cached on disk
+    keyed by (catalog, model), so a rerun sends requests for the queries only."""
+    from toolsense.models.encoders import OpenAIEmbedder
+
+    embedder = OpenAIEmbedder(openai_client(), cfg.encoder or OPENAI_DEFAULT_MODEL, cfg.encode_batch_size)
+    return embedding_ranker(catalog, top, cfg.batch_size, embedder)
 
 
 def build_baseline(catalog: Catalog, cfg: BaselineConfig, top: int) -> Ranker:

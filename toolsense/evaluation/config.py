@@ -68,10 +68,25 @@ class BaselineConfig:
     """bm25 (bm25s over the tools' text), dense (sentence-transformers), openai (embeddings API)."""
     encoder: Optional[str] = None
     """dense: a local SentenceTransformer path (None = embedded all-MiniLM-L6-v2);
-    openai: the embedding model name (default text-embedding-3-small)."""
+    openai: the embedding model name (None = text-embedding-3-large, the paper's te3l)."""
+    backend: Literal["torch", "int8", "onnx"] = "torch"
+    """dense only: torch = exact fp32; int8 = dynamic int8 quantisation of the Linear layers
+    (CPU, faster, slightly different scores); onnx = sentence-transformers' ONNX backend
+    (needs optimum[onnxruntime]). Part of the embedding cache key."""
     batch_size: int = 64
+    """Queries scored per batch."""
+    encode_batch_size: int = 256
+    """dense/openai: tool texts per encoder batch (length-sorted) when the catalog is encoded."""
     label: Optional[str] = None
     """Row name in tables; default the kind."""
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("torch", "int8", "onnx"):
+            raise ValueError(f"baseline.backend must be torch, int8 or onnx, got {self.backend!r}")
+        if self.backend != "torch" and self.kind != "dense":
+            raise ValueError(f"baseline.backend={self.backend} applies to kind=dense only, not kind={self.kind}")
+        if self.batch_size < 1 or self.encode_batch_size < 1:
+            raise ValueError(f"baseline.batch_size and baseline.encode_batch_size must be >= 1, got {self.batch_size}, {self.encode_batch_size}")
 
 
 @dataclass

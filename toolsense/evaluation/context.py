@@ -25,6 +25,7 @@ from toolsense.data.prompts import PromptConfig
 from toolsense.index import ToolIndex, add_index_tokens, build_trie
 from toolsense.index.config import IndexConfig, index_from_config
 from toolsense.models import ModelConfig, load_model_and_tokenizer
+from toolsense.models.encoders import encoder_embeddings
 from toolsense.utils.io import sha256_file, sha256_text
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ def load_untrained(model_cfg: ModelConfig, catalog_cfg: CatalogConfig, index_cfg
                    prompts: Optional[PromptConfig] = None, device: Optional[str] = None) -> EvalModel:
     """A base model with the index's tokens added (mean-of-sub-token init) and no training."""
     catalog = load_from_config(catalog_cfg)
-    index = index_from_config(index_cfg, catalog)
+    index = index_from_config(index_cfg, catalog, lambda: encoder_embeddings(catalog, index_cfg.encoder))
     model, tok = load_model_and_tokenizer(model_cfg, device=pick_device(device))
     add_index_tokens(index, model, tok)
     model.eval()

@@ -13,11 +13,10 @@ class Neighbourhoods:
 
     def __init__(self, catalog: Catalog, encoder: str | None = None, embeddings: np.ndarray | None = None):
         self.catalog = catalog
-        if embeddings is None:
-            from toolsense.models.encoders import load_encoder
+        if embeddings is None:  # the API text (template api_text), encoded once and cached on disk
+            from toolsense.models.encoders import encoder_embeddings
 
-            texts = [f"{t.api_title or t.api}: {t.api_description or t.tool_description}" for t in catalog]
-            embeddings = load_encoder(encoder).encode(texts, normalize_embeddings=True, batch_size=256)
+            embeddings = encoder_embeddings(catalog, encoder, template="api_text")
         self.emb = np.asarray(embeddings, dtype=np.float32)
 
     def similarity(self, a: str, b: str) -> float:

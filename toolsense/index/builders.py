@@ -4,7 +4,7 @@ ToolGen's clustered hierarchy (recursive k-means over encoder embeddings)."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -54,24 +54,26 @@ def _recursive_kmeans(emb: np.ndarray, ids: np.ndarray, branching: int, seed: in
             _recursive_kmeans(emb, sub, branching, seed, prefix + (c,), out)
 
 
-def encode_tools(catalog: Catalog, encoder: str | None = None, batch_size: int = 256) -> np.ndarray:
-    """L2-normalised sentence embeddings of each tool's text (default: embedded MiniLM)."""
-    from toolsense.models.encoders import load_encoder
-
-    model = load_encoder(encoder)
-    return model.encode([t.text() for t in catalog], batch_size=batch_size, normalize_embeddings=True, show_progress_bar=len(catalog) > 2000)
+Embeddings = Union[np.ndarray, Callable[[], np.ndarray]]
 
 
 @INDEX_BUILDERS.register("clustered")
-def build_clustered(catalog: Catalog, branching: int = 10, seed: int = 0, encoder: str | None = None, embeddings: Any = None) -> ToolIndex:
+def build_clustered(catalog: Catalog, embeddings: Embeddings | None = None, branching: int = 10, seed: int = 0,
+                    encoder: str | None = None) -> ToolIndex:
     """ToolGen's hierarchical scheme: recursive k-means (``branching`` clusters per level) over
-    encoder embeddings of the tool text; a tool's path is its cluster ids, one token
-    ``<<C:k>>`` per level, shared across levels and branches. Deterministic given ``seed``."""
+    ``embeddings`` of the tool texts (``[n_tools, d]`` in catalog order, or a zero-argument
+    callable returning them). The index does not encode: the caller supplies them (from
+    ``toolsense.models.encoders.catalog_embeddings``, cached on disk); ``encoder`` only names
+    them in the index's params. A tool's path is its cluster ids, one token ``<<C:k>>`` per
+    level, shared across levels and branches. Deterministic given the embeddings and ``seed``."""
     if branching < 2:
         raise ValueError(f"index.branching must be >= 2, got {branching}")
-    emb = np.asarray(embeddings if embeddings is not None else encode_tools(catalog, encoder), dtype=np.float32)
-    if emb.shape[0] != len(catalog):
-        raise ValueError(f"got {emb.shape[0]} embeddings for {len(catalog)} tools")
+    if embeddings is None:
+        raise ValueError("the clustered index needs the tools' embeddings from its caller "
+                         "(toolsense.models.encoders.catalog_embeddings); none were given")
+    emb = np.asarray(embeddings() if callable(embeddings) else embeddings, dtype=np.float32)
+    if emb.ndim != 2 or emb.shape[0] != len(catalog):
+        raise ValueError(f"got embeddings of shape {emb.shape} for {len(catalog)} tools")
     out: dict[int, tuple[int, ...]] = {}
     _recursive_kmeans(emb, np.arange(len(catalog)), branching, seed, (), out)
     paths = {t.name: tuple(f"<<C:{k}>>" for k in out[i]) for i, t in enumerate(catalog)}

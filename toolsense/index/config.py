@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from toolsense.catalog import Catalog
-from toolsense.index.builders import build_index
+from toolsense.index.builders import Embeddings, build_index
 from toolsense.index.tool_index import ToolIndex
 from toolsense.utils.choices import StrEnum, choice
 
@@ -27,7 +27,8 @@ class IndexConfig:
     seed: int = 0
     """clustered only: k-means seed (the index is deterministic given it)."""
     encoder: Optional[str] = None
-    """clustered only: sentence encoder path; None = embedded all-MiniLM-L6-v2."""
+    """clustered only: sentence encoder path; None = embedded all-MiniLM-L6-v2. The caller
+    (training / evaluation set-up) supplies its cached embeddings; the index never encodes."""
 
     @property
     def scheme(self) -> str:
@@ -39,7 +40,9 @@ class IndexConfig:
             raise ValueError(f"index.branching must be >= 2, got {self.branching}")
 
 
-def index_from_config(cfg: IndexConfig, catalog: Catalog) -> ToolIndex:
+def index_from_config(cfg: IndexConfig, catalog: Catalog, embeddings: Optional[Embeddings] = None) -> ToolIndex:
+    """Builds ``cfg``'s index; ``embeddings`` (an array or a zero-argument callable, called only
+    by the clustered builder) come from the caller, since the index never imports the models."""
     if cfg.builder == "clustered":
-        return build_index(catalog, "clustered", branching=cfg.branching, seed=cfg.seed, encoder=cfg.encoder)
+        return build_index(catalog, "clustered", embeddings=embeddings, branching=cfg.branching, seed=cfg.seed, encoder=cfg.encoder)
     return build_index(catalog, cfg.builder.value)

@@ -29,6 +29,7 @@ from toolsense.data.retrieval import retrieval_examples
 from toolsense.data.sources import load_queries
 from toolsense.index import ToolIndex
 from toolsense.index.config import index_from_config
+from toolsense.models.encoders import encoder_embeddings
 from toolsense.tracking import make_tracker
 from toolsense.training.config import TrainConfig, to_train_config
 from toolsense.training.stage import StageRunner, stage_done
@@ -69,7 +70,7 @@ def load_or_build_index(cfg: TrainConfig, catalog: Catalog, run_dir: Path) -> To
     path = run_dir / "index.json"
     if path.exists():
         return ToolIndex.load(path, catalog)
-    index = index_from_config(cfg.index, catalog)
+    index = index_from_config(cfg.index, catalog, lambda: encoder_embeddings(catalog, cfg.index.encoder))
     if _is_main():
         index.save(path)
     return index

@@ -29,9 +29,11 @@ def hard_negatives(embeddings: np.ndarray, k: int) -> np.ndarray:
 
 
 def tool_embeddings(catalog: Catalog, encoder: str | None) -> np.ndarray:
-    from toolsense.index.builders import encode_tools
+    """L2-normalised tool-text embeddings from the encoder service (cached on disk: the
+    catalog is encoded once for every run, index and format that needs it)."""
+    from toolsense.models.encoders import encoder_embeddings
 
-    return np.asarray(encode_tools(catalog, encoder), dtype=np.float32)
+    return encoder_embeddings(catalog, encoder)
 
 
 @register("mcts", "picks a tool's token among K+1 look-alike tokens (separates near-duplicate tools)")

@@ -1,0 +1,127 @@
+"""On-disk cache of a catalog's tool-text embeddings.
+
+A catalog is encoded once per (catalog content, texts, text template, encoder identity incl.
+backend, normalisation): the key's SHA-256 names ``<key>.npy`` (float32 ``[n_tools, d]``) and
+``<key>.json`` (the key, tool names in row order, shape, encoder, created time) under
+``$TOOLSENSE_CACHE/embeddings`` (default ``~/.cache/toolsense/embeddings``). Both are written
+to a temporary file and renamed, the sidecar last, so a killed run leaves nothing that is later
+trusted; an entry is used only if its sidecar's key, names and shape match. Long encodings
+checkpoint each length-sorted batch under ``<key>.parts/`` and a rerun resumes from them.
+Entries are loaded memory-mapped. Query embeddings are not cached: a benchmark's queries are
+few and encoded in seconds."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from toolsense.catalog import Catalog, Tool
+from toolsense.models.encoders.embedders import Embedder
+from toolsense.utils.io import sha256_text
+from toolsense.utils.registry import Registry
+
+log = logging.getLogger(__name__)
+
+TEXT_TEMPLATES: Registry[Callable[[Tool], str]] = Registry("text template")
+TEXT_TEMPLATES.register("tool_text")(Tool.text)
+
+
+@TEXT_TEMPLATES.register("api_text")
+def api_text(t: Tool) -> str:
+    """What the API does, without the service text every API of a service shares."""
+    return f"{t.api_title or t.api}: {t.api_description or t.tool_description}"
+
+
+def cache_root(root: str | Path | None = None) -> Path:
+    base = root or os.environ.get("TOOLSENSE_CACHE") or Path.home() / ".cache" / "toolsense"
+    return Path(base) / "embeddings"
+
+
+def _atomic_save(path: Path, write: Callable[[Path], None]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def _save_npy(path: Path, arr: np.ndarray) -> None:
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            np.save(f, arr)
+    _atomic_save(path, write)
+
+
+def _load_entry(npy: Path, side: Path, key: dict, names: list[str]) -> np.ndarray | None:
+    """The cached matrix if the entry is complete and is exactly this key, else None."""
+    if not (npy.exists() and side.exists()):
+        return None
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+        arr = np.load(npy, mmap_mode="r")
+    except (OSError, ValueError) as e:
+        log.warning("ignoring unreadable embedding cache entry %s: %s", npy, e)
+        return None
+    if meta.get("key") != key or meta.get("names") != names or list(arr.shape) != meta.get("shape") or arr.dtype != np.float32:
+        log.warning("ignoring embedding cache entry %s: its sidecar does not match", npy)
+        return None
+    return arr
+
+
+def _encode_with_parts(texts: list[str], embedder: Embedder, parts: Path, progress: bool) -> np.ndarray:
+    parts.mkdir(parents=True, exist_ok=True)
+
+    def done(i: int, rows: np.ndarray) -> None:
+        try:  # a checkpoint only saves time on a rerun; another process may have finished the entry
+            _save_npy(parts / f"{i:06d}.npy", rows)
+        except OSError as e:
+            log.debug("embedding checkpoint %d not written: %s", i, e)
+
+    def skip(i: int) -> np.ndarray | None:
+        f = parts / f"{i:06d}.npy"
+        return np.load(f) if f.exists() else None
+
+    return embedder.encode(texts, progress=progress, chunk_done=done, skip=skip)
+
+
+def catalog_embeddings(catalog: Catalog, embedder: Embedder, template: str = "tool_text", normalize: bool = True,
+                       root: str | Path | None = None, progress: bool = True) -> np.ndarray:
+    """``[len(catalog), d]`` float32 embeddings of each tool's ``template`` text (rows in catalog
+    order; L2-normalised when ``normalize``), from the cache or encoded once and stored there.
+    The returned array is a read-only memory map when it comes from disk."""
+    texts = [TEXT_TEMPLATES.get(template)(t) for t in catalog]
+    names = list(catalog.names)
+    key = {"catalog": catalog.content_hash(), "texts": sha256_text("\x1e".join(texts))[:16], "template": template,
+           "encoder": embedder.identity, "normalize": bool(normalize)}
+    digest = sha256_text(json.dumps(key, sort_keys=True))[:24]
+    folder = cache_root(root)
+    npy, side, parts = folder / f"{digest}.npy", folder / f"{digest}.json", folder / f"{digest}.parts"
+    cached = _load_entry(npy, side, key, names)
+    if cached is not None:
+        log.info("embeddings of %d tools from cache %s", len(names), npy)
+        return cached
+    t0 = time.perf_counter()
+    emb = _encode_with_parts(texts, embedder, parts, progress)
+    if normalize:
+        emb = emb / np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
+    emb = np.ascontiguousarray(emb, dtype=np.float32)
+    _save_npy(npy, emb)
+    meta = {"key": key, "names": names, "shape": list(emb.shape), "encoder": embedder.identity,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "encode_seconds": round(time.perf_counter() - t0, 2)}
+    _atomic_save(side, lambda tmp: tmp.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8"))
+    shutil.rmtree(parts, ignore_errors=True)
+    log.info("encoded %d tools in %.1fs -> %s", len(names), meta["encode_seconds"], npy)
+    return np.load(npy, mmap_mode="r")
+
+
+def encoder_embeddings(catalog: Catalog, encoder: str | None = None, template: str = "tool_text", backend: str = "torch") -> np.ndarray:
+    """Cached, L2-normalised embeddings of the catalog by a local sentence encoder (None = the
+    embedded MiniLM): what hard negatives, clustered indexes and generation pools use."""
+    from toolsense.models.encoders.embedders import SentenceEncoder
+
+    return catalog_embeddings(catalog, SentenceEncoder(encoder, backend), template)  # type: ignore[arg-type]
