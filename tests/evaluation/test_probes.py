@@ -207,3 +207,18 @@ def test_table_and_comparison_show_probe_diagnostics_and_the_flag(tmp_path):
     assert comp["columns"] == ["mcq token acc", "mcq token circ", "mcq token circ-all"]
     assert comparison_table(comp).splitlines()[2] == \
         "| smollm2 | 22.4 [19.0, 26.0] ⚠ 100% 'A' | 25.0 [25.0, 25.0] | 0.0 [0.0, 0.0] |"
+
+
+def test_demo_suite_probes_in_three_modes_and_debias_is_selectable():
+    from hydra import compose, initialize_config_dir
+
+    from toolsense.evaluation.context import from_section
+    from toolsense.evaluation.runner import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        demo = compose("evaluate", overrides=["suite=demo"])
+        circ = compose("evaluate", overrides=["suite=demo", "probe.debias=circular"])
+        token = compose("evaluate", overrides=["probe=token"])
+    assert from_section(ProbeConfig, demo.probe, "probe", strict=True).modes == ["token", "control", "card"]
+    assert demo.probe.debias == "none" and from_section(ProbeConfig, circ.probe, "probe", strict=True).debias == "circular"
+    assert token.probe.modes == ["token"] and token.probe.debias == "none"
