@@ -153,8 +153,9 @@ def test_card_mode_shows_the_tool_description(ev):
     it = load_benchmark(BenchmarkConfig(loader="mcq")).items[0]
     card = probe_prompt(ev, it, "mcq", "card", [0, 1, 2, 3], ProbeConfig())
     desc = ev.catalog[it.tool].api_description
-    assert f"SkyCast Weather (API: current_weather); Service description: " in card
-    assert f"API description: {desc}" in card and "<<" not in card
+    service_desc = ev.catalog[it.tool].tool_description
+    assert f"Consider this tool: SkyCast Weather (API: current_weather). Service description: {service_desc} API description: {desc}\n" in card
+    assert "<<" not in card and desc in it.options  # the demo MCQ's correct answer is the API description: a ceiling
     with pytest.raises(ValueError, match="probe.modes may only contain"):
         ProbeConfig(modes=["token", "tool"])
     with pytest.raises(ValueError, match="probe.flag_share"):

@@ -65,7 +65,7 @@ def tool_reference(ev: EvalModel, item: ProbeItem, mode: str) -> str:
     if mode == "card":
         parts = [ref] + [f"{label}: {' '.join(d.split())}" for label, d in
                          (("Service description", service_desc), ("API description", api_desc)) if d.strip()]
-        ref = "; ".join(parts)
+        ref = " ".join(p if p[-1] in ".!?" else p + "." for p in parts)
     return ref
 
 
