@@ -223,3 +223,20 @@ def test_demo_suite_probes_in_three_modes_and_debias_is_selectable():
     assert from_section(ProbeConfig, demo.probe, "probe", strict=True).modes == ["token", "control", "card"]
     assert demo.probe.debias == "none" and from_section(ProbeConfig, circ.probe, "probe", strict=True).debias == "circular"
     assert token.probe.modes == ["token"] and token.probe.debias == "none"
+
+
+@pytest.mark.slow
+def test_untrained_smollm2_answers_a_to_every_demo_mcq_item_and_is_flagged(tmp_path, smollm2_dir):
+    """The finding the diagnostics exist for: the untrained model's MCQ 'accuracy' is the share of
+    golds shuffled to A; CircularEval exposes it (25%, 0%)."""
+    from toolsense.catalog.config import CatalogConfig
+    from toolsense.evaluation.context import load_untrained
+    from toolsense.index.config import IndexConfig
+    from toolsense.models import ModelConfig
+
+    smol = load_untrained(ModelConfig("smollm2_135m"), CatalogConfig(), IndexConfig(), device="cpu")
+    mcq = load_benchmark(BenchmarkConfig(loader="mcq", limit=8))
+    res = evaluate_probe(smol, mcq, "token", ProbeConfig(debias="circular"), tmp_path, resamples=50)
+    assert res["answer_distribution"] == {"A": 8, "B": 0, "C": 0, "D": 0} and res["top_answer"]["flagged"]
+    assert res["metrics"]["accuracy"]["value"] == res["gold_distribution"]["A"] / 8
+    assert res["metrics"]["circular_mean"]["value"] == 0.25 and res["metrics"]["circular_all"]["value"] == 0.0
