@@ -7,7 +7,10 @@ from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import load_run
 from toolsense.evaluation.probe_gen import make_probes
-from toolsense.evaluation.probes import evaluate_probe, permutation, probe_prompt, score_answers
+from toolsense.evaluation import probes
+from toolsense.evaluation.outputs import results_table
+from toolsense.evaluation.probe_stats import centred_predictions, distribution, flag_text, majority_rate, rotation, top_answer
+from toolsense.evaluation.probes import evaluate_probe, permutation, probe_prompt, score_answers, summarize_probe
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +74,169 @@ def test_demo_probe_files_are_reproducible_and_well_formed(demo_catalog):
     assert len(mcq) == len(qa) == len(demo_catalog)
     assert all(m["correct_answer"] not in m["wrong_answers"] and len(set(m["wrong_answers"])) == 3 for m in mcq)
     assert sum(q["answer"] == "Yes" for q in qa) == (len(qa) + 1) // 2
+
+
+def _rows(preds, golds):
+    return [{"pred": p, "gold": g, "correct": p == g, "scores": [0.0, 0.0]} for p, g in zip(preds, golds)]
+
+
+def test_distributions_majority_chance_and_the_one_answer_flag():
+    golds = list("AAABBBBCCD")
+    res = summarize_probe(_rows(list("AAAAAAAAAB"), golds), "mcq", "ABCD", ProbeConfig(), resamples=50)
+    assert res["answer_distribution"] == {"A": 9, "B": 1, "C": 0, "D": 0}
+    assert res["gold_distribution"] == {"A": 3, "B": 4, "C": 2, "D": 1}
+    assert res["majority_rate"] == 0.4 and res["chance"] == 0.25
+    assert res["metrics"]["accuracy"]["value"] == pytest.approx(0.3)  # 3 golds at A; the one B is wrong
+    assert res["top_answer"] == {"answer": "A", "share": 0.9, "flagged": False}  # the flag needs > 90%
+    res = summarize_probe(_rows(list("AAAAAAAAAA"), golds), "mcq", "ABCD", ProbeConfig(), resamples=50)
+    assert res["top_answer"] == {"answer": "A", "share": 1.0, "flagged": True}
+    assert flag_text(res["top_answer"]) == "⚠ 100% 'A'"
+    assert majority_rate(distribution(["Yes", "No", "No"], ["Yes", "No"])) == pytest.approx(2 / 3)
+    assert top_answer({"Yes": 0, "No": 0}, 0.9) is None
+    with pytest.raises(ValueError, match=r"answers \['E'\] are not among"):
+        distribution(["E"], list("ABCD"))
+
+
+def test_mean_centred_log_odds_turn_an_always_no_bias_into_balanced_answers():
+    # log P(Yes), log P(No): No always wins, but Yes items have the higher log-odds
+    logp = [[-3.0, -0.1], [-1.0, -0.1], [-2.5, -0.1], [-0.5, -0.1]]  # log-odds -2.9, -0.9, -2.4, -0.4
+    preds, offset = centred_predictions(logp)
+    assert offset == pytest.approx(-1.65) and preds == [1, 0, 1, 0]
+    res = summarize_probe([{"pred": "No", "gold": g, "correct": g == "No", "scores": s}
+                           for g, s in zip(["No", "Yes", "No", "Yes"], logp)], "qa", ["Yes", "No"],
+                          ProbeConfig(debias="circular"), resamples=50)
+    assert res["metrics"]["accuracy"]["value"] == 0.5 and res["top_answer"]["flagged"]
+    assert res["metrics"]["calibrated_accuracy"]["value"] == 1.0
+    assert res["debias"]["answer_distribution"] == {"Yes": 2, "No": 2} and not res["debias"]["top_answer"]["flagged"]
+    plain = summarize_probe(_rows(["No"] * 2, ["No", "Yes"]), "qa", ["Yes", "No"], ProbeConfig(), resamples=50)
+    assert "calibrated_accuracy" not in plain["metrics"] and plain["debias"] == {"method": "none"}
+
+
+def test_rotation_moves_the_gold_through_every_slot():
+    perm = [2, 0, 3, 1]  # gold (option 0) at slot B
+    rots = [rotation(perm, r) for r in range(4)]
+    assert rots == [[2, 0, 3, 1], [0, 3, 1, 2], [3, 1, 2, 0], [1, 2, 0, 3]]
+    assert [r.index(0) for r in rots] == [1, 0, 3, 2]
+
+
+def _always(answer_index):
+    def score(model, tokenizer, prompts, answers):
+        out = torch.full((len(prompts), len(answers)), -5.0)
+        out[:, answer_index] = -0.1
+        return out
+    return score
+
+
+def test_circular_eval_of_a_model_that_always_answers_a(ev, tmp_path, monkeypatch):
+    monkeypatch.setattr(probes, "score_answers", _always(0))
+    mcq = load_benchmark(BenchmarkConfig(loader="mcq", limit=20))
+    res = evaluate_probe(ev, mcq, "token", ProbeConfig(debias="circular", batch_size=8), tmp_path, resamples=50)
+    rows = [json.loads(x) for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    at_a = sum(r["gold"] == "A" for r in rows)
+    assert res["answer_distribution"] == {"A": 20, "B": 0, "C": 0, "D": 0} and res["top_answer"]["flagged"]
+    assert res["metrics"]["accuracy"]["value"] == pytest.approx(at_a / 20) == res["gold_distribution"]["A"] / 20
+    assert res["metrics"]["circular_mean"]["value"] == pytest.approx(0.25)
+    assert res["metrics"]["circular_all"]["value"] == 0.0
+    assert res["debias"] == {"method": "circular", "rotations": 4, "answer_distribution": {"A": 80, "B": 0, "C": 0, "D": 0}}
+    for r in rows:
+        assert [x["permutation"] for x in r["rotations"]] == [rotation(r["permutation"], k) for k in range(4)]
+        assert sum(x["correct"] for x in r["rotations"]) == 1 and r["rotations"][0]["pred"] == r["pred"]
+    # a run without rotations is completed, not trusted, when circular is switched on later
+    monkeypatch.setattr(probes, "score_answers", _always(1))
+    plain = evaluate_probe(ev, mcq, "control", ProbeConfig(), tmp_path / "ctl", resamples=50)
+    assert "circular_mean" not in plain["metrics"] and plain["answer_distribution"]["B"] == 20
+    again = evaluate_probe(ev, mcq, "control", ProbeConfig(debias="circular"), tmp_path / "ctl", resamples=50)
+    assert again["metrics"]["circular_mean"]["value"] == pytest.approx(0.25) and again["debias"]["rotations"] == 4
+
+
+def test_card_mode_shows_the_tool_description(ev):
+    it = load_benchmark(BenchmarkConfig(loader="mcq")).items[0]
+    card = probe_prompt(ev, it, "mcq", "card", [0, 1, 2, 3], ProbeConfig())
+    desc = ev.catalog[it.tool].api_description
+    service_desc = ev.catalog[it.tool].tool_description
+    assert f"Consider this tool: SkyCast Weather (API: current_weather). Service description: {service_desc} API description: {desc}\n" in card
+    assert "<<" not in card and desc in it.options  # the demo MCQ's correct answer is the API description: a ceiling
+    with pytest.raises(ValueError, match="probe.modes may only contain"):
+        ProbeConfig(modes=["token", "tool"])
+    with pytest.raises(ValueError, match="probe.flag_share"):
+        ProbeConfig(flag_share=1.5)
+
+
+@pytest.mark.parametrize("kind", ["mcq", "qa"])
+def test_real_probe_path_in_every_mode_reports_consistent_diagnostics(ev, tmp_path, kind):
+    bench = load_benchmark(BenchmarkConfig(loader=kind, limit=12))
+    answers = "ABCD" if kind == "mcq" else ("Yes", "No")
+    cfg = ProbeConfig(modes=["token", "control", "card"], debias="circular", batch_size=8)
+    for mode in cfg.modes:
+        res = evaluate_probe(ev, bench, mode, cfg, tmp_path / mode, resamples=50)
+        rows = [json.loads(x) for x in (tmp_path / mode / "samples.jsonl").read_text().splitlines()]
+        assert res["mode"] == mode == res["system"] and res["n"] == 12 == len(rows)
+        assert sum(res["answer_distribution"].values()) == 12 == sum(res["gold_distribution"].values())
+        assert res["answer_distribution"] == {a: sum(r["pred"] == a for r in rows) for a in answers}
+        assert res["majority_rate"] == max(res["gold_distribution"].values()) / 12
+        assert res["chance"] == 1 / len(answers)
+        assert res["top_answer"]["share"] == max(res["answer_distribution"].values()) / 12
+        if kind == "mcq":
+            per_item = [sum(x["correct"] for x in r["rotations"]) / 4 for r in rows]
+            assert res["metrics"]["circular_mean"]["value"] == pytest.approx(sum(per_item) / 12)
+            assert res["metrics"]["circular_all"]["value"] == pytest.approx(sum(p == 1 for p in per_item) / 12)
+            assert sum(res["debias"]["answer_distribution"].values()) == 48
+        else:
+            preds, _ = centred_predictions([r["scores"] for r in rows])
+            calib = sum(answers[p] == r["gold"] for p, r in zip(preds, rows)) / 12
+            assert res["metrics"]["calibrated_accuracy"]["value"] == pytest.approx(calib)
+    card = json.loads((tmp_path / "card" / "samples.jsonl").read_text().splitlines()[0])
+    assert "API description: " in card["prompt"]
+
+
+def test_table_and_comparison_show_probe_diagnostics_and_the_flag(tmp_path):
+    from toolsense.evaluation.compare import collect, comparison, comparison_table
+
+    est = {"value": 0.224, "lo": 0.19, "hi": 0.26}
+    probe = {"benchmark": "mcq", "system": "token", "kind": "mcq", "n": 496, "chance": 0.25, "majority_rate": 0.282,
+             "top_answer": {"answer": "A", "share": 1.0, "flagged": True}, "missing": {"count": 0},
+             "metrics": {"accuracy": est, "circular_mean": {"value": 0.25, "lo": 0.25, "hi": 0.25},
+                         "circular_all": {"value": 0.0, "lo": 0.0, "hi": 0.0}},
+             "source": {"model": "smollm2"}}
+    table = results_table([probe], [1])
+    assert table.splitlines()[0].endswith("| probe acc % | chance % | majority % | top answer | debiased acc % | missing tools |")
+    assert ("| 22.4 [19.0, 26.0] ⚠ 100% 'A' | 25.0 | 28.2 | 100% 'A' | circ 25.0 [25.0, 25.0] / all 0.0 [0.0, 0.0] | 0 |"
+            in table)
+    (tmp_path / "mcq").mkdir()
+    (tmp_path / "mcq" / "results.json").write_text(json.dumps(probe))
+    comp = comparison(collect([tmp_path]), ["Rc@1"])
+    assert comp["columns"] == ["mcq token acc", "mcq token circ", "mcq token circ-all"]
+    assert comparison_table(comp).splitlines()[2] == \
+        "| smollm2 | 22.4 [19.0, 26.0] ⚠ 100% 'A' | 25.0 [25.0, 25.0] | 0.0 [0.0, 0.0] |"
+
+
+def test_demo_suite_probes_in_three_modes_and_debias_is_selectable():
+    from hydra import compose, initialize_config_dir
+
+    from toolsense.evaluation.context import from_section
+    from toolsense.evaluation.runner import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        demo = compose("evaluate", overrides=["suite=demo"])
+        circ = compose("evaluate", overrides=["suite=demo", "probe.debias=circular"])
+        token = compose("evaluate", overrides=["probe=token"])
+    assert from_section(ProbeConfig, demo.probe, "probe", strict=True).modes == ["token", "control", "card"]
+    assert demo.probe.debias == "none" and from_section(ProbeConfig, circ.probe, "probe", strict=True).debias == "circular"
+    assert token.probe.modes == ["token"] and token.probe.debias == "none"
+
+
+@pytest.mark.slow
+def test_untrained_smollm2_answers_a_to_every_demo_mcq_item_and_is_flagged(tmp_path, smollm2_dir):
+    """The finding the diagnostics exist for: the untrained model's MCQ 'accuracy' is the share of
+    golds shuffled to A; CircularEval exposes it (25%, 0%)."""
+    from toolsense.catalog.config import CatalogConfig
+    from toolsense.evaluation.context import load_untrained
+    from toolsense.index.config import IndexConfig
+    from toolsense.models import ModelConfig
+
+    smol = load_untrained(ModelConfig("smollm2_135m"), CatalogConfig(), IndexConfig(), device="cpu")
+    mcq = load_benchmark(BenchmarkConfig(loader="mcq", limit=8))
+    res = evaluate_probe(smol, mcq, "token", ProbeConfig(debias="circular"), tmp_path, resamples=50)
+    assert res["answer_distribution"] == {"A": 8, "B": 0, "C": 0, "D": 0} and res["top_answer"]["flagged"]
+    assert res["metrics"]["accuracy"]["value"] == res["gold_distribution"]["A"] / 8
+    assert res["metrics"]["circular_mean"]["value"] == 0.25 and res["metrics"]["circular_all"]["value"] == 0.0

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Sequence
 import yaml
 
 from toolsense.evaluation.outputs import benchmark_label, fmt, markdown_table, write_json
+from toolsense.evaluation.probe_stats import flag_text
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
 
@@ -31,7 +32,8 @@ class CompareConfig:
     roots: list[str] = field(default_factory=list)
     """Directories searched recursively for results.json (sweep dirs, run dirs, eval dirs)."""
     metrics: list[str] = field(default_factory=lambda: ["Rc@1", "Rf@1", "IS@1", "Rc@10", "Rf@10"])
-    """Retrieval metrics, one column each per retrieval benchmark; probes always show accuracy."""
+    """Retrieval metrics, one column each per retrieval benchmark; probes always show accuracy
+    (flagged when one answer dominates) and, when evaluated, their circular / calibrated accuracy."""
 
 
 def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -106,6 +108,25 @@ def _labels(results: Sequence[dict[str, Any]]) -> list[tuple[str, bool]]:
             for label, base, run in raw]
 
 
+PROBE_METRICS = {"accuracy": "acc", "circular_mean": "circ", "circular_all": "circ-all", "calibrated_accuracy": "calib"}
+"""Probe metrics shown in the table (when the result has them) and their column suffix."""
+
+
+def _probe_columns(res: dict[str, Any]) -> dict[str, dict | None]:
+    """A probe's columns (the mode is part of the column: token / control / card): accuracy,
+    carrying the one-answer flag (``⚠ 100% 'A'``) when its top answer exceeds the flag share,
+    and the circular / calibrated accuracies of ``probe.debias=circular``."""
+    flag = flag_text(res.get("top_answer"))
+    cols = {}
+    for key, short in PROBE_METRICS.items():
+        est = res["metrics"].get(key)
+        if key == "accuracy" and est and flag:
+            est = {**est, "flag": flag}
+        if key == "accuracy" or est is not None:
+            cols[f"{benchmark_label(res)} {res['system']} {short}"] = est
+    return cols
+
+
 def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dict[str, Any]:
     """Rows and columns of the ablation table, plus the raw estimates per cell. Columns:
     retrieval benchmarks × metrics, then probe accuracies, then embedding drift (input
@@ -121,8 +142,8 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dic
             cols = {f"{benchmark_label(res)} {m}": res["metrics"].get(m) for m in metrics}
         elif res["kind"] == "drift":
             cols = {f"drift {k}": v for k, v in res["metrics"].items()}
-        else:  # a probe: token / control mode is part of the column
-            cols = {f"{benchmark_label(res)} {res['system']} acc": res["metrics"].get("accuracy")}
+        else:
+            cols = _probe_columns(res)
         for col, est in cols.items():
             columns = {"retrieval": retrieval_cols, "drift": drift_cols}.get(res["kind"], probe_cols)
             if col not in columns:
@@ -153,7 +174,8 @@ def comparison_table(comp: dict[str, Any]) -> str:
             if col.startswith("drift "):  # a plain ratio, no interval
                 row.append("—" if est is None else f"{est['value']:.4f}")
             else:
-                row.append(fmt(est, pct=not col.split(" ")[-1].startswith("IS@")))
+                flag = f" {est['flag']}" if est and est.get("flag") else ""
+                row.append(fmt(est, pct=not col.split(" ")[-1].startswith("IS@")) + flag)
         rows.append(row)
     return markdown_table(header, rows)
 

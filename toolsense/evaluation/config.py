@@ -47,19 +47,36 @@ class DecodingConfig:
 @dataclass
 class ProbeConfig:
     modes: list[str] = field(default_factory=lambda: ["token", "control"])
-    """token: the tool is named only by its virtual token(s); control: by its name instead."""
+    """token: the tool is named only by its virtual token(s); control: by its name instead;
+    card: by its name and descriptions (the ceiling: is the probe answerable at all?)."""
     seed: int = 0
     """Seed of the per-item option shuffles (the permutation is recorded in samples.jsonl)."""
     batch_size: int = 16
+    """Prompts per forward pass (circular MCQ packs batch_size // n_options items per batch)."""
     template: str = "Consider this tool: {tool}\n{question}\n{options}\nAnswer with {choices} only."
-    """User turn; {tool} is the token(s) or, in control mode, the tool's name."""
+    """User turn; {tool} is the token(s) or, in control / card mode, the tool's name (and card)."""
     use_system_prompt: bool = False
     """Prepend the run's retrieval system prompt (off: probes are not retrieval requests)."""
+    debias: Literal["none", "circular"] = "none"
+    """none: the paper's single shuffled order; circular: also score MCQ under every cyclic
+    rotation of the options (CircularEval) and QA with the Yes/No prior removed (mean-centred
+    log-odds). Costs n_options x the MCQ forward passes; QA costs nothing extra."""
+    flag_share: float = 0.9
+    """A probe whose most frequent prediction exceeds this share of items is flagged in tables."""
 
     def __post_init__(self) -> None:
-        bad = [m for m in self.modes if m not in ("token", "control")]
+        bad = [m for m in self.modes if m not in PROBE_MODES]
         if bad:
-            raise ValueError(f"probe.modes may only contain 'token' and 'control', got {bad}")
+            raise ValueError(f"probe.modes may only contain {list(PROBE_MODES)}, got {bad}")
+        if self.debias not in ("none", "circular"):
+            raise ValueError(f"probe.debias must be 'none' or 'circular', got {self.debias!r}")
+        if not 0 < self.flag_share <= 1:
+            raise ValueError(f"probe.flag_share must lie in (0, 1], got {self.flag_share}")
+        if self.batch_size < 1:
+            raise ValueError(f"probe.batch_size must be >= 1, got {self.batch_size}")
+
+
+PROBE_MODES = ("token", "control", "card")
 
 
 @dataclass

@@ -119,18 +119,18 @@ def benchmark_label(res: dict) -> str:
 
 def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
     """ONE table for a whole evaluation: a row per (benchmark, system). Retrieval rows fill
-    Rc@k, Rf@k (percent) and IS@k (ratio) with 95% intervals; probe rows fill accuracy and
-    its random baseline. Missing gold tools / probe tools are counted in the last column."""
+    Rc@k, Rf@k (percent) and IS@k (ratio) with 95% intervals; probe rows fill accuracy (flagged
+    when one answer dominates), chance, majority rate, top answer and the debiased accuracy
+    (probe_stats.py). Missing gold tools / probe tools are counted in the last column."""
+    from toolsense.evaluation.probe_stats import PROBE_COLUMNS, probe_cells
+
     header = ["benchmark", "system", "n"] + [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] \
-        + [f"IS@{k}" for k in ks] + ["probe acc % (chance)", "missing tools"]
+        + [f"IS@{k}" for k in ks] + PROBE_COLUMNS + ["missing tools"]
     rows = []
     for r in results:
         m = r["metrics"]
-        if r["kind"] == "retrieval":
-            acc = "—"
-        else:
-            acc = f"{fmt(m['accuracy'])} ({100 * r['chance']:.0f})"
+        probe = ["—"] * len(PROBE_COLUMNS) if r["kind"] == "retrieval" else probe_cells(r)
         rows.append([benchmark_label(r), r["system"], r["n"]] + [fmt(m.get(f"Rc@{k}")) for k in ks]
                     + [fmt(m.get(f"Rf@{k}")) for k in ks] + [fmt(m.get(f"IS@{k}"), pct=False) for k in ks]
-                    + [acc, r["missing"]["count"]])
+                    + probe + [r["missing"]["count"]])
     return markdown_table(header, rows)

@@ -4,8 +4,11 @@ The prompt names the tool only through its token(s) ("Consider this tool: <<...>
 are shuffled per item with a seeded RNG (the permutation is logged) and the answer is the
 highest-scoring of the allowed answers (A/B/C/D, or Yes/No) — decoding constrained to them.
 The ``control`` mode shows the tool's name instead of its token, separating knowledge of the
-tool from knowledge carried by the token. Accuracy comes with a bootstrap interval and the
-random baseline (25% / 50%).
+tool from knowledge carried by the token; ``card`` shows its name and descriptions, the
+ceiling that tells whether the model can answer the probe at all. Accuracy comes with a
+bootstrap interval, chance, the majority rate, the answer distributions and a flag for a
+one-answer probe; ``debias=circular`` adds rotation-averaged (MCQ) and prior-free (QA)
+accuracies (probe_stats.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.metrics import accuracy
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
+from toolsense.evaluation.probe_stats import (centred_predictions, circular_metrics, distribution, majority_rate,
+                                              rotation, top_answer)
 from toolsense.evaluation.retrieval import encode
 from toolsense.utils.warnings import summarise
 
@@ -40,14 +45,29 @@ def permutation(item: ProbeItem, kind: str, seed: int) -> list[int]:
     return perm
 
 
+def _names(ev: EvalModel, item: ProbeItem) -> tuple[str, str, str, str]:
+    """(service title, API title, service description, API description) from the catalog, or
+    from the probe file's own tool record when the catalog lacks the tool."""
+    rec = ev.catalog[item.tool] if item.tool in ev.catalog else None
+    if rec:
+        return rec.tool_title or rec.service, rec.api_title or rec.api, rec.tool_description, rec.api_description
+    raw = item.tool_record
+    return (raw.get("tool_title") or item.tool.split("&&")[0], raw.get("api_title") or item.tool.split("&&", 1)[-1],
+            raw.get("tool_description") or "", raw.get("api_description") or "")
+
+
 def tool_reference(ev: EvalModel, item: ProbeItem, mode: str) -> str:
-    """How the prompt names the tool: its virtual token(s), or (control) its readable name."""
+    """How the prompt names the tool: its virtual token(s); (control) its readable name;
+    (card) its name and descriptions, on one line."""
     if mode == "token":
         return "".join(ev.index.paths[item.tool])
-    rec = ev.catalog[item.tool] if item.tool in ev.catalog else None
-    service = (rec.tool_title or rec.service) if rec else item.tool_record.get("tool_title") or item.tool.split("&&")[0]
-    api = (rec.api_title or rec.api) if rec else item.tool_record.get("api_title") or item.tool.split("&&", 1)[-1]
-    return f"{service} (API: {api})"
+    service, api, service_desc, api_desc = _names(ev, item)
+    ref = f"{service} (API: {api})"
+    if mode == "card":
+        parts = [ref] + [f"{label}: {' '.join(d.split())}" for label, d in
+                         (("Service description", service_desc), ("API description", api_desc)) if d.strip()]
+        ref = " ".join(p if p[-1] in ".!?" else p + "." for p in parts)
+    return ref
 
 
 def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Sequence[int], cfg: ProbeConfig) -> str:
@@ -83,9 +103,69 @@ def score_answers(model, tokenizer, prompts: Sequence[str], answers: Sequence[st
     return out
 
 
+def _rotations(kind: str, cfg: ProbeConfig, n_opt: int) -> int:
+    """Orders each item is scored in: every cyclic rotation for circular MCQ, else one."""
+    return n_opt if kind == "mcq" and cfg.debias == "circular" else 1
+
+
+def _score_chunk(ev: EvalModel, chunk: Sequence[ProbeItem], kind: str, mode: str, cfg: ProbeConfig,
+                 answers: Sequence[str]) -> list[dict]:
+    """Sample rows of ``chunk``, every item scored in each of its rotations in one batch; the
+    top-level fields are rotation 0 (the paper's single seeded order)."""
+    n_rot = _rotations(kind, cfg, len(answers))
+    perms = [[rotation(permutation(it, kind, cfg.seed), r) for r in range(n_rot)] for it in chunk]
+    prompts = [probe_prompt(ev, it, kind, mode, p, cfg) for it, ps in zip(chunk, perms) for p in ps]
+    scores = score_answers(ev.model, ev.tokenizer, prompts, answers).view(len(chunk), n_rot, len(answers))
+    rows = []
+    for i, it in enumerate(chunk):
+        rots = []
+        for perm, sc in zip(perms[i], scores[i]):
+            gold_pos, pred = perm.index(it.answer), int(sc.argmax())
+            rots.append({"permutation": perm, "gold": answers[gold_pos], "pred": answers[pred],
+                         "correct": pred == gold_pos, "scores": [round(float(x), 5) for x in sc]})
+        row = {"item_id": it.item_id, "tool": it.tool, "mode": mode, "question": it.question,
+               "prompt": prompts[i * n_rot], "options_shown": [it.options[p] for p in perms[i][0]], **rots[0]}
+        if n_rot > 1:
+            row["rotations"] = rots
+        rows.append(row)
+    return rows
+
+
+def summarize_probe(rows: Sequence[dict], kind: str, answers: Sequence[str], cfg: ProbeConfig,
+                    resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Accuracy and what to compare it with (probe_stats.py), from the sample rows alone:
+    distributions of predicted and gold answers, majority rate, chance, the top answer and its
+    flag, and under ``debias=circular`` the circular (MCQ) or calibrated (QA) accuracies."""
+    answers = list(answers)
+    none = {"value": None, "lo": None, "hi": None}
+    pred_dist = distribution([r["pred"] for r in rows], answers)
+    gold_dist = distribution([r["gold"] for r in rows], answers)
+    out: dict[str, Any] = {
+        "chance": 1.0 / len(answers), "majority_rate": majority_rate(gold_dist),
+        "answer_distribution": pred_dist, "gold_distribution": gold_dist,
+        "top_answer": top_answer(pred_dist, cfg.flag_share),
+        "metrics": {"accuracy": accuracy([r["correct"] for r in rows], resamples, seed) if rows else none},
+        "debias": {"method": "none"},
+    }
+    if cfg.debias == "circular" and rows and kind == "mcq":
+        rots = [r["rotations"] for r in rows]
+        out["metrics"].update(circular_metrics([[x["correct"] for x in rot] for rot in rots], resamples, seed))
+        out["debias"] = {"method": "circular", "rotations": len(rots[0]),
+                         "answer_distribution": distribution([x["pred"] for rot in rots for x in rot], answers)}
+    elif cfg.debias == "circular" and rows:
+        preds, offset = centred_predictions([r["scores"] for r in rows])
+        gold = [answers.index(r["gold"]) for r in rows]
+        calibrated = distribution([answers[p] for p in preds], answers)
+        out["metrics"]["calibrated_accuracy"] = accuracy([p == g for p, g in zip(preds, gold)], resamples, seed)
+        out["debias"] = {"method": "mean-centred log-odds", "offset_log_odds_yes": offset,
+                         "answer_distribution": calibrated, "top_answer": top_answer(calibrated, cfg.flag_share)}
+    return out
+
+
 def evaluate_probe(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig, out_dir: str | Path,
                    resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Evaluate one probe benchmark in one mode; writes samples.jsonl and results.json."""
+    """Evaluate one probe benchmark in one mode; writes samples.jsonl (resumable; rows from a
+    run without the rotations circular MCQ needs are scored again) and results.json."""
     out_dir = Path(out_dir)
     kind = bench.kind
     known = [it for it in bench.items if it.tool in ev.index.paths]
@@ -93,33 +173,24 @@ def evaluate_probe(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig,
     if missing:
         summarise(log, missing, f"probe tools of {bench.name} not in the index (their {len(bench.items) - len(known)} "
                   "items are skipped)", out_dir / "missing_tools.txt")
-    n_opt = len(bench.items[0].options)
-    answers = list(LETTERS[:n_opt]) if kind == "mcq" else ["Yes", "No"]
+    answers = list(LETTERS[: len(bench.items[0].options)]) if kind == "mcq" else ["Yes", "No"]
+    n_rot = _rotations(kind, cfg, len(answers))
+    per_batch = max(1, cfg.batch_size // n_rot)
     with SampleLog(out_dir / "samples.jsonl") as samples:
-        todo = [it for it in known if not samples.done(it.item_id)]
-        for start in tqdm(range(0, len(todo), cfg.batch_size), desc=f"{bench.name}/{mode}", unit="batch"):
-            chunk = todo[start : start + cfg.batch_size]
-            perms = [permutation(it, kind, cfg.seed) for it in chunk]
-            prompts = [probe_prompt(ev, it, kind, mode, p, cfg) for it, p in zip(chunk, perms)]
-            scores = score_answers(ev.model, ev.tokenizer, prompts, answers)
-            for it, perm, prompt, sc in zip(chunk, perms, prompts, scores):
-                gold_pos = perm.index(it.answer)
-                pred = int(sc.argmax())
-                samples.add({
-                    "item_id": it.item_id, "tool": it.tool, "mode": mode, "question": it.question, "prompt": prompt,
-                    "permutation": perm, "options_shown": [it.options[p] for p in perm],
-                    "gold": answers[gold_pos], "pred": answers[pred], "correct": pred == gold_pos,
-                    "scores": [round(float(s), 5) for s in sc],
-                })
+        todo = [it for it in known if not samples.done(it.item_id) or (n_rot > 1 and "rotations" not in samples.rows[it.item_id])]
+        for start in tqdm(range(0, len(todo), per_batch), desc=f"{bench.name}/{mode}", unit="batch"):
+            for row in _score_chunk(ev, todo[start : start + per_batch], kind, mode, cfg, answers):
+                samples.add(row)
         rows = samples.ordered([it.item_id for it in known])
-    chance = 1.0 / len(answers)
-    acc = accuracy([r["correct"] for r in rows], resamples, seed) if rows else {"value": None, "lo": None, "hi": None}
+    stats = summarize_probe(rows, kind, answers, cfg, resamples, seed)
+    acc = stats["metrics"]["accuracy"]
     result = {
-        "benchmark": bench.name, "system": mode, "kind": kind, "n": len(rows), "chance": chance,
-        "metrics": {"accuracy": acc}, "above_chance": bool(rows) and acc["lo"] > chance,
+        "benchmark": bench.name, "system": mode, "mode": mode, "kind": kind, "n": len(rows), **stats,
+        "above_chance": bool(rows) and acc["lo"] > stats["chance"],
         "missing": {"count": len(missing), "names": missing, "items_skipped": len(bench.items) - len(known)},
         "git_sha": git_sha(), "hashes": {"benchmark_sha256": bench.sha256, "index_sha256": ev.index_sha256},
-        "benchmark_path": bench.path, "source": ev.source, "probe": {"seed": cfg.seed, "template": cfg.template},
+        "benchmark_path": bench.path, "source": ev.source,
+        "probe": {"seed": cfg.seed, "template": cfg.template, "debias": cfg.debias, "flag_share": cfg.flag_share},
     }
     write_json(out_dir / "results.json", result)
     return result

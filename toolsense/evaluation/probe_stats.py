@@ -1,0 +1,115 @@
+"""What a probe accuracy can be compared with, from the scored samples alone (no model).
+
+A probe accuracy means little on its own: a model that answers "A" to every MCQ item scores
+the share of items whose gold sits at "A" after shuffling, and one that always says "No" scores
+the share of No items. So each probe result carries
+- ``answer_distribution`` / ``gold_distribution``: predicted and gold answers (letters after the
+  shuffle, or Yes/No), counted;
+- ``majority_rate``: the accuracy of always giving the most frequent gold answer;
+- ``chance``: the expected accuracy of a uniform random answer (1 / number of answers — the
+  same whatever the label distribution);
+- ``top_answer``: the most frequent prediction, its share, and ``flagged`` when the share
+  exceeds ``probe.flag_share`` (a degenerate, one-answer probe).
+
+Two debiasing estimates (``probe.debias=circular``), beyond the paper:
+- MCQ, CircularEval: every item is also scored with its shown options cyclically rotated
+  (n rotations for n options, rotation 0 = the paper's single order); ``circular_mean`` is the
+  accuracy averaged over rotations, ``circular_all`` the share of items right under every
+  rotation. Position bias alone scores 1/n and 0.
+- QA, mean-centred log-odds: the Yes/No prior is the model's mean log-odds
+  log P(Yes) - log P(No) over the probe set; each item answers Yes when its log-odds exceed
+  that mean. This divides out the geometric-mean P(Yes)/P(No) ratio (contextual calibration
+  with the prior estimated from the probe prompts themselves), needs no extra forward pass and
+  no labels. A content-free prompt ("N/A" in place of the tool) would cost a second pass per
+  item and measures the prior on an input unlike the probes, which a small model answers with
+  its own, different bias. Caveat: one scalar is fit on the evaluated set (transductively), and
+  centring pushes predictions towards balance, so compare it with ``majority_rate``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from toolsense.evaluation.metrics import accuracy
+from toolsense.evaluation.outputs import fmt
+
+
+def distribution(labels: Sequence[str], answers: Sequence[str]) -> dict[str, int]:
+    """Count of each allowed answer (zeros included, in ``answers`` order) among ``labels``."""
+    unknown = sorted(set(labels) - set(answers))
+    if unknown:
+        raise ValueError(f"answers {unknown} are not among the allowed {list(answers)}")
+    return {a: sum(1 for x in labels if x == a) for a in answers}
+
+
+def majority_rate(gold_dist: dict[str, int]) -> float | None:
+    """Accuracy of always answering the most frequent gold answer (None without items)."""
+    n = sum(gold_dist.values())
+    return max(gold_dist.values()) / n if n else None
+
+
+def top_answer(pred_dist: dict[str, int], flag_share: float) -> dict[str, Any] | None:
+    """The most frequent prediction (first in answer order on ties), its share of all
+    predictions, and whether that share exceeds ``flag_share``."""
+    n = sum(pred_dist.values())
+    if not n:
+        return None
+    answer = max(pred_dist, key=lambda a: pred_dist[a])
+    share = pred_dist[answer] / n
+    return {"answer": answer, "share": share, "flagged": share > flag_share}
+
+
+def flag_text(top: dict[str, Any] | None) -> str:
+    """``⚠ 100% 'A'`` for a flagged probe, else ''."""
+    if not top or not top.get("flagged"):
+        return ""
+    return f"⚠ {100 * top['share']:.0f}% '{top['answer']}'"
+
+
+def rotation(perm: Sequence[int], r: int) -> list[int]:
+    """The shown order ``perm`` rotated left by ``r`` slots: slot j shows ``perm[(j + r) % n]``,
+    so the gold's slot moves from g to (g - r) mod n and visits every slot once over n rotations."""
+    n = len(perm)
+    return [perm[(j + r) % n] for j in range(n)]
+
+
+def circular_metrics(correct: Sequence[Sequence[bool]], resamples: int, seed: int) -> dict[str, dict]:
+    """``correct[i][r]``: item i right under rotation r. Rotation-averaged accuracy and
+    all-rotations-correct accuracy, each with its bootstrap interval over items."""
+    per_item = [sum(c) / len(c) for c in correct]
+    return {"circular_mean": accuracy(per_item, resamples, seed),
+            "circular_all": accuracy([all(c) for c in correct], resamples, seed)}
+
+
+def centred_predictions(yes_no_logp: Sequence[Sequence[float]]) -> tuple[list[int], float]:
+    """Mean-centred log-odds calibration of Yes/No scores (rows: [log P(Yes), log P(No)]).
+    Returns (predicted index per item: 0 = Yes, 1 = No; the removed offset = mean log-odds).
+    An item exactly at the mean answers No."""
+    odds = [float(y) - float(n) for y, n in yes_no_logp]
+    offset = sum(odds) / len(odds) if odds else 0.0
+    return [0 if d - offset > 0 else 1 for d in odds], offset
+
+
+def debiased_cell(result: dict[str, Any]) -> str:
+    """``circ 25.0 [..] / all 0.0 [..]`` (MCQ) or ``calib 50.0 [..]`` (QA); '—' without debias."""
+    m = result.get("metrics") or {}
+    if "circular_mean" in m:
+        return f"circ {fmt(m['circular_mean'])} / all {fmt(m['circular_all'])}"
+    if "calibrated_accuracy" in m:
+        return f"calib {fmt(m['calibrated_accuracy'])}"
+    return "—"
+
+
+def probe_cells(result: dict[str, Any]) -> list[str]:
+    """The probe columns of table.md: accuracy (flagged), chance, majority rate, top answer
+    and its share, debiased accuracy. Results written before these fields existed show '—'."""
+    flag = flag_text(result.get("top_answer"))
+    acc = fmt(result["metrics"].get("accuracy")) + (f" {flag}" if flag else "")
+    top = result.get("top_answer")
+    majority = result.get("majority_rate")
+    return [acc, f"{100 * result['chance']:.1f}" if result.get("chance") is not None else "—",
+            "—" if majority is None else f"{100 * majority:.1f}",
+            "—" if not top else f"{100 * top['share']:.0f}% '{top['answer']}'", debiased_cell(result)]
+
+
+PROBE_COLUMNS = ["probe acc %", "chance %", "majority %", "top answer", "debiased acc %"]
