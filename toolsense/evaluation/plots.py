@@ -46,10 +46,14 @@ def _err(est: dict | None) -> list[float] | None:
     return [max(est["value"] - est["lo"], 0.0), max(est["hi"] - est["value"], 0.0)]
 
 
+def _legend(ax) -> None:
+    """Legend beside the axes (configuration labels are long)."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     _plt().close(fig)
     return path
 
@@ -73,7 +77,7 @@ def metric_plot(comp: dict[str, Any], suffix: str, rows: Sequence[str], path: Pa
         groups = benches
     grouped_bars(ax, groups, series, errs)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7)
+    _legend(ax)
     return _save(fig, path)
 
 
@@ -96,7 +100,7 @@ def probe_plot(comp: dict[str, Any], rows: Sequence[str], path: Path) -> Path | 
             ax.hlines(ref["majority_rate"], x - 0.45, x + 0.45, colors="r", linestyles="dotted", label="majority" if x == xs[0] else None)
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=7)
+    _legend(ax)
     return _save(fig, path)
 
 
@@ -114,7 +118,7 @@ def drift_plot(comp: dict[str, Any], rows: Sequence[str], path: Path) -> Path | 
     fig, ax = _plt().subplots(figsize=(2.5 + 1.5 * len(pairs), 3.6))
     grouped_bars(ax, [p.replace("->", "→") for p in pairs], series)
     ax.set_ylabel("relative drift ‖E₂−E₁‖/‖E₁‖ (input)")
-    ax.legend(fontsize=7)
+    _legend(ax)
     return _save(fig, path)
 
 

@@ -189,9 +189,11 @@ CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
 def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, overrides: Sequence[str] = (),
-                         drift: bool = False) -> dict[str, Any] | None:
-    """evaluate.py on a finished training run, into ``<run_dir>/eval`` (train.py's
-    ``evaluate.suite=...``), and with ``drift`` its embedding drift into ``<run_dir>/eval/drift``.
+                         drift: bool = False, stages: Sequence[str] = ("stage2",)) -> dict[str, Any] | None:
+    """evaluate.py on a finished training run (train.py's ``evaluate.suite=...``), once per
+    checkpoint of ``stages``: stage2 into ``<run_dir>/eval``, another stage into
+    ``<run_dir>/eval/<stage>``; with ``drift`` its embedding drift into ``<run_dir>/eval/drift``.
+    Returns the last stage's summary.
     Composes evaluate.yaml with ``run=<run_dir>`` plus the overrides, from inside a running Hydra
     app or standalone. Under torchrun every process takes part (data-parallel retrieval)."""
     from hydra import compose, initialize_config_dir
@@ -205,9 +207,10 @@ def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, override
 
     run_dir = Path(run_dir)
     summary = None
-    if suite or overrides:
-        ovr = [f"run={run_dir}", f"output_dir={run_dir / 'eval'}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
-        log.info("evaluating %s (%s)", run_dir, " ".join(ovr[2:]))
+    for stage in stages if suite or overrides else ():
+        out = run_dir / "eval" if stage == "stage2" else run_dir / "eval" / stage
+        ovr = [f"run={run_dir}", f"stage={stage}", f"output_dir={out}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
+        log.info("evaluating %s (%s)", run_dir, " ".join(ovr[1:]))
         summary = run(_compose(ovr))
     if drift:
         run(_compose([f"run={run_dir}", "task=drift", f"output_dir={run_dir / 'eval' / 'drift'}"]))
