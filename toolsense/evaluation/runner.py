@@ -147,8 +147,9 @@ def evaluate(cfg: Mapping, output_dir: str | Path, shard: Shard = Shard()) -> li
 
 
 def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
-    """Entry point of ``evaluate.py``: evaluation (default), ``task=drift`` or ``task=compare``
-    (an ablation table over earlier evaluations, see compare.py); writes
+    """Entry point of ``evaluate.py``: evaluation (default), ``task=drift``, ``task=compare``
+    (an ablation table over earlier evaluations, see compare.py) or ``task=annotate|kappa``
+    (rating sheets and Fleiss' κ, annotate.py); writes
     ``results.json`` and ``table.md`` under the output dir, prints the table, returns the summary."""
     plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     out = Path(output_dir or plain.get("output_dir") or "outputs/evaluate")
@@ -160,6 +161,8 @@ def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict
             evaluate(plain, out, shard)
         return {}
     t0 = time.time()
+    if plain.get("task") in ("annotate", "kappa"):
+        return rating_task(plain, out)
     if plain.get("task") == "compare":
         from toolsense.evaluation.compare import CompareConfig, run_compare
 
@@ -183,6 +186,24 @@ def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict
     print(table)
     print(f"wrote {out / 'table.md'} and {out / 'results.json'} ({summary['seconds']} s)")
     return summary
+
+
+def rating_task(cfg: Mapping, out: Path) -> dict[str, Any]:
+    """``task=annotate``: a rating sheet per configured benchmark (annotate.py) under ``out``;
+    ``task=kappa``: Fleiss' κ per benchmark from ``annotate.sheets``."""
+    from toolsense.evaluation.annotate import AnnotateConfig, run_kappa, write_sheet
+
+    acfg = from_section(AnnotateConfig, cfg.get("annotate"), "annotate", strict=True)
+    if cfg["task"] == "kappa":
+        return run_kappa(acfg, out)
+    where = "benchmarks.{}" if cfg.get("benchmarks") else "benchmark"
+    sheets = {}
+    for label, bc in _sections(cfg, "benchmark", "benchmarks", BenchmarkConfig).items():
+        bench = load_benchmark(bc, where.format(label))
+        bench.name = label
+        sheets[label] = str(write_sheet(bench, acfg, out))
+        print(f"wrote {sheets[label]} ({min(acfg.items, len(bench.items))} items, {acfg.raters} rater columns)")
+    return {"sheets": sheets}
 
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
