@@ -194,9 +194,10 @@ def test_run_compare_writes_table_csv_json_and_plots(tmp_path, capsys):
     saved = json.loads((tmp_path / "out" / "comparison.json").read_text())
     assert saved["cells"]["tg-lora"]["g1 IS@50"]["value"] == 0.9 and "tg-lora | g1 Rc@50" in saved["sources"]
     names = sorted(p.split("/")[-1] for p in comp["plots"])
-    assert names == ["drift.png", "is_by_configuration.png", "probe_accuracy.png", "recall_by_benchmark.png"]
+    assert names == ["comparison_drift.png", "comparison_is_by_configuration.png", "comparison_probe_accuracy.png",
+                     "comparison_recall_by_benchmark.png"]
     for p in comp["plots"]:
         with Image.open(p) as im:
             assert im.format == "PNG" and im.size[0] > 100
-        assert (tmp_path / "out" / "plots" / p.split("/")[-1]).stat().st_size > 5000
+        assert (tmp_path / "out" / p.split("/")[-1]).stat().st_size > 5000
     assert "wrote" in capsys.readouterr().out

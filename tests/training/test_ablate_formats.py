@@ -67,6 +67,6 @@ def test_two_job_ablation_sweep_compares_subsets_with_retention(tmp_path):
         assert comp["cells"][label]["generated Rc@10"] == res["metrics"]["Rc@10"]
     assert (sweep / "comparison.md").read_text().splitlines()[0].startswith(
         "| system | generated Rc@10 | generated Rf@10 | generated IS@10 | mcq token acc | retention mcq token Δacc |")
-    assert sorted(p.name for p in (sweep / "plots").iterdir()) == ["is_by_configuration.png", "probe_accuracy.png",
-                                                                  "recall_by_benchmark.png"]
+    assert sorted(p.name for p in sweep.glob("*.png")) == ["comparison_is_by_configuration.png", "comparison_probe_accuracy.png",
+                                                          "comparison_recall_by_benchmark.png"]
     assert (sweep / "comparison.csv").read_text().count("\n") > 8

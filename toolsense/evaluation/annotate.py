@@ -23,10 +23,10 @@ from typing import Any, Sequence
 
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.outputs import markdown_table, write_json
+from toolsense.evaluation.probes import LETTERS, permutation
 from toolsense.evaluation.stats import fleiss_kappa
 from toolsense.utils.io import DataError
 
-LETTERS = "ABCDEFGH"
 FIXED = ["benchmark", "item_id", "question", "options", "gold", "categories"]
 
 
@@ -57,8 +57,7 @@ def sheet_rows(bench: Benchmark, cfg: AnnotateConfig) -> list[dict[str, str]]:
             row = {"item_id": it.query_id, "question": it.text, "options": " ; ".join(it.tools), "gold": "",
                    "categories": "|".join(cfg.retrieval_categories)}
         elif bench.kind == "mcq":
-            perm = list(range(len(it.options)))
-            random.Random(f"{cfg.seed}:{it.item_id}").shuffle(perm)
+            perm = permutation(it, "mcq", cfg.seed)  # the evaluation's own shuffle with the same seed
             letters = LETTERS[: len(perm)]
             row = {"item_id": it.item_id, "question": f"[{it.tool}] {it.question}",
                    "options": " | ".join(f"{letters[j]}. {it.options[p]}" for j, p in enumerate(perm)),

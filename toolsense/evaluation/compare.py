@@ -144,7 +144,8 @@ def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tup
 def combine_seeds(metric: str | None, entries: Sequence[tuple[dict | None, dict]], resamples: int, seed: int) -> dict | None:
     """One cell from the runs (seeds) of one configuration: a single run's estimate as it is;
     several: mean and sd over seeds, and a 95% interval from the pooled per-query samples of all
-    seeds (None when a run has no samples.jsonl)."""
+    seeds — every (seed, query) one observation, resampled with replacement; for IS@k the ratio of
+    the pooled free-form and constrained hit rates — (None when a run has no samples.jsonl)."""
     present = [(est, res) for est, res in entries if est and est.get("value") is not None]
     if len(present) <= 1:
         return present[0][0] if present else None
@@ -305,7 +306,8 @@ def write_csv(comp: dict[str, Any], path: Path) -> Path:
 
 def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     """Collect, tabulate and write ``comparison.md``, ``comparison.csv``, ``comparison.json`` and
-    (``cfg.plots``) the PNG plots of plots.py under ``out_dir``."""
+    (``cfg.plots``) the PNG plots of plots.py as ``comparison_<plot>.png`` under ``out_dir`` (a
+    sweep directory keeps run folders as its only folders)."""
     if not cfg.roots:
         raise ValueError("task=compare needs compare.roots=[<dir>, ...] (sweep or run directories)")
     results = collect(cfg.roots)
@@ -320,7 +322,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     if cfg.plots:
         from toolsense.evaluation.plots import render_all
 
-        comp["plots"] = [str(p) for p in render_all(comp, out / "plots")]
+        comp["plots"] = [str(p) for p in render_all(comp, out, prefix="comparison_")]
     write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": list(cfg.metrics), **comp})
     print(table)
     print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")

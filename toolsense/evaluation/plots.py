@@ -122,17 +122,17 @@ def drift_plot(comp: dict[str, Any], rows: Sequence[str], path: Path) -> Path | 
     return _save(fig, path)
 
 
-def render_all(comp: dict[str, Any], out_dir: str | Path) -> list[Path]:
-    """Every plot the comparison has data for, under ``out_dir``; returns the files written."""
+def render_all(comp: dict[str, Any], out_dir: str | Path, prefix: str = "") -> list[Path]:
+    """Every plot the comparison has data for, as ``out_dir/<prefix><name>.png``; returns the files written."""
     out = Path(out_dir)
     models = [r for r in comp["rows"] if r not in comp["baselines"] and ":" not in r]
     recall = next((c.split(" ")[-1] for c in comp["columns"] if c.split(" ")[-1].startswith("Rc@")), None)
     is_metric = next((c.split(" ")[-1] for c in comp["columns"] if c.split(" ")[-1].startswith("IS@")), None)
     made = [
-        recall and metric_plot(comp, recall, [r for r in comp["rows"] if ":" not in r], out / "recall_by_benchmark.png",
+        recall and metric_plot(comp, recall, [r for r in comp["rows"] if ":" not in r], out / f"{prefix}recall_by_benchmark.png",
                                f"{recall} (constrained hit rate)", by_row=False),
-        is_metric and metric_plot(comp, is_metric, models, out / "is_by_configuration.png", is_metric, by_row=True),
-        probe_plot(comp, comp["rows"], out / "probe_accuracy.png"),
-        drift_plot(comp, models, out / "drift.png"),
+        is_metric and metric_plot(comp, is_metric, models, out / f"{prefix}is_by_configuration.png", is_metric, by_row=True),
+        probe_plot(comp, comp["rows"], out / f"{prefix}probe_accuracy.png"),
+        drift_plot(comp, models, out / f"{prefix}drift.png"),
     ]
     return [p for p in made if p]
