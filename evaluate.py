@@ -4,6 +4,8 @@
     python evaluate.py run=<run dir> benchmark=rrb benchmark.path=<released rrb.jsonl> baseline=bm25
     python evaluate.py model=smollm2_135m catalog=demo index=flat   # untrained baseline
     python evaluate.py run=<run dir> task=drift               # embedding drift base -> stage1 -> stage2
+    python evaluate.py task=compare compare.roots=[<sweep dir>]   # one table (+ csv, plots) over results.json files
+    python evaluate.py task=annotate benchmark=mcq             # a rating sheet; task=kappa annotate.sheets=[...]: Fleiss' kappa
 """
 
 import hydra

@@ -25,7 +25,7 @@ def main(cfg: DictConfig) -> float | None:
         overrides = list(cfg.evaluate.overrides)
         if cfg.logger.kind == "wandb" and not any(o.startswith("eval_logger") for o in overrides):  # W&B for eval too
             overrides.insert(0, "eval_logger=wandb")
-        evaluate_trained_run(run_dir, cfg.evaluate.suite, overrides, cfg.evaluate.drift)
+        evaluate_trained_run(run_dir, cfg.evaluate.suite, overrides, cfg.evaluate.drift, list(cfg.evaluate.stages))
     last = summary.get("stage2") or summary.get("stage1") or {}
     return last.get("train_loss")
 

@@ -207,7 +207,7 @@ def test_table_and_comparison_show_probe_diagnostics_and_the_flag(tmp_path):
     comp = comparison(collect([tmp_path]), ["Rc@1"])
     assert comp["columns"] == ["mcq token acc", "mcq token circ", "mcq token circ-all"]
     assert comparison_table(comp).splitlines()[2] == \
-        "| smollm2 | 22.4 [19.0, 26.0] ⚠ 100% 'A' | 25.0 [25.0, 25.0] | 0.0 [0.0, 0.0] |"
+        "| smollm2 | 22.4 [19.0, 26.0] (chance 25, maj. 28) ⚠ 100% 'A' | 25.0 [25.0, 25.0] | 0.0 [0.0, 0.0] |"
 
 
 def test_demo_suite_probes_in_three_modes_and_debias_is_selectable():

@@ -23,6 +23,7 @@ def test_sweep_trains_evaluates_and_compares(tmp_path, launcher):
     evaluate = f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","decoding=beam10","decoding.resamples=100"]'
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))],
            "stage1.max_steps=2", "stage2.max_steps=2", "experiment=tg,tg_5fm", evaluate, f"hydra.sweep.dir={sweep}", f"launcher={launcher}",
+           "hydra.callbacks.compare.metrics=[Rc@1,Rf@1,IS@1,Rc@10,Rf@10]",
            f"evaluate.drift={launcher == 'local'}"]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]

@@ -1,39 +1,58 @@
 """Ablation tables: every per-evaluation ``results.json`` under one or more directories (a Hydra
-sweep, several run directories) in ONE table — a row per model (training run + stage) or
-baseline, a column per benchmark × metric, each cell ``value [95% interval]``.
+sweep, several run directories) in ONE table — a row per configuration (training run + stage)
+or baseline, a column per benchmark × metric — written as Markdown, CSV and JSON, with plots.
 
     python evaluate.py task=compare compare.roots=[multirun/2026-11-29_10-00-00]
 
-``drift.json`` files (``task=drift``, or train.py ``evaluate.drift=true``) add drift columns.
-A model row is labelled by its training run's ``experiment-tuning`` (read from the run's
-``config.yaml``), so the 8-run ablation reads tg-lora, tg-full, tg_h-lora, ... Baselines do
-not depend on the run; each (baseline, benchmark) appears once, and copies that disagree
-(e.g. evaluated on different benchmark files) are an error rather than a silent pick.
+Runs whose ``config.yaml`` differ only in ``trainer.seed`` are one configuration: its cell is
+the mean ± sd over seeds with a 95% interval from the pooled per-query samples of every seed
+(stats.pooled_bootstrap); a single run's cell is its results.json estimate unchanged. A row is
+labelled ``experiment-tuning`` (plus the keys that differ, when configurations share that).
+Probe accuracy cells carry chance and the majority rate; with Stage-1 and Stage-2 evaluations
+of the same runs a retention column group holds their difference (paired bootstrap over probe
+items). ``drift.json`` files add drift columns (virtual / base relative drift, their ratio, the
+change of the virtual tokens' mean pairwise cosine). Cohen's d of IS between flat and
+hierarchical configurations sits under the table. Baselines do not depend on the run; each
+(baseline, benchmark) appears once, and copies that disagree are an error.
 """
 
 from __future__ import annotations
 
-import functools
+import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import yaml
-
-from toolsense.evaluation.outputs import benchmark_label, fmt, markdown_table, write_json
+from toolsense.evaluation.outputs import benchmark_label, markdown_table, write_json
 from toolsense.evaluation.probe_stats import flag_text
+from toolsense.evaluation.runs import distinct_labels, gold_majority_rate, item_values, run_info
+from toolsense.evaluation.stats import cohens_d, drift_ratio, mean_sd, paired_bootstrap_diff, pooled_bootstrap
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
+
+HEADLINE = ["Rc@50", "Rf@50", "IS@50"]
+"""The paper's retrieval columns (beam 50); probes always show accuracy, chance and majority rate."""
 
 
 @dataclass
 class CompareConfig:
     roots: list[str] = field(default_factory=list)
     """Directories searched recursively for results.json (sweep dirs, run dirs, eval dirs)."""
-    metrics: list[str] = field(default_factory=lambda: ["Rc@1", "Rf@1", "IS@1", "Rc@10", "Rf@10"])
-    """Retrieval metrics, one column each per retrieval benchmark; probes always show accuracy
-    (flagged when one answer dominates) and, when evaluated, their circular / calibrated accuracy."""
+    metrics: list[str] = field(default_factory=lambda: list(HEADLINE))
+    """Retrieval metrics, one column each per retrieval benchmark (e.g. [Rc@1,Rf@1,IS@1,Rc@10])."""
+    resamples: int = 1000
+    """Bootstrap resamples of the pooled-seed and retention intervals."""
+    seed: int = 0
+    """Bootstrap seed."""
+    effect_metric: str = "IS@50"
+    """Cohen's d between flat and hierarchical configurations is taken over this metric."""
+    plots: bool = True
+    """Also render PNG plots (plots.py) beside the table."""
+
+    def __post_init__(self) -> None:
+        if self.resamples < 1:
+            raise ValueError(f"compare.resamples must be >= 1, got {self.resamples}")
 
 
 def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -61,139 +80,270 @@ def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
 
 
 def _drift_result(drift: dict[str, Any], path: Path) -> dict[str, Any]:
-    """A drift.json (evaluate.py task=drift) as a result row: relative drift of the virtual-token
-    rows and of the base-vocabulary sample of the input embeddings, per checkpoint pair."""
+    """A drift.json (evaluate.py task=drift) as a result row, per checkpoint pair: relative drift
+    of the input embeddings' virtual-token rows and base-vocabulary sample, their ratio
+    (stats.drift_ratio) and the change of the virtual tokens' mean pairwise cosine (Δcos)."""
     if "pairs" not in drift or "run" not in drift:
         raise DataError(f"{path}: field 'pairs' or 'run' is missing (not a task=drift output?)")
     metrics = {}
     for p in drift["pairs"]:
-        for key, short in (("virtual", "virtual"), ("base_vocab", "base")):
-            metrics[f"{p['from']}->{p['to']} {short}"] = {"value": p["input"][key]}
+        inp, pair = p["input"], f"{p['from']}->{p['to']}"
+        metrics[f"{pair} virtual"] = {"value": inp["virtual"]}
+        metrics[f"{pair} base"] = {"value": inp["base_vocab"]}
+        metrics[f"{pair} ratio"] = {"value": drift_ratio(inp["virtual"], inp["base_vocab"])}
+        metrics[f"{pair} Δcos"] = {"value": inp.get("cosine_change")}
     return {"benchmark": "drift", "system": "drift", "kind": "drift", "metrics": metrics,
             "source": {"run": drift["run"], "stage": "stage2"}}
 
 
-@functools.lru_cache(maxsize=None)
-def _run_label(run: str) -> str:
-    """``experiment-tuning`` of a run (its config.yaml is read once, not once per results file)."""
-    cfg_path = Path(run) / "config.yaml"
-    if not cfg_path.exists():
-        return Path(run).name
-    cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
-    tuning = (cfg.get("tuning") or {}).get("method")
-    return "-".join(str(x) for x in (cfg.get("experiment"), tuning) if x) or Path(run).name
-
-
-def row_label(res: dict[str, Any]) -> tuple[str, bool, str | None]:
-    """(label, is_baseline, run directory) of the system that produced ``res``."""
+def row_key(res: dict[str, Any]) -> tuple[str, bool, str | None, str]:
+    """(configuration key, is_baseline, run directory, stage) of the system behind ``res``: runs
+    share a key when their configs differ only in seed (runs.run_info) and the stage is the same."""
     src = res.get("source") or {}
     if "baseline" in src:
-        return str(res["system"]), True, None
+        return str(res["system"]), True, None, ""
     if src.get("run"):
-        label = _run_label(src["run"])
         stage = src.get("stage") or "stage2"
-        return (label if stage == "stage2" else f"{label}:{stage}"), False, str(Path(src["run"]).resolve())
-    return str(src.get("model") or res["system"]), False, None
+        return run_info(src["run"]).identity + "|" + stage, False, str(Path(src["run"]).resolve()), stage
+    return str(src.get("model") or res["system"]), False, None, ""
 
 
-def _labels(results: Sequence[dict[str, Any]]) -> list[tuple[str, bool]]:
-    """Row labels; runs that share an experiment-tuning label (seeds, learning rates) are told
-    apart by their run directory's name."""
-    raw = [row_label(r) for r in results]
-    runs: dict[str, set] = {}
-    for label, _, run in raw:
-        if run is not None:
-            runs.setdefault(label, set()).add(run)
-    return [(f"{label} [{Path(run).name}]" if run is not None and len(runs[label]) > 1 else label, base)
-            for label, base, run in raw]
+def _row_labels(keys: Sequence[tuple[str, bool, str | None, str]]) -> dict[str, dict[str, Any]]:
+    """key -> {label, stage, base (the stage-2 row's label), scheme, baseline}."""
+    infos = {k[0]: run_info(k[2]) for k in keys if k[2] is not None}
+    names = distinct_labels(infos.values())
+    meta = {}
+    for key, baseline, run, stage in keys:
+        if run is None:
+            meta[key] = {"label": key, "stage": stage, "base": key, "scheme": None, "baseline": baseline}
+            continue
+        base = names[infos[key].identity]
+        label = base if stage == "stage2" else f"{base}:{stage}"
+        meta[key] = {"label": label, "stage": stage, "base": base, "scheme": infos[key].scheme, "baseline": False}
+    return meta
 
 
 PROBE_METRICS = {"accuracy": "acc", "circular_mean": "circ", "circular_all": "circ-all", "calibrated_accuracy": "calib"}
 """Probe metrics shown in the table (when the result has them) and their column suffix."""
 
 
-def _probe_columns(res: dict[str, Any]) -> dict[str, dict | None]:
-    """A probe's columns (the mode is part of the column: token / control / card): accuracy,
-    carrying the one-answer flag (``⚠ 100% 'A'``) when its top answer exceeds the flag share,
-    and the circular / calibrated accuracies of ``probe.debias=circular``."""
+def _probe_extras(res: dict[str, Any]) -> dict[str, Any]:
+    """Chance and majority rate of a probe (read from results.json when it has them, else chance
+    1/answers — 25% MCQ, 50% QA — and the gold majority rate from samples.jsonl)."""
+    chance = res.get("chance", 0.25 if res["kind"] == "mcq" else 0.5)
+    majority = res.get("majority_rate")
+    if majority is None:
+        majority = gold_majority_rate(res["_path"])
+    return {"chance": chance, "majority_rate": majority}
+
+
+def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple[str | None, dict | None]]:
+    """``column -> (metric with per-item samples or None, estimate)`` of one result."""
+    if res["kind"] == "retrieval":
+        return {f"{benchmark_label(res)} {m}": (m, res["metrics"].get(m)) for m in metrics}
+    if res["kind"] == "drift":
+        return {f"drift {k}": (None, v) for k, v in res["metrics"].items()}
+    # a probe: the mode (token / control / card) is part of the column; accuracy carries chance,
+    # majority rate and the one-answer flag; circular / calibrated accuracies when evaluated
     flag = flag_text(res.get("top_answer"))
     cols = {}
     for key, short in PROBE_METRICS.items():
         est = res["metrics"].get(key)
-        if key == "accuracy" and est and flag:
-            est = {**est, "flag": flag}
-        if key == "accuracy" or est is not None:
-            cols[f"{benchmark_label(res)} {res['system']} {short}"] = est
+        if key == "accuracy":
+            cols[f"{benchmark_label(res)} {res['system']} {short}"] = (
+                "accuracy", est and {**est, **_probe_extras(res), **({"flag": flag} if flag else {})})
+        elif est is not None:
+            cols[f"{benchmark_label(res)} {res['system']} {short}"] = (None, est)
     return cols
 
 
-def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dict[str, Any]:
-    """Rows and columns of the ablation table, plus the raw estimates per cell. Columns:
-    retrieval benchmarks × metrics, then probe accuracies, then embedding drift (input
-    embeddings, virtual rows vs base-vocabulary sample), each in order of first appearance."""
-    cells: dict[str, dict[str, dict]] = {}
-    origin: dict[tuple[str, str], dict] = {}
-    retrieval_cols: list[str] = []
-    probe_cols: list[str] = []
-    drift_cols: list[str] = []
-    baselines: set[str] = set()
-    for res, (label, is_baseline) in zip(results, _labels(results)):
-        if res["kind"] == "retrieval":
-            cols = {f"{benchmark_label(res)} {m}": res["metrics"].get(m) for m in metrics}
-        elif res["kind"] == "drift":
-            cols = {f"drift {k}": v for k, v in res["metrics"].items()}
+def combine_seeds(metric: str | None, entries: Sequence[tuple[dict | None, dict]], resamples: int, seed: int) -> dict | None:
+    """One cell from the runs (seeds) of one configuration: a single run's estimate as it is;
+    several: mean and sd over seeds, and a 95% interval from the pooled per-query samples of all
+    seeds — every (seed, query) one observation, resampled with replacement; for IS@k the ratio of
+    the pooled free-form and constrained hit rates — (None when a run has no samples.jsonl)."""
+    present = [(est, res) for est, res in entries if est and est.get("value") is not None]
+    if len(present) <= 1:
+        return present[0][0] if present else None
+    mean, sd = mean_sd([est["value"] for est, _ in present])
+    cell = {**present[0][0], "value": mean, "sd": sd, "n_seeds": len(present), "lo": None, "hi": None}
+    per = [item_values(res["_path"], metric) for _, res in present] if metric else [None]
+    if all(p is not None for p in per):
+        if metric.startswith("IS@"):
+            ci = pooled_bootstrap([[f for f, _ in p.values()] for p in per], resamples, seed,
+                                  denominators=[[c for _, c in p.values()] for p in per])
         else:
-            cols = _probe_columns(res)
-        for col, est in cols.items():
-            columns = {"retrieval": retrieval_cols, "drift": drift_cols}.get(res["kind"], probe_cols)
-            if col not in columns:
-                columns.append(col)
-            key = (label, col)
-            if key in origin:
-                if is_baseline and est == cells[label][col]:
+            ci = pooled_bootstrap([list(p.values()) for p in per], resamples, seed)
+        cell.update(lo=ci["lo"], hi=ci["hi"], pooled=ci["value"])
+    return cell
+
+
+def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamples: int = 1000, seed: int = 0,
+               effect_metric: str = "IS@50") -> dict[str, Any]:
+    """Rows and columns of the ablation table, the estimates per cell and the statistics.
+    Columns: retrieval benchmarks × metrics, probe accuracies, retention (when Stage-1 and
+    Stage-2 probes of the same runs exist), embedding drift; each in order of first appearance."""
+    keys = [row_key(r) for r in results]
+    meta = _row_labels(keys)
+    entries: dict[tuple[str, str], list[tuple[dict | None, dict]]] = {}
+    col_metric: dict[str, str | None] = {}
+    seen: dict[tuple[str, str, str | None], dict] = {}
+    order: dict[str, list[str]] = {"retrieval": [], "probe": [], "drift": []}
+    for res, (key, is_baseline, run, _) in zip(results, keys):
+        label = meta[key]["label"]
+        for col, (metric, est) in result_columns(res, metrics).items():
+            group = order.get(res["kind"], order["probe"])
+            if col not in group:
+                group.append(col)
+            col_metric[col] = metric
+            first = seen.get((label, col, run))
+            if first is not None:
+                if is_baseline and est == entries[(label, col)][0][0]:
                     continue  # the same baseline evaluated again next to another run
                 raise DataError(f"{res['_path']}: a second, different result for {label!r} / {col!r} "
-                                f"(first: {origin[key]['_path']}); give compare.roots one evaluation per run")
-            origin[key] = res
-            cells.setdefault(label, {})[col] = est
-        if is_baseline:
-            baselines.add(label)
-    models = sorted(k for k in cells if k not in baselines)
-    order = models + sorted(baselines)
-    return {"columns": retrieval_cols + probe_cols + drift_cols, "rows": order, "cells": cells, "baselines": sorted(baselines),
-            "sources": {f"{k[0]} | {k[1]}": v["_path"] for k, v in origin.items()}}
+                                f"(first: {first['_path']}); give compare.roots one evaluation per run")
+            seen[(label, col, run)] = res
+            entries.setdefault((label, col), []).append((est, res))
+    cells: dict[str, dict[str, Any]] = {}
+    for (label, col), ents in entries.items():
+        cells.setdefault(label, {})[col] = combine_seeds(col_metric[col], ents, resamples, seed)
+    rows_meta = {m["label"]: m for m in meta.values()}
+    retention_cols = retention(entries, rows_meta, order["probe"], cells, resamples, seed)
+    baselines = sorted(lb for lb, m in rows_meta.items() if m["baseline"])
+    rows = sorted(lb for lb in cells if lb not in baselines) + baselines
+    return {"columns": order["retrieval"] + order["probe"] + retention_cols + order["drift"], "rows": rows,
+            "cells": cells, "baselines": baselines,
+            "schemes": {lb: rows_meta[lb]["scheme"] for lb in rows if lb in rows_meta},
+            "statistics": {"cohens_d": effect_size(cells, rows_meta, order["retrieval"], effect_metric)},
+            "sources": {f"{lb} | {col}": [r["_path"] for _, r in ents] if len(ents) > 1 else ents[0][1]["_path"]
+                        for (lb, col), ents in entries.items()}}
+
+
+def retention(entries: dict[tuple[str, str], list], rows_meta: dict[str, dict], probe_cols: Sequence[str],
+              cells: dict[str, dict], resamples: int, seed: int) -> list[str]:
+    """Knowledge retention: for every configuration evaluated on a probe after Stage 1 and after
+    Stage 2, the column ``retention <probe> Δacc`` on its Stage-2 row = accuracy after Stage 2
+    minus after Stage 1, with a paired bootstrap interval over the probe items answered under
+    both (each run's items paired by item id; seeds pooled). Adds the cells; returns the columns."""
+    cols = []
+    for label, m in rows_meta.items():
+        if m["stage"] != "stage1":
+            continue
+        for col in probe_cols:
+            before, after = entries.get((label, col)), entries.get((m["base"], col))
+            if not before or not after or not col.endswith(" acc"):
+                continue
+            by_run = {r["source"]["run"]: r for _, r in before}
+            xs, ys = [], []
+            for _, r2 in after:
+                r1 = by_run.get(r2["source"]["run"])
+                a, b = (item_values(r1["_path"], "accuracy") if r1 else None), item_values(r2["_path"], "accuracy")
+                if a is None or b is None:
+                    continue
+                common = sorted(set(a) & set(b))
+                xs += [a[i] for i in common]
+                ys += [b[i] for i in common]
+            if not xs:
+                continue
+            name = f"retention {col[: -len(' acc')]} Δacc"
+            if name not in cols:
+                cols.append(name)
+            cells.setdefault(m["base"], {})[name] = paired_bootstrap_diff(xs, ys, resamples, seed)
+    return cols
+
+
+def effect_size(cells: dict[str, dict], rows_meta: dict[str, dict], retrieval_cols: Sequence[str], metric: str) -> dict[str, Any]:
+    """Cohen's d (pooled sd) of ``metric`` between flat and hierarchical configurations. The
+    unit of observation is one (configuration, benchmark) cell of the Stage-2 rows — a
+    configuration's seed mean on one retrieval benchmark — as the paper pools configurations
+    × benchmarks; d > 0 when flat configurations score higher."""
+    groups: dict[str, list[float]] = {"flat": [], "hierarchical": []}
+    units: list[str] = []
+    for label, m in sorted(rows_meta.items()):
+        if m["baseline"] or m["stage"] != "stage2" or m["scheme"] not in groups:
+            continue
+        for col in retrieval_cols:
+            est = cells.get(label, {}).get(col)
+            if col.endswith(f" {metric}") and est and est.get("value") is not None:
+                groups[m["scheme"]].append(est["value"])
+                units.append(f"{label} | {col}")
+    out: dict[str, Any] = {"metric": metric, "unit": "configuration × benchmark (Stage-2 rows)", **groups, "units": units}
+    try:
+        out["d"] = cohens_d(groups["flat"], groups["hierarchical"])
+    except ValueError as e:
+        out["d"], out["why_none"] = None, str(e)
+    return out
+
+
+def fmt_cell(col: str, est: dict | None) -> str:
+    """``value [lo, hi]`` (percent; IS and drift as plain numbers), ``mean ± sd [lo, hi]`` over
+    seeds, a probe's ``(chance c, maj. m)``; '—' when absent."""
+    if not est or est.get("value") is None:
+        return "—"
+    if col.startswith("drift "):
+        return f"{est['value']:.4f}" + (f" ± {est['sd']:.4f}" if est.get("sd") is not None else "")
+    pct = not col.split(" ")[-1].startswith("IS@")
+    s, d = (100.0, 1) if pct else (1.0, 2)
+    out = f"{est['value'] * s:+.{d}f}" if col.startswith("retention ") else f"{est['value'] * s:.{d}f}"
+    if est.get("sd") is not None:
+        out += f" ± {est['sd'] * s:.{d}f}"
+    if est.get("lo") is not None:
+        out += f" [{est['lo'] * s:.{d}f}, {est['hi'] * s:.{d}f}]"
+    if est.get("chance") is not None:
+        maj = est.get("majority_rate")
+        out += f" (chance {100 * est['chance']:.0f}" + (f", maj. {100 * maj:.0f})" if maj is not None else ")")
+    if est.get("flag"):
+        out += f" {est['flag']}"
+    return out
 
 
 def comparison_table(comp: dict[str, Any]) -> str:
     header = ["system"] + comp["columns"]
-    rows = []
-    for label in comp["rows"]:
-        row = [label]
-        for col in comp["columns"]:
-            est = comp["cells"][label].get(col)
-            if col.startswith("drift "):  # a plain ratio, no interval
-                row.append("—" if est is None else f"{est['value']:.4f}")
-            else:
-                flag = f" {est['flag']}" if est and est.get("flag") else ""
-                row.append(fmt(est, pct=not col.split(" ")[-1].startswith("IS@")) + flag)
-        rows.append(row)
-    return markdown_table(header, rows)
+    rows = [[label] + [fmt_cell(col, comp["cells"][label].get(col)) for col in comp["columns"]] for label in comp["rows"]]
+    table = markdown_table(header, rows)
+    d = (comp.get("statistics") or {}).get("cohens_d")
+    if d and d.get("d") is not None:
+        table += (f"\nCohen's d ({d['metric']}, flat − hierarchical; unit: {d['unit']}): d = {d['d']:.2f} "
+                  f"(n = {len(d['flat'])} flat, {len(d['hierarchical'])} hierarchical)\n")
+    return table
+
+
+def write_csv(comp: dict[str, Any], path: Path) -> Path:
+    """The table in long form: one line per (system, column) with value, sd, lo, hi, seeds."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["system", "column", "value", "sd", "lo", "hi", "n_seeds", "chance", "majority_rate"])
+        for label in comp["rows"]:
+            for col in comp["columns"]:
+                est = comp["cells"][label].get(col)
+                if est and est.get("value") is not None:
+                    w.writerow([label, col] + [est.get(k) for k in ("value", "sd", "lo", "hi")]
+                               + [est.get("n_seeds", 1), est.get("chance"), est.get("majority_rate")])
+    return path
 
 
 def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
+    """Collect, tabulate and write ``comparison.md``, ``comparison.csv``, ``comparison.json`` and
+    (``cfg.plots``) the PNG plots of plots.py as ``comparison_<plot>.png`` under ``out_dir`` (a
+    sweep directory keeps run folders as its only folders)."""
     if not cfg.roots:
         raise ValueError("task=compare needs compare.roots=[<dir>, ...] (sweep or run directories)")
     results = collect(cfg.roots)
     if not results:
         raise FileNotFoundError(f"compare.roots: no results.json with metrics under {cfg.roots}")
-    comp = comparison(results, cfg.metrics)
+    comp = comparison(results, cfg.metrics, cfg.resamples, cfg.seed, cfg.effect_metric)
     table = comparison_table(comp)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "comparison.md").write_text(table, encoding="utf-8")
+    write_csv(comp, out / "comparison.csv")
+    if cfg.plots:
+        from toolsense.evaluation.plots import render_all
+
+        comp["plots"] = [str(p) for p in render_all(comp, out, prefix="comparison_")]
     write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": list(cfg.metrics), **comp})
     print(table)
-    print(f"wrote {out / 'comparison.md'} and {out / 'comparison.json'} ({len(results)} results, {len(comp['rows'])} rows)")
+    print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")
     return comp
 
 
@@ -206,7 +356,11 @@ except ImportError:  # pragma: no cover - hydra is a dependency; keep the module
 class CompareAfterSweep(Callback):
     """Hydra callback (conf/train.yaml): when a ``-m`` sweep ends, write the comparison table of
     every evaluation under the sweep directory (jobs evaluate with ``evaluate.suite=...``) to
-    ``<sweep dir>/comparison.md``. A sweep without evaluations is left alone."""
+    ``<sweep dir>/comparison.md``. A sweep without evaluations is left alone. ``metrics``
+    (train.yaml ``hydra.callbacks.compare.metrics``) replaces the headline retrieval columns."""
+
+    def __init__(self, metrics: Sequence[str] | None = None) -> None:
+        self.metrics = list(metrics) if metrics else list(HEADLINE)
 
     def on_multirun_end(self, config, **kwargs) -> None:
         import logging
@@ -215,4 +369,4 @@ class CompareAfterSweep(Callback):
         if not sweep_dir.exists() or not collect([sweep_dir]):
             logging.getLogger(__name__).info("%s holds no evaluations (set evaluate.suite=...): no comparison table", sweep_dir)
             return
-        run_compare(CompareConfig(roots=[str(sweep_dir)]), sweep_dir)
+        run_compare(CompareConfig(roots=[str(sweep_dir)], metrics=self.metrics), sweep_dir)

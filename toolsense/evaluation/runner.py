@@ -147,8 +147,9 @@ def evaluate(cfg: Mapping, output_dir: str | Path, shard: Shard = Shard()) -> li
 
 
 def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
-    """Entry point of ``evaluate.py``: evaluation (default), ``task=drift`` or ``task=compare``
-    (an ablation table over earlier evaluations, see compare.py); writes
+    """Entry point of ``evaluate.py``: evaluation (default), ``task=drift``, ``task=compare``
+    (an ablation table over earlier evaluations, see compare.py) or ``task=annotate|kappa``
+    (rating sheets and Fleiss' κ, annotate.py); writes
     ``results.json`` and ``table.md`` under the output dir, prints the table, returns the summary."""
     plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     out = Path(output_dir or plain.get("output_dir") or "outputs/evaluate")
@@ -160,6 +161,8 @@ def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict
             evaluate(plain, out, shard)
         return {}
     t0 = time.time()
+    if plain.get("task") in ("annotate", "kappa"):
+        return rating_task(plain, out)
     if plain.get("task") == "compare":
         from toolsense.evaluation.compare import CompareConfig, run_compare
 
@@ -185,13 +188,33 @@ def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict
     return summary
 
 
+def rating_task(cfg: Mapping, out: Path) -> dict[str, Any]:
+    """``task=annotate``: a rating sheet per configured benchmark (annotate.py) under ``out``;
+    ``task=kappa``: Fleiss' κ per benchmark from ``annotate.sheets``."""
+    from toolsense.evaluation.annotate import AnnotateConfig, run_kappa, write_sheet
+
+    acfg = from_section(AnnotateConfig, cfg.get("annotate"), "annotate", strict=True)
+    if cfg["task"] == "kappa":
+        return run_kappa(acfg, out)
+    where = "benchmarks.{}" if cfg.get("benchmarks") else "benchmark"
+    sheets = {}
+    for label, bc in _sections(cfg, "benchmark", "benchmarks", BenchmarkConfig).items():
+        bench = load_benchmark(bc, where.format(label))
+        bench.name = label
+        sheets[label] = str(write_sheet(bench, acfg, out))
+        print(f"wrote {sheets[label]} ({min(acfg.items, len(bench.items))} items, {acfg.raters} rater columns)")
+    return {"sheets": sheets}
+
+
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
 def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, overrides: Sequence[str] = (),
-                         drift: bool = False) -> dict[str, Any] | None:
-    """evaluate.py on a finished training run, into ``<run_dir>/eval`` (train.py's
-    ``evaluate.suite=...``), and with ``drift`` its embedding drift into ``<run_dir>/eval/drift``.
+                         drift: bool = False, stages: Sequence[str] = ("stage2",)) -> dict[str, Any] | None:
+    """evaluate.py on a finished training run (train.py's ``evaluate.suite=...``), once per
+    checkpoint of ``stages``: stage2 into ``<run_dir>/eval``, another stage into
+    ``<run_dir>/eval/<stage>``; with ``drift`` its embedding drift into ``<run_dir>/eval/drift``.
+    Returns the last stage's summary.
     Composes evaluate.yaml with ``run=<run_dir>`` plus the overrides, from inside a running Hydra
     app or standalone. Under torchrun every process takes part (data-parallel retrieval)."""
     from hydra import compose, initialize_config_dir
@@ -205,9 +228,10 @@ def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, override
 
     run_dir = Path(run_dir)
     summary = None
-    if suite or overrides:
-        ovr = [f"run={run_dir}", f"output_dir={run_dir / 'eval'}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
-        log.info("evaluating %s (%s)", run_dir, " ".join(ovr[2:]))
+    for stage in stages if suite or overrides else ():
+        out = run_dir / "eval" if stage == "stage2" else run_dir / "eval" / stage
+        ovr = [f"run={run_dir}", f"stage={stage}", f"output_dir={out}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
+        log.info("evaluating %s (%s)", run_dir, " ".join(ovr[1:]))
         summary = run(_compose(ovr))
     if drift:
         run(_compose([f"run={run_dir}", "task=drift", f"output_dir={run_dir / 'eval' / 'drift'}"]))

@@ -195,6 +195,15 @@ class EvaluateAfterConfig:
     drift: bool = False
     """Also measure embedding drift base -> stage1 -> stage2 (evaluate.py task=drift) into
     ``<run dir>/eval/drift``; the sweep's comparison table then shows it per run."""
+    stages: list[str] = field(default_factory=lambda: ["stage2"])
+    """Checkpoints evaluated (each with the same suite/overrides): stage2 into ``<run dir>/eval``,
+    stage1 into ``<run dir>/eval/stage1``. ``[stage1,stage2]`` gives the comparison table its
+    knowledge-retention columns (probe accuracy after Stage 2 minus after Stage 1)."""
+
+    def __post_init__(self) -> None:
+        bad = [s for s in self.stages if s not in ("stage1", "stage2")]
+        if bad or not self.stages or len(set(self.stages)) != len(self.stages):
+            raise ValueError(f"evaluate.stages must list stage1 and/or stage2, each once; got {list(self.stages)}")
 
 
 @dataclass
@@ -223,6 +232,9 @@ class TrainConfig:
         self.stage2.check("stage2")
         if not self.stage1.enabled and not self.stage2.enabled:
             raise ValueError("stage1.enabled and stage2.enabled are both false: nothing to train")
+        off = [st for st in self.evaluate.stages if not getattr(self, st).enabled]
+        if off and (self.evaluate.suite is not None or self.evaluate.overrides):
+            raise ValueError(f"evaluate.stages lists {off}, but {off[0]}.enabled is false: that checkpoint is not trained")
         if self.tuning.method == "lora" and self.trainer.deepspeed and self.trainer.deepspeed.get("zero_optimization", {}).get("stage") == 3:
             raise ValueError(
                 "tuning.method=lora with trainer=ds_zero3: after each stage the adapters are merged and the trained "

@@ -1,0 +1,138 @@
+"""PNG plots of a comparison (compare.comparison's dict, built from results.json files only):
+recall by benchmark per configuration, IS by configuration (flat vs hierarchical), probe
+accuracy against chance and the majority rate, and embedding drift per stage (virtual vs base
+rows). Matplotlib with the Agg backend: no display, no network."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def grouped_bars(ax, groups: Sequence[str], series: dict[str, Sequence[float | None]], errs: dict[str, Sequence] | None = None) -> list[float]:
+    """Bars of each series side by side within each group (None = no bar); returns group centres."""
+    n = max(len(series), 1)
+    width = 0.8 / n
+    xs = np.arange(len(groups), dtype=float)
+    for j, (name, vals) in enumerate(series.items()):
+        pos = xs - 0.4 + width * (j + 0.5)
+        ys = [np.nan if v is None else v for v in vals]
+        yerr = None
+        if errs and errs.get(name) is not None:
+            yerr = np.array([[0, 0] if e is None else e for e in errs[name]], dtype=float).T
+        ax.bar(pos, ys, width, label=name, yerr=yerr, capsize=2)
+    ax.set_xticks(xs, list(groups), rotation=20, ha="right")
+    return list(xs)
+
+
+def _value(est: dict | None) -> float | None:
+    return None if not est or est.get("value") is None else float(est["value"])
+
+
+def _err(est: dict | None) -> list[float] | None:
+    if not est or est.get("lo") is None or est.get("value") is None:
+        return None
+    return [max(est["value"] - est["lo"], 0.0), max(est["hi"] - est["value"], 0.0)]
+
+
+def _legend(ax) -> None:
+    """Legend beside the axes (configuration labels are long)."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    _plt().close(fig)
+    return path
+
+
+def metric_plot(comp: dict[str, Any], suffix: str, rows: Sequence[str], path: Path, ylabel: str, by_row: bool) -> Path | None:
+    """Bars of the columns ending in ``suffix``: grouped by benchmark with a bar per row, or
+    (``by_row``) grouped by row with a bar per benchmark; with 95% intervals."""
+    cols = [c for c in comp["columns"] if c.endswith(f" {suffix}")]
+    if not cols or not rows:
+        return None
+    benches = [c[: -len(suffix) - 1] for c in cols]
+    cells = comp["cells"]
+    fig, ax = _plt().subplots(figsize=(2.5 + 0.9 * max(len(cols), len(rows)), 3.6))
+    if by_row:
+        series = {b: [_value(cells[r].get(c)) for r in rows] for b, c in zip(benches, cols)}
+        errs = {b: [_err(cells[r].get(c)) for r in rows] for b, c in zip(benches, cols)}
+        groups = [f"{r} ({comp.get('schemes', {}).get(r) or '?'})" for r in rows]
+    else:
+        series = {r: [_value(cells[r].get(c)) for c in cols] for r in rows}
+        errs = {r: [_err(cells[r].get(c)) for c in cols] for r in rows}
+        groups = benches
+    grouped_bars(ax, groups, series, errs)
+    ax.set_ylabel(ylabel)
+    _legend(ax)
+    return _save(fig, path)
+
+
+def probe_plot(comp: dict[str, Any], rows: Sequence[str], path: Path) -> Path | None:
+    """Probe accuracy per probe column and configuration, with chance (dashed) and the majority
+    rate (dotted) of each probe drawn across its group."""
+    cols = [c for c in comp["columns"] if c.endswith(" acc") and not c.startswith("retention ")]
+    rows = [r for r in rows if any(_value(comp["cells"][r].get(c)) is not None for c in cols)]
+    if not cols or not rows:
+        return None
+    fig, ax = _plt().subplots(figsize=(2.5 + 1.2 * len(cols), 3.6))
+    cells = comp["cells"]
+    xs = grouped_bars(ax, [c[:-4] for c in cols], {r: [_value(cells[r].get(c)) for c in cols] for r in rows},
+                      {r: [_err(cells[r].get(c)) for c in cols] for r in rows})
+    for x, c in zip(xs, cols):
+        ref = next((cells[r][c] for r in rows if cells[r].get(c)), {})
+        if ref.get("chance") is not None:
+            ax.hlines(ref["chance"], x - 0.45, x + 0.45, colors="k", linestyles="dashed", label="chance" if x == xs[0] else None)
+        if ref.get("majority_rate") is not None:
+            ax.hlines(ref["majority_rate"], x - 0.45, x + 0.45, colors="r", linestyles="dotted", label="majority" if x == xs[0] else None)
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    _legend(ax)
+    return _save(fig, path)
+
+
+def drift_plot(comp: dict[str, Any], rows: Sequence[str], path: Path) -> Path | None:
+    """Relative drift of the virtual rows and of the base-vocabulary rows per checkpoint pair,
+    a bar pair per configuration."""
+    pairs = [c[len("drift "): -len(" virtual")] for c in comp["columns"] if c.startswith("drift ") and c.endswith(" virtual")]
+    rows = [r for r in rows if any(comp["cells"][r].get(f"drift {p} virtual") for p in pairs)]
+    if not pairs or not rows:
+        return None
+    series = {}
+    for r in rows:
+        for part in ("virtual", "base"):
+            series[f"{r} {part}"] = [_value(comp["cells"][r].get(f"drift {p} {part}")) for p in pairs]
+    fig, ax = _plt().subplots(figsize=(2.5 + 1.5 * len(pairs), 3.6))
+    grouped_bars(ax, [p.replace("->", "→") for p in pairs], series)
+    ax.set_ylabel("relative drift ‖E₂−E₁‖/‖E₁‖ (input)")
+    _legend(ax)
+    return _save(fig, path)
+
+
+def render_all(comp: dict[str, Any], out_dir: str | Path, prefix: str = "") -> list[Path]:
+    """Every plot the comparison has data for, as ``out_dir/<prefix><name>.png``; returns the files written."""
+    out = Path(out_dir)
+    models = [r for r in comp["rows"] if r not in comp["baselines"] and ":" not in r]
+    recall = next((c.split(" ")[-1] for c in comp["columns"] if c.split(" ")[-1].startswith("Rc@")), None)
+    is_metric = next((c.split(" ")[-1] for c in comp["columns"] if c.split(" ")[-1].startswith("IS@")), None)
+    made = [
+        recall and metric_plot(comp, recall, [r for r in comp["rows"] if ":" not in r], out / f"{prefix}recall_by_benchmark.png",
+                               f"{recall} (constrained hit rate)", by_row=False),
+        is_metric and metric_plot(comp, is_metric, models, out / f"{prefix}is_by_configuration.png", is_metric, by_row=True),
+        probe_plot(comp, comp["rows"], out / f"{prefix}probe_accuracy.png"),
+        drift_plot(comp, models, out / f"{prefix}drift.png"),
+    ]
+    return [p for p in made if p]
