@@ -6,7 +6,7 @@ import torch
 from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import load_run
-from toolsense.evaluation.probe_gen import make_probes
+from toolsense.generation.probe_gen import make_probes
 from toolsense.evaluation.probes import evaluate_probe, permutation, probe_prompt, score_answers
 
 
