@@ -11,7 +11,7 @@ import pytest
 from toolsense.audit.config import audit_config
 from toolsense.audit.generator import GeneratorConfig, generate_traces
 from toolsense.audit.redaction import RedactionConfig
-from toolsense.audit.redaction_eval import variant_messages, variants
+from toolsense.audit.redaction_eval import redaction_variants, variant_messages
 from toolsense.audit.run import run_from_hydra
 from toolsense.audit.scorers import messages_sha256
 
@@ -21,7 +21,7 @@ GEN = ["generator.n_fit=120", "generator.n_eval_per_cluster=24"]
 def _shortcut_scores(cfg, path: Path):
     """Scores an agent that reads only the planted file name (the one upper-case identifier) would give, per prompt."""
     traces = generate_traces(cfg.generator)
-    sets, _, rendered = variants(traces, cfg.redaction, cfg.prompt)
+    sets, _, rendered = redaction_variants(traces, cfg.redaction, cfg.prompt)
     rows = []
     for v, ts in sets.items():
         for rec in ts.records:

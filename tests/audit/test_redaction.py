@@ -72,11 +72,11 @@ def test_demo_classes_count_exactly(demo_traces):
     conf = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[2] / "conf/audit/redaction/demo.yaml"))
     cfg = build(RedactionConfig, conf, "redaction")
     from toolsense.audit.prompting import AuditPromptConfig
-    from toolsense.audit.redaction_eval import variants
+    from toolsense.audit.redaction_eval import redaction_variants
 
     n = len(demo_traces)
     expected = {"identifier": 5 * n, "project": 3 * n, "time": 3 * n, "format": 5 * n}  # format: one header per tool
-    _, all_counts, rendered = variants(demo_traces, cfg, AuditPromptConfig())
+    _, all_counts, rendered = redaction_variants(demo_traces, cfg, AuditPromptConfig())
     assert sorted(all_counts) == sorted(expected) and list(rendered) == ["format"]
     for name, counts in all_counts.items():
         assert counts["replacements"] == expected[name], name
@@ -92,7 +92,7 @@ def test_delta_A_has_the_papers_sign():
 
     import numpy as np
 
-    from toolsense.audit.redaction_eval import compare
+    from toolsense.audit.redaction_eval import auroc_deltas
     from toolsense.audit.report import findings
 
     recs = [TraceRecord(str(i), y, "1", (ToolResult("t", "x"),)) for i, y in enumerate([0, 0, 1, 1])]
@@ -100,7 +100,7 @@ def test_delta_A_has_the_papers_sign():
     cfg = RedactionConfig(classes=[TokenClassConfig(name="id", values=["x"])])
     scores = {"original": np.array([0.1, 0.2, 0.8, 0.9]), "id": np.array([0.9, 0.8, 0.2, 0.1])}
     counts = {"id": {"replacements": 4, "per_record": [1, 1, 1, 1]}}
-    out = compare(traces, [0, 1, 2, 3], scores, counts, {}, cfg, SimpleNamespace(n_boot=50, level=0.95, seed=0))
+    out = auroc_deltas(traces, [0, 1, 2, 3], scores, counts, {}, cfg, SimpleNamespace(n_boot=50, level=0.95, seed=0))
     assert out["id"]["auroc"]["all"]["auroc"] == 0.0 and out["original"]["auroc"]["all"]["auroc"] == 1.0
     assert out["id"]["delta_A"]["auroc"] == 1.0 and out["id"]["delta_A_by_partition"]["1"]["auroc"] == 1.0
     res = {"redaction": {"variants": out, "n_scored": 4, "decoding": {}}}
@@ -112,14 +112,14 @@ def test_format_class_redacts_rendered_headers_the_field_classes_cannot_reach():
     trace: the rendered-scope format class replaces both per record (4 in all); the same
     pattern over fields finds nothing, and the field classes leave every header in place."""
     from toolsense.audit.prompting import AuditPromptConfig
-    from toolsense.audit.redaction_eval import variant_messages, variants
+    from toolsense.audit.redaction_eval import variant_messages, redaction_variants
 
     fmt = dict(name="format", patterns=[r"(?m:^)\[[A-Za-z_][\w.-]*\] "], placeholder="- ")
     cfg = RedactionConfig(classes=[TokenClassConfig(**fmt, scope="rendered"),
                                    TokenClassConfig(name="identifier", patterns=[r"[A-Z]{2}-\d{2}"]),
                                    TokenClassConfig(name="project", value_fields=["project"])])
     prompt = AuditPromptConfig()
-    sets, counts, rendered = variants(_set(), cfg, prompt)
+    sets, counts, rendered = redaction_variants(_set(), cfg, prompt)
     assert counts["format"]["replacements"] == 4 and counts["format"]["by_field"] == {"rendered": 4}
     user = variant_messages("format", sets["format"].records[0], prompt, rendered)[-1]["content"]
     assert user == ("Will atlas pass?\n- report_KT-12.csv and KT-99\n- owner atlas at 10:15\n"

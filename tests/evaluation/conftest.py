@@ -1,5 +1,5 @@
 """Fixtures of the evaluation tests: a tiny training run directory built by hand (the
-train.py contract) and a bigram "language model" whose beam-search answers are known."""
+train.py contract). The bigram model of the decoding tests is in tests/decoding/conftest.py."""
 
 from __future__ import annotations
 
@@ -48,35 +48,3 @@ def make_run_dir(root: Path, builder: str = "flat", perturb: float = 0.0) -> Pat
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory, tiny_model_dir) -> Path:
     return make_run_dir(tmp_path_factory.mktemp("run_flat"), "flat", perturb=0.5)
-
-
-class _NoCache:
-    def reorder_cache(self, idx):
-        pass
-
-    def crop(self, length):
-        pass
-
-
-class _Out:
-    def __init__(self, logits):
-        self.logits = logits
-        self.cache = _NoCache()
-
-
-class BigramLM(torch.nn.Module):
-    """next-token logits = ``table[last input token]``: beam search over it is checkable by hand."""
-
-    NoCache = _NoCache
-
-    def __init__(self, table: torch.Tensor):
-        super().__init__()
-        self.table = torch.nn.Parameter(table, requires_grad=False)
-
-    def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None, use_cache=None, logits_to_keep=0):
-        return _Out(self.table[input_ids])
-
-
-@pytest.fixture
-def bigram():
-    return BigramLM

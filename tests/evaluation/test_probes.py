@@ -6,7 +6,7 @@ import torch
 from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import load_run
-from toolsense.evaluation.probe_gen import make_probes
+from toolsense.generation.probe_gen import make_probes
 from toolsense.evaluation import probes
 from toolsense.evaluation.outputs import results_table
 from toolsense.evaluation.probe_stats import centred_predictions, distribution, flag_text, majority_rate, rotation, top_answer

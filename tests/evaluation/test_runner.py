@@ -93,7 +93,7 @@ def test_unknown_config_field_is_named(tiny_run, tmp_path):
 
 def _ranker(rankings):
     """A ranker whose constrained lists are given by hand, per query id."""
-    from toolsense.evaluation.retrieval import Retrieved
+    from toolsense.decoding.retrieval import Retrieved
 
     def run_(queries):
         for q in queries:
@@ -132,7 +132,7 @@ def test_missing_gold_policy_hand_computed(tmp_path, policy, n, expected):
 
 def _counting(monkeypatch):
     """Count the queries parametric retrieval actually ranks."""
-    from toolsense.evaluation.retrieval import Retriever
+    from toolsense.decoding.retrieval import Retriever
 
     ranked = []
     orig = Retriever.run

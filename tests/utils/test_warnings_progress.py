@@ -7,7 +7,7 @@ import logging
 from toolsense.catalog import Query, load_toolsense
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import DecodingConfig
-from toolsense.evaluation.retrieval import Retrieved
+from toolsense.decoding.retrieval import Retrieved
 from toolsense.evaluation.tasks import evaluate_ranking
 from toolsense.index.trie import Trie
 from toolsense.utils.progress import progress

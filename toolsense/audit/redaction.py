@@ -1,4 +1,4 @@
-"""Stage 2 - token classes and counterfactual redaction.
+"""Audit stage 2 (the paper's name; not training's Stage 2) - token classes and counterfactual redaction.
 
 A token class is a set of regular expressions and/or literal values (given in config or
 collected from record fields over the whole file). Redacting a class replaces every match with

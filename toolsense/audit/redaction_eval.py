@@ -1,5 +1,6 @@
-"""Stage 2 driver: score the original and every redacted variant with one frozen scorer
-(same checkpoint, prompts, decoding), cache every answer, and compare AUROCs."""
+"""The audit's redaction step (the paper's audit "stage 2", unrelated to training's Stage 2):
+score the original and every redacted variant with one frozen scorer (same checkpoint, prompts,
+decoding), cache every answer, and compare AUROCs."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ Rendered = dict[str, tuple[re.Pattern, str]]
 """Per rendered-scope variant: the class pattern and placeholder applied to its messages."""
 
 
-def variants(traces: TraceSet, cfg: RedactionConfig, prompt: AuditPromptConfig) -> tuple[dict[str, TraceSet], dict[str, dict], Rendered]:
+def redaction_variants(traces: TraceSet, cfg: RedactionConfig, prompt: AuditPromptConfig) -> tuple[dict[str, TraceSet], dict[str, dict], Rendered]:
     """``{"original": traces, <class>: redacted traces}``, the replacement counts per class, and
     the rendered-scope classes (their traces are the original; the redaction hits the messages)."""
     out, counts, rendered = {"original": traces}, {}, {}
@@ -86,7 +87,7 @@ def score_variants(scorer, cache: ScoreCache, sets: dict[str, TraceSet], idx: Se
     return scores, unparseable
 
 
-def compare(traces: TraceSet, idx: Sequence[int], scores: dict[str, np.ndarray], counts: dict[str, dict],
+def auroc_deltas(traces: TraceSet, idx: Sequence[int], scores: dict[str, np.ndarray], counts: dict[str, dict],
             unparseable: dict[str, int], cfg: RedactionConfig, stats) -> dict:
     """AUROC per variant (overall and per partition, with CIs) and the paper's paired
     ``delta_A = A_original - A_redacted`` (positive: the scorer depends on the class)."""

@@ -16,7 +16,7 @@ from toolsense.audit.dilution import run_dilution
 from toolsense.audit.finetune import finetune_key, finetune_lora
 from toolsense.audit.generator import write_demo_traces
 from toolsense.audit.pt2d import rank_tools, run_pt2d
-from toolsense.audit.redaction_eval import compare, score_variants, variants
+from toolsense.audit.redaction_eval import auroc_deltas, redaction_variants, score_variants
 from toolsense.audit.report import findings, write_report
 from toolsense.audit.scorers import ScoreCache, build_scorer
 from toolsense.audit.scorers.base import default_cache_dir
@@ -36,7 +36,7 @@ def _git_sha() -> str | None:
         return None
 
 
-def load_data(cfg: AuditConfig, out: Path) -> TraceSet:
+def load_audit_traces(cfg: AuditConfig, out: Path) -> TraceSet:
     if cfg.mode == "demo":
         path = out / "traces.jsonl"
         write_demo_traces(cfg.generator, path)
@@ -46,7 +46,7 @@ def load_data(cfg: AuditConfig, out: Path) -> TraceSet:
                        d.on_missing_tool)
 
 
-def stage2(cfg: AuditConfig, traces: TraceSet, fit: np.ndarray, ev: np.ndarray, out: Path) -> dict:
+def score_redactions(cfg: AuditConfig, traces: TraceSet, fit: np.ndarray, ev: np.ndarray, out: Path) -> dict:
     """Fine-tune (when enabled), then score original + redacted variants of the eval records."""
     scorer_cfg = cfg.scorer
     if cfg.finetune.enabled:
@@ -57,19 +57,19 @@ def stage2(cfg: AuditConfig, traces: TraceSet, fit: np.ndarray, ev: np.ndarray, 
         scorer_cfg = dataclasses.replace(scorer_cfg, adapter=str(adapter))
     scorer = build_scorer(scorer_cfg, cfg.model, cfg.prompt)
     cache = ScoreCache(default_cache_dir(scorer_cfg) if scorer_cfg.cache else None)
-    sets, counts, rendered = variants(traces, cfg.redaction, cfg.prompt)
+    sets, counts, rendered = redaction_variants(traces, cfg.redaction, cfg.prompt)
     idx = np.flatnonzero(ev).tolist()
     scores, unparseable = score_variants(scorer, cache, sets, idx, cfg.prompt, scorer_cfg.unparseable_score,
                                          out / "samples.jsonl", scorer_cfg.batch_size, rendered)
     return {"scorer": scorer.identity, "decoding": scorer.decoding, "n_scored": len(idx), "delta_A_definition": DELTA_A,
-            "adapter": scorer_cfg.adapter, "variants": compare(traces, idx, scores, counts, unparseable, cfg.redaction, cfg.stats)}
+            "adapter": scorer_cfg.adapter, "variants": auroc_deltas(traces, idx, scores, counts, unparseable, cfg.redaction, cfg.stats)}
 
 
 def run(cfg: AuditConfig) -> dict:
     """Run every enabled stage; returns the results dict (also written to results.json)."""
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    traces = load_data(cfg, out)
+    traces = load_audit_traces(cfg, out)
     fit, ev = traces.split(cfg.data.fit_partitions, cfg.data.eval_partitions)
     res: dict = {"config": dataclasses.asdict(cfg), "git_sha": _git_sha(),
                  "data": {"path": cfg.data.path, "sha256": sha256_file(cfg.data.path), "n_records": len(traces),
@@ -84,7 +84,7 @@ def run(cfg: AuditConfig) -> dict:
     if cfg.dilution.enabled:
         res["dilution"] = run_dilution(traces, fit, ev, cfg.dilution, cfg.pt2d, ranking, cfg.stats, out / "dilution.jsonl", rows)
     if cfg.redaction.enabled and cfg.redaction.classes:
-        res["redaction"] = stage2(cfg, traces, fit, ev, out)
+        res["redaction"] = score_redactions(cfg, traces, fit, ev, out)
     res["findings"] = findings(res)
     (out / "results.json").write_text(json.dumps(res, indent=2, default=str), encoding="utf-8")
     write_report(res, out)

@@ -7,15 +7,8 @@ from typing import Optional
 
 from toolsense.catalog.builders import CATALOG_BUILDERS, ensure_built
 from toolsense.catalog.catalog import Catalog
-from toolsense.catalog.loaders import load_catalog, load_demo_catalog
+from toolsense.catalog.loaders import CATALOG_FORMATS, load_catalog, load_demo_catalog
 from toolsense.utils.choices import StrEnum, choice
-
-
-class CatalogFormat(StrEnum):
-    auto = "auto"
-    toolsense = "toolsense"
-    toolbench = "toolbench"
-    virtual_tokens = "virtual_tokens"
 
 
 class OnDuplicate(StrEnum):
@@ -27,7 +20,9 @@ class OnDuplicate(StrEnum):
 class CatalogConfig:
     path: Optional[str] = None
     """Catalog file (ToolSense JSONL[.gz], ToolBench query .json, or a virtual-token .txt); None = the demo catalog."""
-    format: CatalogFormat = CatalogFormat.auto
+    format: str = "auto"
+    """``auto`` (by file name: .txt token list, .json ToolBench query file, else ToolSense JSONL)
+    or a name from the CATALOG_FORMATS registry (``catalog/loaders.py``)."""
     on_duplicate: OnDuplicate = OnDuplicate.error
     """What to do with a second record of the same canonical name: fail, or keep the first (the
     dropped ones are counted in one log line naming the file that lists them)."""
@@ -40,7 +35,7 @@ class CatalogConfig:
     """build only: build a missing ``path`` on first use; false = fail naming the build command."""
 
     def __post_init__(self) -> None:
-        self.format = choice(CatalogFormat, self.format, "catalog.format")
+        self.format = CATALOG_FORMATS.check(self.format, "catalog.format", extra=("auto",))
         self.on_duplicate = choice(OnDuplicate, self.on_duplicate, "catalog.on_duplicate")
         if self.build is not None:
             if self.build not in CATALOG_BUILDERS:
@@ -55,4 +50,4 @@ def load_from_config(cfg: CatalogConfig) -> Catalog:
         return load_demo_catalog()
     if cfg.build is not None:
         ensure_built(cfg.build, cfg.path, cfg.data_dir, cfg.auto_build)
-    return load_catalog(cfg.path, cfg.format.value, cfg.on_duplicate.value)
+    return load_catalog(cfg.path, cfg.format, cfg.on_duplicate.value)

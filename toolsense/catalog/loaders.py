@@ -8,16 +8,20 @@ and field; duplicates follow ``on_duplicate`` (error by default) and are never d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from toolsense.catalog.catalog import Catalog, DuplicatePolicy
 from toolsense.catalog.tool import SEP, Parameter, Tool
 from toolsense.utils.io import DataError, iter_jsonl, load_json, open_text
 from toolsense.utils.progress import progress
+from toolsense.utils.registry import Registry
 
 DEMO_DIR = Path(__file__).parent / "demo"
 BIG_FILE_BYTES = 1 << 20
 """Catalog files at least this large (1 MiB, ~2,000 tools) show a progress bar while loading."""
+
+CATALOG_FORMATS: Registry[Callable[[Path, DuplicatePolicy], Catalog]] = Registry("catalog format")
+"""``catalog.format`` names -> ``loader(path, on_duplicate)``; ``auto`` picks one by file name."""
 
 
 def _with_progress(items: Iterator[tuple[Tool, str]], path: str | Path) -> Iterator[tuple[Tool, str]]:
@@ -70,6 +74,7 @@ def _tool_from_toolsense(obj: dict[str, Any], where: str) -> Tool:
     )
 
 
+@CATALOG_FORMATS.register("toolsense")
 def load_toolsense(path: str | Path, on_duplicate: DuplicatePolicy = "error") -> Catalog:
     """ToolSense tool file: JSONL (optionally .gz), one tool per line, ``tool_name`` = ``Service&&API``."""
 
@@ -143,6 +148,7 @@ def load_toolbench_api_list(paths: str | Path | Iterable[str | Path]) -> Catalog
     return Catalog.from_tools(tools)
 
 
+@CATALOG_FORMATS.register("virtual_tokens")
 def load_virtual_tokens(path: str | Path, on_duplicate: DuplicatePolicy = "error") -> Catalog:
     """A ToolGen virtual-token list: one ``<<Service&&API>>`` per line. Tokens without ``&&``
     (``<<Finish>>``) are control tokens, not tools, and are skipped by design."""
@@ -164,7 +170,11 @@ def load_virtual_tokens(path: str | Path, on_duplicate: DuplicatePolicy = "error
     return Catalog.from_tools(_with_progress(items(), path), on_duplicate)
 
 
-FORMATS = {"toolsense": load_toolsense, "toolbench": load_toolbench_api_list, "virtual_tokens": load_virtual_tokens}
+@CATALOG_FORMATS.register("toolbench")
+def _toolbench_format(path: Path, on_duplicate: DuplicatePolicy = "error") -> Catalog:
+    """A ToolBench query file's ``api_list`` catalog; identical repeats are the format and merge,
+    so ``on_duplicate`` does not apply."""
+    return load_toolbench_api_list(path)
 
 
 def load_catalog(path: str | Path, format: str = "auto", on_duplicate: DuplicatePolicy = "error") -> Catalog:
@@ -174,11 +184,7 @@ def load_catalog(path: str | Path, format: str = "auto", on_duplicate: Duplicate
     if format == "auto":
         name = path.name.removesuffix(".gz")
         format = "virtual_tokens" if name.endswith(".txt") else "toolbench" if name.endswith(".json") else "toolsense"
-    if format == "toolbench":
-        return load_toolbench_api_list(path)
-    if format not in FORMATS:
-        raise ValueError(f"unknown catalog format {format!r}; choose from {sorted(FORMATS)} or 'auto'")
-    return FORMATS[format](path, on_duplicate=on_duplicate)
+    return CATALOG_FORMATS.get(CATALOG_FORMATS.check(format, "catalog.format", extra=("auto",)))(path, on_duplicate)
 
 
 def load_demo_catalog() -> Catalog:

@@ -11,24 +11,15 @@ from typing import Any, Callable, Optional
 from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_toolbench_queries
 from toolsense.catalog.tool import canonical_name
 from toolsense.utils.io import DataError, load_json
-from toolsense.utils.choices import StrEnum, choice
 from toolsense.utils.registry import Registry
 
 QUERY_SOURCES: Registry[Callable[["QuerySource"], list[Query]]] = Registry("stage-2 query source")
 
 
-class SourceKind(StrEnum):
-    demo = "demo"
-    toolbench = "toolbench"
-    toolgen = "toolgen"
-    jsonl = "jsonl"
-    generated = "generated"
-
-
 @dataclass
 class QuerySource:
-    kind: SourceKind = SourceKind.demo
-    """demo: the demo catalog's queries; toolbench: ToolBench query JSON; toolgen: ToolGen
+    kind: str = "demo"
+    """A name from the QUERY_SOURCES registry. demo: the demo catalog's queries; toolbench: ToolBench query JSON; toolgen: ToolGen
     retrieval JSON (``conversations``); jsonl / generated: our ``{query, tools}`` JSONL."""
     path: Optional[str] = None
     """File or glob (not for demo)."""
@@ -38,7 +29,7 @@ class QuerySource:
     """demo / jsonl: keep only this style (verbose | short); None keeps all."""
 
     def __post_init__(self) -> None:
-        self.kind = choice(SourceKind, self.kind, "stage2.sources.kind")
+        self.kind = QUERY_SOURCES.check(self.kind, "stage2.sources.kind")
 
 
 def _paths(src: QuerySource) -> list[str]:
@@ -110,4 +101,4 @@ def _toolgen(src: QuerySource) -> list[Query]:
 
 
 def load_queries(sources: list[QuerySource]) -> list[Query]:
-    return [q for src in sources for q in QUERY_SOURCES.get(src.kind.value)(src)]
+    return [q for src in sources for q in QUERY_SOURCES.get(src.kind)(src)]

@@ -13,7 +13,7 @@ import numpy as np
 
 from toolsense.catalog import Catalog, Query
 from toolsense.evaluation.config import BaselineConfig
-from toolsense.evaluation.retrieval import Retrieved
+from toolsense.decoding.retrieval import Retrieved
 from toolsense.utils.registry import Registry
 
 ScoreFn = Callable[[Sequence[str]], np.ndarray]

@@ -22,15 +22,15 @@ import torch
 from tqdm import tqdm
 
 from toolsense.data.prompts import render_prompt
-from toolsense.evaluation.beam import left_pad, prefill
+from toolsense.decoding.beam import left_pad, prefill
 from toolsense.evaluation.benchmarks import Benchmark, ProbeItem
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.metrics import accuracy
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
+from toolsense.decoding.retrieval import encode
 from toolsense.evaluation.probe_stats import (centred_predictions, circular_metrics, distribution, majority_rate,
                                               rotation, top_answer)
-from toolsense.evaluation.retrieval import encode
 from toolsense.utils.warnings import summarise
 
 log = logging.getLogger(__name__)

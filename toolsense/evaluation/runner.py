@@ -31,7 +31,7 @@ from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identi
                                               model_identity)
 from toolsense.evaluation.outputs import git_sha, results_table, write_json
 from toolsense.evaluation.probes import evaluate_probe
-from toolsense.evaluation.retrieval import Retriever
+from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.tasks import evaluate_ranking
 from toolsense.evaluation.tracking import EvalLoggerConfig, flatten_results, tracker
 from toolsense.index.config import IndexConfig

@@ -17,7 +17,7 @@ from toolsense.evaluation.config import DecodingConfig
 from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
-from toolsense.evaluation.retrieval import Retrieved
+from toolsense.decoding.retrieval import Retrieved
 from toolsense.utils.warnings import summarise
 
 log = logging.getLogger(__name__)

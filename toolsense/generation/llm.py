@@ -19,17 +19,12 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import Callable, Optional, Protocol
 
 from toolsense.models.config import ModelConfig
-from toolsense.utils.choices import StrEnum
 from toolsense.utils.io import sha256_text
 from toolsense.utils.jsonl import JsonlStore
-
-
-class Backend(StrEnum):
-    hf = "hf"
-    openai = "openai"
+from toolsense.utils.registry import Registry
 
 
 class Reply(str):
@@ -59,6 +54,10 @@ class ServiceUnavailable(RuntimeError):
     """Transient failures outlasted the client's retries; nothing is recorded as final."""
 
 
+LLM_BACKENDS: Registry[Callable[["LLMConfig"], "ChatLLM"]] = Registry("LLM backend")
+"""``llm.backend`` names -> ``factory(LLMConfig) -> ChatLLM``."""
+
+
 class ChatLLM(Protocol):
     name: str
 
@@ -68,7 +67,8 @@ class ChatLLM(Protocol):
 
 @dataclass
 class LLMConfig:
-    backend: Backend = Backend.hf
+    backend: str = "hf"
+    """A name from the LLM_BACKENDS registry: hf (a local model) or openai (any OpenAI-compatible endpoint)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """hf backend: the local model."""
     openai_model: str = "gpt-4o-mini"
@@ -88,8 +88,13 @@ class LLMConfig:
     max_new_tokens: int = 256
     """Reply length cap, sent as ``max_tokens``; a reply cut there is counted as truncated."""
 
+    def __post_init__(self) -> None:
+        self.backend = LLM_BACKENDS.check(self.backend, "llm.backend")
+
 
 class HFChatLLM:
+    """A local causal LM (any ModelConfig) answering with ``generate``."""
+
     def __init__(self, cfg: ModelConfig, max_new_tokens: int = 256):
         import torch
 
@@ -118,10 +123,16 @@ class HFChatLLM:
         return Reply(text, "stop" if finished or len(new) < self.max_new_tokens else "length", usage)
 
 
+@LLM_BACKENDS.register("hf")
+def _hf_backend(cfg: LLMConfig) -> HFChatLLM:
+    return HFChatLLM(cfg.model, cfg.max_new_tokens)
+
+
 def _response_format(schema: dict) -> dict:
     return {"type": "json_schema", "json_schema": {"name": schema.get("title", "reply"), "schema": schema, "strict": True}}
 
 
+@LLM_BACKENDS.register("openai")
 class OpenAIChatLLM:
     def __init__(self, cfg: LLMConfig):
         from openai import OpenAI
@@ -204,11 +215,7 @@ class CachedLLM:
 
 
 def build_llm(cfg: LLMConfig) -> ChatLLM:
-    if cfg.backend == "hf":
-        return HFChatLLM(cfg.model, cfg.max_new_tokens)
-    if cfg.backend == "openai":
-        return OpenAIChatLLM(cfg)
-    raise ValueError(f"llm.backend must be 'hf' or 'openai', got {cfg.backend!r}")
+    return LLM_BACKENDS.get(cfg.backend)(cfg)
 
 
 def parse_json_reply(text: str) -> dict | None:

@@ -1,8 +1,10 @@
-"""Virtual-token indexes: which new tokens name each tool, their trie, and adding them to a model."""
+"""Virtual-token indexes: which new tokens name each tool (``builders.py``, a registry;
+``tool_index.py``), adding them to a model's vocabulary (``vocabulary.py``) and the prefix trie
+of their token ids (``trie.py``, the one trie; its tensor form is ``toolsense.decoding``'s)."""
 
 from toolsense.index.builders import INDEX_BUILDERS, build_index
-from toolsense.index.embeddings import add_index_tokens, build_trie, tool_token_ids
+from toolsense.index.vocabulary import add_index_tokens, tool_token_ids
 from toolsense.index.tool_index import ToolIndex
-from toolsense.index.trie import Trie
+from toolsense.index.trie import Trie, build_trie
 
 __all__ = ["INDEX_BUILDERS", "ToolIndex", "Trie", "add_index_tokens", "build_index", "build_trie", "tool_token_ids"]

@@ -3,6 +3,7 @@ ToolGen's clustered hierarchy (recursive k-means over encoder embeddings)."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any, Callable, Union
 
@@ -80,6 +81,12 @@ def build_clustered(catalog: Catalog, embeddings: Embeddings | None = None, bran
     init = {f"<<C:{k}>>": str(k) for k in range(branching)}
     params = {"branching": branching, "seed": seed, "encoder": encoder or "embedded:all-MiniLM-L6-v2"}
     return ToolIndex("hierarchical", "clustered", params, catalog.content_hash(), paths, init)
+
+
+def builder_params(builder: str, offered: dict[str, Any]) -> dict[str, Any]:
+    """The subset of ``offered`` settings that ``builder``'s function takes by name."""
+    accepted = inspect.signature(INDEX_BUILDERS.get(builder)).parameters
+    return {k: v for k, v in offered.items() if k in accepted}
 
 
 def build_index(catalog: Catalog, builder: str = "flat", **params: Any) -> ToolIndex:

@@ -6,22 +6,16 @@ from dataclasses import dataclass
 from typing import Optional
 
 from toolsense.catalog import Catalog
-from toolsense.index.builders import Embeddings, build_index
+from toolsense.index.builders import INDEX_BUILDERS, Embeddings, build_index, builder_params
 from toolsense.index.tool_index import ToolIndex
-from toolsense.utils.choices import StrEnum, choice
-
-
-class Builder(StrEnum):
-    flat = "flat"
-    structural = "structural"
-    clustered = "clustered"
 
 
 @dataclass
 class IndexConfig:
-    builder: Builder = Builder.flat
-    """flat: one atomic token per tool; structural: service token then API token;
-    clustered: ToolGen's recursive k-means hierarchy."""
+    builder: str = "flat"
+    """A name from the INDEX_BUILDERS registry (``index/builders.py``): flat: one atomic token
+    per tool; structural: service token then API token; clustered: ToolGen's recursive k-means
+    hierarchy."""
     branching: int = 10
     """clustered only: clusters per level."""
     seed: int = 0
@@ -35,14 +29,14 @@ class IndexConfig:
         return "flat" if self.builder == "flat" else "hierarchical"
 
     def __post_init__(self) -> None:
-        self.builder = choice(Builder, self.builder, "index.builder")
+        self.builder = INDEX_BUILDERS.check(self.builder, "index.builder")
         if self.branching < 2:
             raise ValueError(f"index.branching must be >= 2, got {self.branching}")
 
 
 def index_from_config(cfg: IndexConfig, catalog: Catalog, embeddings: Optional[Embeddings] = None) -> ToolIndex:
     """Builds ``cfg``'s index; ``embeddings`` (an array or a zero-argument callable, called only
-    by the clustered builder) come from the caller, since the index never imports the models."""
-    if cfg.builder == "clustered":
-        return build_index(catalog, "clustered", embeddings=embeddings, branching=cfg.branching, seed=cfg.seed, encoder=cfg.encoder)
-    return build_index(catalog, cfg.builder.value)
+    by the clustered builder) come from the caller, since the index never imports the models.
+    Each builder gets the settings its signature names (flat and structural take none)."""
+    offered = {"embeddings": embeddings, "branching": cfg.branching, "seed": cfg.seed, "encoder": cfg.encoder}
+    return build_index(catalog, cfg.builder, **builder_params(cfg.builder, offered))

@@ -2,7 +2,11 @@
 
 Stored as flat arrays (CSR): node ``n``'s children are ``child_tok[off[n]:off[n+1]]`` leading to
 ``child_node[off[n]:off[n+1]]``. Node 0 is the root. A node reached by EOS is terminal and
-``tool_at[node]`` names its tool. Decoders can turn the arrays into tensor masks directly.
+``tool_at[node]`` names its tool.
+
+This is THE trie: :func:`build_trie` makes it from an index and a tokenizer. Its tensor form
+for batched beam search (allowed-token masks, one-``searchsorted`` advance) is derived from these
+arrays in :mod:`toolsense.decoding.trie_tensors`, beside the search that uses it.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toolsense.index.tool_index import ToolIndex
+from toolsense.index.vocabulary import tool_token_ids
 from toolsense.utils.progress import progress
 
 
@@ -77,3 +83,9 @@ class Trie:
             return None
         node = self.walk(seq)
         return None if node is None else self.tool_at.get(node)
+
+
+def build_trie(index: ToolIndex, tokenizer) -> Trie:
+    """The constrained-decoding trie: each tool's token ids followed by the tokenizer's EOS
+    (the index's tokens must already be in the tokenizer: :func:`add_index_tokens`)."""
+    return Trie.build(tool_token_ids(index, tokenizer), tokenizer.eos_token_id)

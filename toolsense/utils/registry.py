@@ -30,6 +30,15 @@ class Registry(Generic[T]):
         except KeyError:
             raise KeyError(f"unknown {self.kind} {name!r}; choose from {sorted(self._items)}") from None
 
+    def check(self, value: object, field: str, extra: tuple[str, ...] = ()) -> str:
+        """``value`` as a registered name (or one of ``extra``, e.g. ``auto``), else a ValueError
+        naming the config field and the known names: configs call this in ``__post_init__`` so
+        the registry is the one list of valid values."""
+        name = getattr(value, "value", value)
+        if not isinstance(name, str) or (name not in self._items and name not in extra):
+            raise ValueError(f"{field}={name!r}: choose from {self.names() + list(extra)}")
+        return name
+
     def names(self) -> list[str]:
         return sorted(self._items)
 

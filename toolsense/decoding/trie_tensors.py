@@ -1,6 +1,7 @@
 """The index trie as tensors, so a whole batch of beams is constrained and advanced at once.
 
-Built from :class:`toolsense.index.Trie`'s CSR arrays. Edges are re-sorted by the key
+Built from the CSR arrays of :class:`toolsense.index.trie.Trie` (the one trie; this is its view
+for batched decoding). Edges are re-sorted by the key
 ``node * V + token`` so that the child reached from ``(node, token)`` is one ``searchsorted``
 away, and the allowed-token mask of any set of nodes is one scatter.
 """

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import torch
 
-from toolsense.evaluation.trie_tensors import DEAD, TrieTensors
+from toolsense.decoding.trie_tensors import DEAD, TrieTensors
 
 NEG_INF = float("-inf")
 TREE_MAX_STEPS = 8

@@ -9,7 +9,7 @@ How they are made (recorded in each item's ``made_by``):
   <d> is the tool's own description (answer Yes) for even catalog positions and its hardest
   negative (answer No) for odd ones, so the file is balanced.
 
-Regenerate the demo files: ``python -m toolsense.evaluation.probe_gen``.
+Regenerate the demo files: ``python -m toolsense.generation.probe_gen``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 from toolsense.catalog import Catalog, Tool, load_demo_catalog
 from toolsense.catalog.loaders import DEMO_DIR
 
-MADE_BY = "toolsense.evaluation.probe_gen v1 (TF-IDF hard negatives, catalog order)"
+MADE_BY = "toolsense.generation.probe_gen v1 (TF-IDF hard negatives, catalog order)"
 QA_TEMPLATE = 'Is this a correct description of what this tool does: "{desc}"?'
 
 

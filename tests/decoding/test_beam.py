@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from toolsense.evaluation.beam import TREE_MAX_STEPS, Prefill, beam_search, flat_constrained, prefill
-from toolsense.evaluation.trie_tensors import TrieTensors
+from toolsense.decoding.beam import TREE_MAX_STEPS, Prefill, beam_search, flat_constrained, prefill
+from toolsense.decoding.trie_tensors import TrieTensors
 from toolsense.index import Trie, add_index_tokens, build_index, build_trie
 
 EOS, A = 2, 0
@@ -109,8 +109,8 @@ def test_search_stops_as_hf_does_once_the_finished_list_is_full(bigram):
 
 def _prompts(tok, texts):
     from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-    from toolsense.evaluation.beam import left_pad
-    from toolsense.evaluation.retrieval import encode
+    from toolsense.decoding.beam import left_pad
+    from toolsense.decoding.retrieval import encode
 
     ids = encode(tok, [render_prompt(tok, retrieval_messages(t, PromptConfig())) for t in texts])
     return left_pad(ids, tok.pad_token_id, "cpu")
@@ -213,8 +213,8 @@ def test_constrained_search_equals_hf_generate_on_a_clustered_index(tiny_model, 
     in the same order, same scores, for length_penalty 1 (HF's default) and 0. With 0 the
     ranking is the plain summed log-prob, which orders these queries differently from HF's default."""
     from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-    from toolsense.evaluation.beam import prefill_shared
-    from toolsense.evaluation.retrieval import encode
+    from toolsense.decoding.beam import prefill_shared
+    from toolsense.decoding.retrieval import encode
 
     model, index, trie, tt, pre = _hierarchical(tiny_model, demo_catalog, "clustered")
     tok = tiny_model[1]
@@ -243,7 +243,7 @@ def test_retriever_threads_decoding_length_penalty(tiny_model, demo_catalog):
     from toolsense.catalog import Query
     from toolsense.data.prompts import PromptConfig
     from toolsense.evaluation.config import DecodingConfig
-    from toolsense.evaluation.retrieval import Retriever
+    from toolsense.decoding.retrieval import Retriever
 
     model, tok = tiny_model
     index = _build(demo_catalog, "clustered")
@@ -269,8 +269,8 @@ def test_shared_prefix_prefill_gives_the_same_search(tiny_model, demo_catalog, b
     """Encoding the prompts' common prefix once (pads between it and each prompt's own tokens)
     gives the same next-token log-probs and the same beams as the plain left-padded prefill."""
     from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-    from toolsense.evaluation.beam import common_prefix_length, prefill_shared
-    from toolsense.evaluation.retrieval import encode
+    from toolsense.decoding.beam import common_prefix_length, prefill_shared
+    from toolsense.decoding.retrieval import encode
 
     model, tok = tiny_model
     index = _build(demo_catalog, builder)

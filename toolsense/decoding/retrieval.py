@@ -5,13 +5,12 @@ search) and the free-form search."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Protocol, Sequence
 
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-from toolsense.evaluation.beam import Beams, beam_search, flat_constrained, left_pad, prefill, prefill_shared
-from toolsense.evaluation.config import DecodingConfig
-from toolsense.evaluation.trie_tensors import TrieTensors
+from toolsense.decoding.beam import Beams, beam_search, flat_constrained, left_pad, prefill, prefill_shared
+from toolsense.decoding.trie_tensors import TrieTensors
 
 
 def encode(tokenizer, texts: Sequence[str]) -> list[list[int]]:
@@ -25,6 +24,19 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
+class SearchSettings(Protocol):
+    """What the retriever reads of a decoding config (``toolsense.evaluation.config.DecodingConfig``
+    fills it; decoding does not import evaluation, so the contract is spelled out here)."""
+
+    beam_width: int
+    batch_size: int
+    free_form: bool
+    fast_flat: bool
+    share_prefix: bool
+    max_new_tokens: Optional[int]
+    length_penalty: float
+
+
 @dataclass
 class Retrieved:
     query: Query
@@ -36,7 +48,7 @@ class Retrieved:
 class Retriever:
     """Parametric retrieval with one model and index; ``run(queries)`` yields in batch order."""
 
-    def __init__(self, model, tokenizer, trie, depth: int, prompts: PromptConfig, dec: DecodingConfig):
+    def __init__(self, model, tokenizer, trie, depth: int, prompts: PromptConfig, dec: SearchSettings):
         self.model, self.tok, self.prompts, self.dec = model, tokenizer, prompts, dec
         device = next(model.parameters()).device
         vocab = model.get_output_embeddings().weight.shape[0]

@@ -1,4 +1,6 @@
-"""Adding an index's tokens to a tokenizer and model with mean-of-sub-token initialisation."""
+"""An index's tokens in a model's vocabulary: adding them to a tokenizer and model (new
+embedding rows initialised as the mean of the tool name's sub-tokens) and reading each tool's
+id back as token ids. The constrained-decoding trie built from those ids is in ``trie.py``."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import logging
 import torch
 
 from toolsense.index.tool_index import ToolIndex
-from toolsense.index.trie import Trie
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,3 @@ def tool_token_ids(index: ToolIndex, tokenizer) -> dict[str, list[int]]:
         raise ValueError(f"{len(missing)} index tokens are not in the tokenizer (e.g. {missing[0]!r}); call add_index_tokens first")
     return {name: [vocab[t] for t in path] for name, path in index.paths.items()}
 
-
-def build_trie(index: ToolIndex, tokenizer) -> Trie:
-    """The constrained-decoding trie: each tool's token ids followed by the tokenizer's EOS."""
-    return Trie.build(tool_token_ids(index, tokenizer), tokenizer.eos_token_id)

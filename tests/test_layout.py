@@ -1,0 +1,153 @@
+"""The house's layout limits, checked on the source with ``ast`` (nothing is imported):
+modules <= 400 lines, functions <= 60 lines, imports flowing one way between the rooms of
+``toolsense/``, and each named concept defined in exactly one obvious file (ARCHITECTURE.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "toolsense"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+# Known offenders the lead will shrink, as "path" or "path::qualified.function". Every entry
+# must still be an offender (a fixed one fails the test until it is removed from here).
+ALLOWED_OVERSIZE: set[str] = set()
+
+# room -> the rooms it may import. catalog <- index <- models / data <- decoding <-
+# training / evaluation; generation and audit stand on catalog and models only; utils on nothing.
+ALLOWED_IMPORTS: dict[str, set[str]] = {
+    "utils": set(),
+    "catalog": {"utils"},
+    "index": {"catalog", "utils"},
+    "models": {"catalog", "utils"},
+    "tracking": {"utils"},
+    "data": {"catalog", "index", "models", "utils"},
+    "decoding": {"catalog", "index", "models", "data", "utils"},
+    "training": {"catalog", "index", "models", "data", "tracking", "utils"},
+    "evaluation": {"catalog", "index", "models", "data", "decoding", "tracking", "utils"},
+    "generation": {"catalog", "models", "utils"},
+    "audit": {"catalog", "models", "utils"},
+}
+
+# concept -> the one module that defines it (class or function name at module level).
+CONCEPTS: dict[str, str] = {
+    "Trie": "index/trie.py",
+    "build_trie": "index/trie.py",
+    "TrieTensors": "decoding/trie_tensors.py",
+    "beam_search": "decoding/beam.py",
+    "Retriever": "decoding/retrieval.py",
+    "add_index_tokens": "index/vocabulary.py",
+    "INDEX_BUILDERS": "index/builders.py",
+    "QUERY_SOURCES": "data/sources.py",
+    "CATALOG_FORMATS": "catalog/loaders.py",
+    "LLM_BACKENDS": "generation/llm.py",
+    "MEMORIZATION_FORMATS": "data/memorization/base.py",
+    "make_probes": "generation/probe_gen.py",
+    "JsonlStore": "utils/jsonl.py",
+    "Registry": "utils/registry.py",
+    "SCORERS": "audit/scorers/base.py",
+    "internalization_score": "evaluation/metrics.py",
+    "catalog_embeddings": "models/encoders/cache.py",
+    "claim": "evaluation/fingerprint.py",
+    "score_redactions": "audit/run.py",
+}
+
+
+def _modules(root: Path) -> list[tuple[str, ast.Module, int]]:
+    return [(p.relative_to(root).as_posix(), ast.parse(p.read_text(encoding="utf-8")), len(p.read_text(encoding="utf-8").splitlines()))
+            for p in sorted(root.rglob("*.py"))]
+
+
+def _functions(node: ast.AST, prefix: str = ""):
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield prefix + child.name, child.end_lineno - child.lineno + 1
+            yield from _functions(child, f"{prefix}{child.name}.")
+        elif isinstance(child, ast.ClassDef):
+            yield from _functions(child, f"{prefix}{child.name}.")
+
+
+def oversize(root: Path) -> set[str]:
+    """Every module over MAX_MODULE_LINES and function over MAX_FUNCTION_LINES, as
+    ``path (N lines)`` / ``path::func (N lines)`` keyed by ``path`` / ``path::func``."""
+    out = {}
+    for rel, tree, n in _modules(root):
+        if n > MAX_MODULE_LINES:
+            out[rel] = n
+        for name, length in _functions(tree):
+            if length > MAX_FUNCTION_LINES:
+                out[f"{rel}::{name}"] = length
+    return out
+
+
+def upward_imports(root: Path, package: str = "toolsense") -> list[str]:
+    """``path: imports package.room`` for every import (module level or inside a function) of a
+    room that ALLOWED_IMPORTS does not list for the importing module's room."""
+    bad = []
+    for rel, tree, _ in _modules(root):
+        room = rel.split("/")[0] if "/" in rel else None
+        if room is None:
+            continue
+        if room not in ALLOWED_IMPORTS:
+            bad.append(f"{rel}: room {room!r} is not in ALLOWED_IMPORTS")
+            continue
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == package and len(parts) > 1 and parts[1] != room and parts[1] not in ALLOWED_IMPORTS[room]:
+                    bad.append(f"{rel}:{node.lineno}: imports {name} ({room} may import {sorted(ALLOWED_IMPORTS[room])})")
+    return bad
+
+
+def definitions(root: Path, name: str) -> list[str]:
+    out = []
+    for rel, tree, _ in _modules(root):
+        for node in tree.body:
+            defined = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else \
+                [t.id for t in getattr(node, "targets", [getattr(node, "target", None)]) if isinstance(t, ast.Name)]
+            if name in defined:
+                out.append(rel)
+    return out
+
+
+def test_modules_and_functions_stay_within_the_limits():
+    found = oversize(PACKAGE)
+    new = {k: v for k, v in found.items() if k not in ALLOWED_OVERSIZE}
+    assert not new, "over the limits (split them, or list them in ALLOWED_OVERSIZE with a reason):\n" + \
+        "\n".join(f"{k} ({v} lines)" for k, v in sorted(new.items()))
+    fixed = ALLOWED_OVERSIZE - set(found)
+    assert not fixed, f"no longer over the limits, remove from ALLOWED_OVERSIZE: {sorted(fixed)}"
+
+
+def test_imports_flow_one_way_between_rooms():
+    assert upward_imports(PACKAGE) == []
+
+
+@pytest.mark.parametrize("concept", sorted(CONCEPTS))
+def test_each_concept_lives_in_one_obvious_file(concept):
+    assert definitions(PACKAGE, concept) == [CONCEPTS[concept]]
+
+
+def test_the_checkers_name_what_breaks_the_rules(tmp_path):
+    pkg = tmp_path / "toolsense"
+    (pkg / "index").mkdir(parents=True)
+    (pkg / "decoding").mkdir()
+    (pkg / "index" / "big.py").write_text("x = 1\n" * 401)
+    lines = [f"y{i} = {i}" for i in range(60)]
+    method = "".join(f"        {x}\n" for x in lines)  # def + 60 lines: one over
+    func = "".join(f"    {x}\n" for x in lines[:59])  # def + 59 lines: at the limit
+    (pkg / "index" / "long.py").write_text(f"class A:\n    def f(self):\n{method}\n\ndef g():\n{func}")
+    (pkg / "index" / "up.py").write_text("def f():\n    from toolsense.models import ModelConfig\n")
+    (pkg / "decoding" / "up.py").write_text("import toolsense.evaluation.metrics\nfrom toolsense.index import Trie\n")
+    assert oversize(pkg) == {"index/big.py": 401, "index/long.py::A.f": 61}
+    assert upward_imports(pkg) == [
+        "decoding/up.py:1: imports toolsense.evaluation.metrics (decoding may import ['catalog', 'data', 'index', 'models', 'utils'])",
+        "index/up.py:2: imports toolsense.models (index may import ['catalog', 'utils'])",
+    ]
+    assert definitions(pkg, "A") == ["index/long.py"] and definitions(pkg, "Trie") == []
