@@ -11,6 +11,7 @@ import numpy as np
 
 from toolsense.catalog import Catalog
 from toolsense.index.tool_index import ToolIndex
+from toolsense.utils.progress import progress
 from toolsense.utils.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -39,10 +40,15 @@ def build_structural(catalog: Catalog) -> ToolIndex:
     return ToolIndex("hierarchical", "structural", {}, catalog.content_hash(), paths, init)
 
 
-def _recursive_kmeans(emb: np.ndarray, ids: np.ndarray, branching: int, seed: int, prefix: tuple[int, ...], out: dict[int, tuple[int, ...]]) -> None:
+def _recursive_kmeans(emb: np.ndarray, ids: np.ndarray, branching: int, seed: int, prefix: tuple[int, ...],
+                      out: dict[int, tuple[int, ...]], bar=None) -> None:
+    """Split ``ids`` into ``branching`` clusters, recursively, until a leaf holds at most
+    ``branching`` tools; ``bar`` advances by the tools placed at each leaf."""
     if len(ids) <= branching:
         for j, i in enumerate(ids):
             out[int(i)] = prefix + (j,)
+        if bar is not None:
+            bar.update(len(ids))
         return
     from sklearn.cluster import KMeans
 
@@ -52,7 +58,7 @@ def _recursive_kmeans(emb: np.ndarray, ids: np.ndarray, branching: int, seed: in
     for c in range(branching):
         sub = ids[labels == c]
         if len(sub):
-            _recursive_kmeans(emb, sub, branching, seed, prefix + (c,), out)
+            _recursive_kmeans(emb, sub, branching, seed, prefix + (c,), out, bar)
 
 
 Embeddings = Union[np.ndarray, Callable[[], np.ndarray]]
@@ -76,7 +82,8 @@ def build_clustered(catalog: Catalog, embeddings: Embeddings | None = None, bran
     if emb.ndim != 2 or emb.shape[0] != len(catalog):
         raise ValueError(f"got embeddings of shape {emb.shape} for {len(catalog)} tools")
     out: dict[int, tuple[int, ...]] = {}
-    _recursive_kmeans(emb, np.arange(len(catalog)), branching, seed, (), out)
+    with progress(desc="k-means index", total=len(catalog), unit="tool", min_total=2000) as bar:
+        _recursive_kmeans(emb, np.arange(len(catalog)), branching, seed, (), out, bar)
     paths = {t.name: tuple(f"<<C:{k}>>" for k in out[i]) for i, t in enumerate(catalog)}
     init = {f"<<C:{k}>>": str(k) for k in range(branching)}
     params = {"branching": branching, "seed": seed, "encoder": encoder or "embedded:all-MiniLM-L6-v2"}

@@ -33,6 +33,7 @@ def add_index_tokens(index: ToolIndex, model, tokenizer) -> list[int]:
     vocab = tokenizer.get_vocab()
     new = [t for t in tokens if t not in vocab]
     if new:
+        log.info("adding %d virtual tokens: tokenizing their names, resizing the embeddings", len(new))
         texts = [index.init_text[t] for t in new]
         # Sub-token ids under the tokenizer *before* the new tokens exist.
         sub = tokenizer(texts, add_special_tokens=False)["input_ids"]
