@@ -13,47 +13,24 @@ from toolsense.generation.checks import check_mcq, check_qa, check_query, leaked
 from toolsense.generation.config import GenerateConfig
 from toolsense.generation.llm import CachedLLM, LLMConfig, parse_json_reply
 from toolsense.generation.pools import Neighbourhoods
-from toolsense.generation.rrb import judge_accepts, plan_rrb
+from toolsense.generation.rrb import plan_rrb
 from toolsense.generation.runner import run
 from tests.generation.scripted import ScriptedLLM
 
 
-def test_plan_rrb_tiers_pools_and_determinism(demo_catalog, nb):
-    tasks = plan_rrb(demo_catalog, nb, {"easy": 5, "medium": 5, "hard": 5}, pool_size=14, seed=1)
-    again = plan_rrb(demo_catalog, nb, {"easy": 5, "medium": 5, "hard": 5}, pool_size=14, seed=1)
-    assert [(t.gold, t.pool) for t in tasks] == [(t.gold, t.pool) for t in again]
-    by = {tier: [t for t in tasks if t.tier == tier] for tier in ("easy", "medium", "hard")}
-    assert all(len(v) == 5 for v in by.values())
-    assert all(len(t.gold) == 1 for t in by["easy"])
-    assert all(2 <= len(t.gold) <= 3 for t in by["medium"])
-    assert all(4 <= len(t.gold) <= 8 for t in by["hard"])
-    for t in tasks:
-        assert len(t.pool) == 14 and set(t.gold) <= set(t.pool) and len(set(t.pool)) == 14
-    # medium golds are equivalent tools from *other* services
-    for t in by["medium"]:
-        services = [demo_catalog[g].service for g in t.gold]
-        assert len(set(services)) == len(services)
-    # the pool's negatives are harder than random tools
-    t = by["easy"][0]
-    negs = [p for p in t.pool if p not in t.gold]
-    rand = [demo_catalog[int(i)].name for i in np.random.default_rng(0).choice(len(demo_catalog), 13, replace=False)]
-    assert np.mean([nb.similarity(t.gold[0], n) for n in negs]) > np.mean([nb.similarity(t.gold[0], n) for n in rand if n != t.gold[0]])
-
-
-def test_code_checks(demo_catalog):
-    tool = demo_catalog[0]
-    assert leaked_names(f"use {tool.tool_title} now", [tool]) == [tool.tool_title]
-    assert check_query("hi", [tool], 25, set()) == "query too short (1 words)"
-    assert check_query("a " * 30, [tool], 25, set()).startswith("query too long")
-    assert check_query("call <<x&&y>> please now", [tool], 25, set()) == "query names the tool: ['virtual-token syntax']"
-    assert check_query("what is the weather", [tool], 25, {"what is the weather"}) == "duplicate query"
-    assert check_query("what is the weather", [tool], 25, set()) is None
-    assert check_mcq({"question": "q", "correct_answer": "a", "wrong_answers": ["a", "b", "c"]}, tool) == "answers are not distinct"
-    assert check_mcq(None, tool) == "reply is not a JSON object"
-    assert check_qa({"question": "Is it?", "answer": "No"}, tool, "Yes") == "answer No but Yes was asked for"
-    assert parse_json_reply('Sure: ```json\n{"query": "x {y}"}\n``` done') == {"query": "x {y}"}
-    assert judge_accepts({"a"}, ["a"], "easy", 0.5) and not judge_accepts({"b", "c"}, ["a"], "easy", 0.5)
-    assert not judge_accepts({"a"}, ["a", "b", "c", "d"], "hard", 0.5)
+def test_plan_rrb_anchor_pools_and_determinism(demo_catalog, nb):
+    tasks, clones = plan_rrb(demo_catalog, nb, {"easy": 5, "medium": 5, "hard": 5}, pool_k=13, seed=1)
+    again, _ = plan_rrb(demo_catalog, nb, {"easy": 5, "medium": 5, "hard": 5}, pool_k=13, seed=1)
+    assert [(t.anchor, t.pool) for t in tasks] == [(t.anchor, t.pool) for t in again]
+    assert [t.tier for t in tasks].count("hard") == 5 and len({t.anchor for t in tasks}) == 15
+    # 15 anchors over the demo's 15 categories: one each
+    assert sorted(demo_catalog[t.anchor].category for t in tasks) == sorted({t.category for t in demo_catalog})
+    for t in tasks:  # P(τ) = τ plus its 13 nearest tools by cosine (the demo has no clones)
+        sims = nb.emb @ nb.emb[demo_catalog.index_of(t.anchor)]
+        nearest = [demo_catalog[int(j)].name for j in np.argsort(-sims, kind="stable") if demo_catalog[int(j)].name != t.anchor][:13]
+        assert len(t.pool) == 14 and set(t.pool) == {t.anchor, *nearest}
+    assert clones == 0
+    assert len({t.pool.index(t.anchor) for t in tasks}) > 3  # shuffled: the anchor is not always first
 
 
 def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
@@ -87,7 +64,8 @@ def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
 
 def test_cached_llm_replays_from_disk(tmp_path):
     inner = ScriptedLLM()
-    msgs = [{"role": "user", "content": "Tools:\n- S / a: does things\n\nWrite ONE short request"}]
+    msgs = [{"role": "user", "content": "Anchor tool:\n- S / a: does things\n\nCandidate tools:\n1. S / a: does things\n\n"
+                                        "Write ONE short request (answer set: exactly 1 tool, the anchor)"}]
     first = CachedLLM(inner, tmp_path / "c.jsonl")(msgs, seed=3)
     again = CachedLLM(inner, tmp_path / "c.jsonl")
     assert again(msgs, seed=3) == first and inner.calls == 1 and again.hits == 1
