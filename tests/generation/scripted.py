@@ -181,3 +181,19 @@ class FakeOpenAIServer:
 def _service_of(text: str) -> str:
     m = re.search(r"^(?:- |\d+\. )(.+?) / ", text, flags=re.M)
     return m.group(1) if m else "the service"
+
+
+class HandLLM:
+    """Hand-made replies by pipeline stage, in order: ``HandLLM(rrb_writer=[{...}], rrb_judge=[{...}])``;
+    dicts are sent as JSON. Records every prompt it was shown (``prompts[stage]``)."""
+
+    name = "hand"
+
+    def __init__(self, **replies):
+        self.replies = {k: list(v) for k, v in replies.items()}
+        self.prompts: dict[str, list[str]] = {}
+
+    def __call__(self, messages, *, temperature=0.0, seed=0, schema=None, stage=""):
+        self.prompts.setdefault(stage, []).append(messages[-1]["content"])
+        reply = self.replies[stage].pop(0)
+        return reply if isinstance(reply, str) else json.dumps(reply)

@@ -47,6 +47,11 @@ def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
         gold = [row["tool"]] if isinstance(row["tool"], dict) else row["tool"]
         assert {g["tool_name"] for g in gold} <= {a["tool_name"] for a in row["analyzed_tools"]}
         assert len(row["analyzed_tools"]) == 14
+        assert row["anchor"] in {g["tool_name"] for g in gold}  # the answer set holds the anchor
+        assert len(gold) == {"easy": 1, "medium": 2, "hard": 4}[row["complexity"]]  # the scripted writer's choice
+        assert row["judge"]["scores"] == {"naturalness": 5, "tier_compliance": 5, "label_correctness": 5}
+        assert sorted(row["judge"]["pool_verdicts"]) == sorted(a["tool_name"] for a in row["analyzed_tools"])
+    assert summary["gen/rrb/rubric_mean/naturalness"] == 5 and summary["gen/rrb/relabelled_items"] == 0
     # the files load with the project's query loader (gold as tool dicts)
     qs = load_query_jsonl(tmp_path / "rrb.jsonl")
     assert all(n in demo_catalog for q in qs for n in q.tools)

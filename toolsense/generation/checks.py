@@ -71,8 +71,9 @@ def leaked_names(text: str, tools: list[Tool]) -> list[str]:
     contains (see the module docstring), plus "virtual-token syntax" for ``<<...>>`` / ``&&``."""
     hits = []
     for t in tools:
-        for name in {t.tool_title or t.service, t.service, t.api_title or t.api}:
-            if name and (is_distinctive(name) or _IDENT.search(name)) and _mentions(text, name):
+        names = {normalise(n): n for n in (t.service, t.api_title or t.api, t.tool_title) if n}  # one per spelling, the title's
+        for name in names.values():
+            if (is_distinctive(name) or _IDENT.search(name)) and _mentions(text, name):
                 hits.append(name)
     if "<<" in text or "&&" in text:
         hits.append("virtual-token syntax")

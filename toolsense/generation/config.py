@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 from toolsense.catalog.config import CatalogConfig
@@ -31,14 +32,23 @@ class Purpose(StrEnum):
     training = "training"
 
 
+def _default_shots(tier: str):
+    def load() -> list[str]:
+        import yaml
+
+        return list(yaml.safe_load((Path(__file__).parent / "few_shot.yaml").read_text())[tier])
+
+    return field(default_factory=load)
+
+
 @dataclass
 class FewShotConfig:
     """Example requests shown to the RRB writer, per tier (short, intent-focused, no tool
-    names); the defaults live in ``conf/generation/few_shot/default.yaml``."""
+    names); defaults from ``toolsense/generation/few_shot.yaml``."""
 
-    easy: list[str] = field(default_factory=list)
-    medium: list[str] = field(default_factory=list)
-    hard: list[str] = field(default_factory=list)
+    easy: list[str] = _default_shots("easy")
+    medium: list[str] = _default_shots("medium")
+    hard: list[str] = _default_shots("hard")
 
 
 @dataclass

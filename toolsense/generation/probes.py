@@ -10,11 +10,12 @@ from toolsense.generation.checks import check_mcq, check_qa
 from toolsense.generation.dedupe import QuestionDeduper
 from toolsense.generation.llm import ChatLLM, ask_judge, ask_json, unparsed_reason
 from toolsense.generation.pools import Neighbourhoods
+from toolsense.generation.prompts import usable_description
 
 
 def make_mcq_item(tool: Tool, catalog: Catalog, nb: Neighbourhoods, writer: ChatLLM, judge: ChatLLM | None,
                   temperature: float, attempt: int, seed: int, dedupe: QuestionDeduper) -> tuple[dict | None, str | None, dict]:
-    similar = [catalog[n] for n in nb.nearest(tool.name, 3)]
+    similar = [t for t in (catalog[n] for n in nb.nearest(tool.name, 10)) if usable_description(t)][:3]
     obj, reply = ask_json(writer, prompts.mcq_writer(tool, similar), stage="mcq_writer",
                           schema=prompts.SCHEMAS["mcq_writer"], temperature=temperature, seed=attempt)
     trace = {"writer_reply": str(reply)}
