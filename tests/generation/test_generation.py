@@ -59,6 +59,11 @@ def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
     qa = [json.loads(l) for l in (tmp_path / "qa.jsonl").read_text().splitlines()]
     assert len(mcq) == 4 and all(len(m["wrong_answers"]) == 3 for m in mcq)
     assert [q["answer"] for q in qa] == ["Yes", "No", "Yes", "No"]
+    from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark  # the evaluation loaders read them
+
+    bench = {k: load_benchmark(BenchmarkConfig(loader=k, path=str(tmp_path / f"{k}.jsonl"))) for k in ("rrb", "mcq", "qa")}
+    assert [len(b.items) for b in bench.values()] == [len(rrb), 4, 4]
+    assert all(len(it.meta["pool"]) == 14 for it in bench["rrb"].items)
     # resume: a second run makes no LLM call and appends nothing
     calls = llm.calls
     again = run(cfg, writer=llm, judge=llm, catalog=demo_catalog, embeddings=nb.emb)

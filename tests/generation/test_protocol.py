@@ -269,7 +269,7 @@ def test_top_k_cosine_in_blocks_equals_full_sort():
 
 
 # ---------------------------------------------------------------- leakage guard
-def test_exclude_guard_keeps_benchmark_tools_out_of_training_data(tmp_path, demo_catalog, nb):
+def test_exclude_guard_keeps_benchmark_tools_out_of_training_data(tmp_path, demo_catalog, nb, caplog):
     held = [t.name for t in demo_catalog][::2]
     bench = tmp_path / "bench.jsonl"
     bench.write_text("".join(json.dumps({"query": f"benchmark query {i}", "tool": {"tool_name": n}}) + "\n" for i, n in enumerate(held)))
@@ -295,3 +295,13 @@ def test_exclude_guard_keeps_benchmark_tools_out_of_training_data(tmp_path, demo
     rows = [json.loads(line) for line in (tmp_path / "gen" / "rrb.jsonl").read_text().splitlines()]
     gold = {g["tool_name"] for r in rows for g in (r["tool"] if isinstance(r["tool"], list) else [r["tool"]])}
     assert len(rows) >= 5 and not gold & set(held)
+    # Stage-2 reads it as training data (split=train); a benchmark-purpose generation is flagged there
+    from toolsense.data.sources import QUERY_SOURCES, QuerySource
+
+    with caplog.at_level("WARNING", logger="toolsense.data.sources"):
+        assert len(QUERY_SOURCES.get("generated")(QuerySource(kind="generated", path=str(tmp_path / "gen" / "rrb.jsonl")))) == len(rows)
+        assert not caplog.records
+        run(GenerateConfig(rrb_per_tier={"easy": 2}, tasks=["rrb"], output_dir=str(tmp_path / "bench_gen")),
+            writer=ScriptedLLM(), judge=ScriptedLLM(), catalog=demo_catalog, embeddings=nb.emb)
+        QUERY_SOURCES.get("generated")(QuerySource(kind="generated", path=str(tmp_path / "bench_gen" / "rrb.jsonl"), split=None))
+    assert any("generated with purpose=benchmark: no leakage guard" in r.getMessage() for r in caplog.records)

@@ -159,6 +159,7 @@ def _run_rrb(r: _Run, nb: Neighbourhoods, held_out: HeldOut | None) -> None:
             "analyzed_tools": [tool_record(catalog[p]) for p in res.item["pool"]],
             "complexity": task.tier, "anchor": catalog[task.anchor].raw_name or task.anchor,
             "clones_added": res.item["clones_added"], "judge": res.item.get("judge"),
+            **({"split": "train"} if cfg.purpose == "training" else {}),  # Stage-2 sources read split=train
             "generation": r.meta(task.task_id, res.attempt)})
         return True
 
