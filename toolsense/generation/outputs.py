@@ -43,7 +43,8 @@ def _llm_identity(llm: dict | None) -> dict | None:
     """An LLM section without the settings of the backend it does not use."""
     if llm is None:
         return None
-    unused = ("openai_model", "structured_output") if llm.get("backend") == "hf" else ("model",)
+    unused = {"hf": ("openai_model", "structured_output", "gguf", "local_ctx"), "openai": ("model", "gguf", "local_ctx"),
+              "local": ("model", "openai_model")}[llm.get("backend")]
     return {k: v for k, v in llm.items() if k not in unused}
 
 

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence, TypeVar
@@ -213,17 +214,24 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
     log.info("generating into %s", out)
     nb = Neighbourhoods(catalog, cfg.encoder, embeddings)
     cache = JsonlStore(out / "llm_cache.jsonl")
-    writer = writer or CachedLLM(build_llm(cfg.writer), cache)
-    if cfg.judge_enabled:
-        judge = judge or (CachedLLM(build_llm(cfg.judge), cache) if cfg.judge else writer)
-    else:
-        judge = None
-    r = _Run(cfg, out, catalog, writer, judge)
-    held_out = HeldOut.from_files(list(cfg.exclude)) if cfg.exclude else None
-    if "rrb" in cfg.tasks:
-        _run_rrb(r, nb, held_out)
-    if {"mcq", "qa"} & set(cfg.tasks):
-        _run_probes(r, nb, encode or minilm_encoder(cfg.encoder))
+    with ExitStack() as stack:  # a local server (backend=local) stops here, whatever happens
+
+        def built(llm_cfg):
+            llm = build_llm(llm_cfg)
+            stack.callback(getattr(llm, "close", lambda: None))
+            return CachedLLM(llm, cache)
+
+        writer = writer or built(cfg.writer)
+        if cfg.judge_enabled:
+            judge = judge or (built(cfg.judge) if cfg.judge else writer)
+        else:
+            judge = None
+        r = _Run(cfg, out, catalog, writer, judge)
+        held_out = HeldOut.from_files(list(cfg.exclude)) if cfg.exclude else None
+        if "rrb" in cfg.tasks:
+            _run_rrb(r, nb, held_out)
+        if {"mcq", "qa"} & set(cfg.tasks):
+            _run_probes(r, nb, encode or minilm_encoder(cfg.encoder))
     llms = {id(x): x for x in (writer, judge) if isinstance(x, CachedLLM)}.values()
     r.stats["llm_calls"] = sum(x.calls for x in llms)
     r.stats["llm_cache_hits"] = sum(x.hits for x in llms)
