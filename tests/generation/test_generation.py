@@ -99,6 +99,16 @@ def test_bad_config_names_field():
         GenerateConfig(tasks=["rbb"])
     with pytest.raises(ValueError, match=r"rrb_per_tier: unknown tiers \['extreme'\]"):
         GenerateConfig(rrb_per_tier={"extreme": 3})
+    with pytest.raises(ValueError, match=r"fn_policy='drop': choose from \['relabel', 'reject'\]"):
+        GenerateConfig(fn_policy="drop")
+    with pytest.raises(ValueError, match=r"clones='merge': choose from \['exclude', 'gold'\]"):
+        GenerateConfig(clones="merge")
+    with pytest.raises(ValueError, match=r"rubric_min: keys must be among \['naturalness', 'tier_compliance', 'label_correctness'\]"):
+        GenerateConfig(rubric_min={"fluency": 3})
+    with pytest.raises(ValueError, match=r"rubric_min: .* values 1-5"):
+        GenerateConfig(rubric_min={"naturalness": 6})
+    with pytest.raises(ValueError, match=r"pool_k must be >= 3"):
+        GenerateConfig(pool_k=2)
 
 
 @pytest.mark.slow
