@@ -62,6 +62,9 @@ def test_writer_reply_answer_set_through_make_rrb_item(demo_catalog, nb):
     prompt = writer.prompts["rrb_writer"][0]  # the writer saw the anchor, the whole pool (numbered) and the tier
     assert tool_card(demo_catalog[ANCHOR]) in prompt and f"14. {tool_card(demo_catalog[task.pool[13]])[2:]}" in prompt
     assert "2 or 3 tools" in prompt and GenerateConfig().few_shot.medium[0] in prompt  # tier and few-shot requests
+    copy = GenerateConfig().few_shot.easy[0].upper() + "!"  # SmolLM2 through the local server did this
+    item, reason, _ = _make(task, demo_catalog, HandLLM(rrb_writer=[{"query": copy, "tools": [me, 2]}]))
+    assert item is None and reason == "query copies a few-shot example"
 
 
 # ---------------------------------------------------------------- leak check
