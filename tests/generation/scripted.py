@@ -12,9 +12,17 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from toolsense.generation.llm import parse_json_reply
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]{4,}", text.lower()))
+
 
 class ScriptedLLM:
-    """Writes from the tool descriptions in the prompt; judges by word overlap."""
+    """Writes from the tool descriptions in the prompt; the RRB writer picks its answer set as
+    the anchor plus the pool tools sharing most words with it (as many as the tier asks); the
+    RRB judge gives full marks and confirms the proposed set."""
 
     name = "scripted"
 
@@ -27,25 +35,32 @@ class ScriptedLLM:
         text = messages[-1]["content"]
         cards = re.findall(r"^(?:- |\d+\. )(.+?) / (.+?): (.+)$", text, flags=re.M)
         if text.startswith("Request:"):  # RRB judge
-            query = set(re.findall(r"[a-z]{4,}", text.split("\n")[0].lower()))
-            scores = [len(query & set(re.findall(r"[a-z]{4,}", d.lower()))) for _, _, d in cards]
-            best = max(scores)
-            return json.dumps({"tools": [i + 1 for i, s in enumerate(scores) if s == best and s > 0]})
+            proposed = json.loads(re.search(r"Proposed answer set: (\[.*?\])", text).group(1))
+            return json.dumps({"naturalness": 5, "tier_compliance": 5, "label_correctness": 5, "satisfying": proposed})
         if "Which option is correct" in text:
             return json.dumps({"answer": "ABCD"[[l.startswith(("A.", "B.", "C.", "D.")) and "CORRECT" in l for l in text.splitlines() if l[:2] in ("A.", "B.", "C.", "D.")].index(True)]})
         if "Reply as JSON: {\"answer\": \"Yes\"|\"No\"}" in text:
             return json.dumps({"answer": "Yes" if "YES-FACT" in text else "No"})
+        desc = " ".join(cards[0][2].lower().split()[:6]) if cards else ""
         if "multiple-choice" in text:
-            return json.dumps({"question": "What does this tool do?", "correct_answer": "CORRECT: " + cards[0][2][:40],
+            return json.dumps({"question": f"Which statement fits a tool that can {desc}?", "correct_answer": "CORRECT: " + cards[0][2][:40],
                                "wrong_answers": [c[2][:40] for c in cards[1:4]]})
         if "yes/no question" in text:
-            target = "Yes" if "answer is Yes" in text else "No"
-            return json.dumps({"question": f"Does this tool {'YES-FACT ' if target == 'Yes' else ''}work?", "answer": target})
-        service, api, desc = cards[0]
-        if self.leak_every and self.calls % self.leak_every == 0:
-            return json.dumps({"query": f"please use {service} to do this for me"})
-        return "Sure! " + json.dumps({"query": "I want to " + " ".join(" ".join(d for _, _, d in cards).split()[:20])})
+            if "answer is Yes" in text:
+                return json.dumps({"question": f"Can this tool YES-FACT {desc}?", "answer": "Yes"})
+            return json.dumps({"question": f"Is this tool unable to {desc}?", "answer": "No"})
+        return self._rrb(text, cards)
 
+    def _rrb(self, text: str, cards: list) -> str:
+        anchor, pool = cards[0], cards[1:]
+        size = 1 if "exactly 1 tool" in text else 2 if "2 or 3 tools" in text else 4
+        me = pool.index(anchor)
+        ranked = sorted((i for i in range(len(pool)) if i != me), key=lambda i: (-len(_words(pool[i][2]) & _words(anchor[2])), i))
+        chosen = [me] + ranked[: size - 1]
+        if self.leak_every and self.calls % self.leak_every == 0:
+            return json.dumps({"query": f"please use {anchor[0]} to do this for me", "tools": [i + 1 for i in chosen]})
+        words = " ".join(pool[i][2] for i in chosen).split()[:20]
+        return "Sure! " + json.dumps({"query": "I want to " + " ".join(words), "tools": [i + 1 for i in chosen]})
 
 
 CONTEXT_400 = {"error": {"message": "This model's maximum context length is 8192 tokens", "type": "invalid_request_error",
@@ -151,7 +166,7 @@ class FakeOpenAIServer:
         if fault == "malformed":
             return "Sure! {query: " + reply[:20]
         if fault == "leak":
-            return json.dumps({"query": f"please use {_service_of(text)} to do this for me"})
+            return json.dumps({"query": f"please use {_service_of(text)} to do this for me", "tools": parse_json_reply(reply)["tools"]})
         if fault and fault.startswith("copy:"):
             return self.last_reply[fault[5:]]
         if "Write ONE short" in text:
@@ -166,3 +181,19 @@ class FakeOpenAIServer:
 def _service_of(text: str) -> str:
     m = re.search(r"^(?:- |\d+\. )(.+?) / ", text, flags=re.M)
     return m.group(1) if m else "the service"
+
+
+class HandLLM:
+    """Hand-made replies by pipeline stage, in order: ``HandLLM(rrb_writer=[{...}], rrb_judge=[{...}])``;
+    dicts are sent as JSON. Records every prompt it was shown (``prompts[stage]``)."""
+
+    name = "hand"
+
+    def __init__(self, **replies):
+        self.replies = {k: list(v) for k, v in replies.items()}
+        self.prompts: dict[str, list[str]] = {}
+
+    def __call__(self, messages, *, temperature=0.0, seed=0, schema=None, stage=""):
+        self.prompts.setdefault(stage, []).append(messages[-1]["content"])
+        reply = self.replies[stage].pop(0)
+        return reply if isinstance(reply, str) else json.dumps(reply)

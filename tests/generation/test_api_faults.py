@@ -49,8 +49,8 @@ def _rows(path: Path) -> list[dict]:
 
 
 def test_injected_api_failures_are_counted_and_nothing_is_lost(tmp_path, server_factory, demo_catalog, nb):
-    easy = [t for t in plan_rrb(demo_catalog, nb, PER_TIER, 14, 0) if t.tier == "easy"]
-    titles = [api_title(demo_catalog[t.gold[0]]) for t in easy]
+    easy = [t for t in plan_rrb(demo_catalog, nb, PER_TIER, 13, 0)[0] if t.tier == "easy"]
+    titles = [api_title(demo_catalog[t.anchor]) for t in easy]
     faults = dict(zip(titles, ["malformed", "http500_once", "http400", "timeout_once", "truncated"]))
     faults[titles[6]] = "copy:" + titles[5]
     server = server_factory(faults=faults, judge_garbled=True, sleep_s=1.6)

@@ -13,47 +13,24 @@ from toolsense.generation.checks import check_mcq, check_qa, check_query, leaked
 from toolsense.generation.config import GenerateConfig
 from toolsense.generation.llm import CachedLLM, LLMConfig, parse_json_reply
 from toolsense.generation.pools import Neighbourhoods
-from toolsense.generation.rrb import judge_accepts, plan_rrb
+from toolsense.generation.rrb import plan_rrb
 from toolsense.generation.runner import run
 from tests.generation.scripted import ScriptedLLM
 
 
-def test_plan_rrb_tiers_pools_and_determinism(demo_catalog, nb):
-    tasks = plan_rrb(demo_catalog, nb, {"easy": 5, "medium": 5, "hard": 5}, pool_size=14, seed=1)
-    again = plan_rrb(demo_catalog, nb, {"easy": 5, "medium": 5, "hard": 5}, pool_size=14, seed=1)
-    assert [(t.gold, t.pool) for t in tasks] == [(t.gold, t.pool) for t in again]
-    by = {tier: [t for t in tasks if t.tier == tier] for tier in ("easy", "medium", "hard")}
-    assert all(len(v) == 5 for v in by.values())
-    assert all(len(t.gold) == 1 for t in by["easy"])
-    assert all(2 <= len(t.gold) <= 3 for t in by["medium"])
-    assert all(4 <= len(t.gold) <= 8 for t in by["hard"])
-    for t in tasks:
-        assert len(t.pool) == 14 and set(t.gold) <= set(t.pool) and len(set(t.pool)) == 14
-    # medium golds are equivalent tools from *other* services
-    for t in by["medium"]:
-        services = [demo_catalog[g].service for g in t.gold]
-        assert len(set(services)) == len(services)
-    # the pool's negatives are harder than random tools
-    t = by["easy"][0]
-    negs = [p for p in t.pool if p not in t.gold]
-    rand = [demo_catalog[int(i)].name for i in np.random.default_rng(0).choice(len(demo_catalog), 13, replace=False)]
-    assert np.mean([nb.similarity(t.gold[0], n) for n in negs]) > np.mean([nb.similarity(t.gold[0], n) for n in rand if n != t.gold[0]])
-
-
-def test_code_checks(demo_catalog):
-    tool = demo_catalog[0]
-    assert leaked_names(f"use {tool.tool_title} now", [tool]) == [tool.tool_title]
-    assert check_query("hi", [tool], 25, set()) == "query too short (1 words)"
-    assert check_query("a " * 30, [tool], 25, set()).startswith("query too long")
-    assert check_query("call <<x&&y>> please now", [tool], 25, set()) == "query names the tool: ['virtual-token syntax']"
-    assert check_query("what is the weather", [tool], 25, {"what is the weather"}) == "duplicate query"
-    assert check_query("what is the weather", [tool], 25, set()) is None
-    assert check_mcq({"question": "q", "correct_answer": "a", "wrong_answers": ["a", "b", "c"]}, tool) == "answers are not distinct"
-    assert check_mcq(None, tool) == "reply is not a JSON object"
-    assert check_qa({"question": "Is it?", "answer": "No"}, tool, "Yes") == "answer No but Yes was asked for"
-    assert parse_json_reply('Sure: ```json\n{"query": "x {y}"}\n``` done') == {"query": "x {y}"}
-    assert judge_accepts({"a"}, ["a"], "easy", 0.5) and not judge_accepts({"b", "c"}, ["a"], "easy", 0.5)
-    assert not judge_accepts({"a"}, ["a", "b", "c", "d"], "hard", 0.5)
+def test_plan_rrb_anchor_pools_and_determinism(demo_catalog, nb):
+    tasks, clones = plan_rrb(demo_catalog, nb, {"easy": 5, "medium": 5, "hard": 5}, pool_k=13, seed=1)
+    again, _ = plan_rrb(demo_catalog, nb, {"easy": 5, "medium": 5, "hard": 5}, pool_k=13, seed=1)
+    assert [(t.anchor, t.pool) for t in tasks] == [(t.anchor, t.pool) for t in again]
+    assert [t.tier for t in tasks].count("hard") == 5 and len({t.anchor for t in tasks}) == 15
+    # 15 anchors over the demo's 15 categories: one each
+    assert sorted(demo_catalog[t.anchor].category for t in tasks) == sorted({t.category for t in demo_catalog})
+    for t in tasks:  # P(τ) = τ plus its 13 nearest tools by cosine (the demo has no clones)
+        sims = nb.emb @ nb.emb[demo_catalog.index_of(t.anchor)]
+        nearest = [demo_catalog[int(j)].name for j in np.argsort(-sims, kind="stable") if demo_catalog[int(j)].name != t.anchor][:13]
+        assert len(t.pool) == 14 and set(t.pool) == {t.anchor, *nearest}
+    assert clones == 0
+    assert len({t.pool.index(t.anchor) for t in tasks}) > 3  # shuffled: the anchor is not always first
 
 
 def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
@@ -70,6 +47,11 @@ def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
         gold = [row["tool"]] if isinstance(row["tool"], dict) else row["tool"]
         assert {g["tool_name"] for g in gold} <= {a["tool_name"] for a in row["analyzed_tools"]}
         assert len(row["analyzed_tools"]) == 14
+        assert row["anchor"] in {g["tool_name"] for g in gold}  # the answer set holds the anchor
+        assert len(gold) == {"easy": 1, "medium": 2, "hard": 4}[row["complexity"]]  # the scripted writer's choice
+        assert row["judge"]["scores"] == {"naturalness": 5, "tier_compliance": 5, "label_correctness": 5}
+        assert sorted(row["judge"]["pool_verdicts"]) == sorted(a["tool_name"] for a in row["analyzed_tools"])
+    assert summary["gen/rrb/rubric_mean/naturalness"] == 5 and summary["gen/rrb/relabelled_items"] == 0
     # the files load with the project's query loader (gold as tool dicts)
     qs = load_query_jsonl(tmp_path / "rrb.jsonl")
     assert all(n in demo_catalog for q in qs for n in q.tools)
@@ -77,6 +59,11 @@ def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
     qa = [json.loads(l) for l in (tmp_path / "qa.jsonl").read_text().splitlines()]
     assert len(mcq) == 4 and all(len(m["wrong_answers"]) == 3 for m in mcq)
     assert [q["answer"] for q in qa] == ["Yes", "No", "Yes", "No"]
+    from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark  # the evaluation loaders read them
+
+    bench = {k: load_benchmark(BenchmarkConfig(loader=k, path=str(tmp_path / f"{k}.jsonl"))) for k in ("rrb", "mcq", "qa")}
+    assert [len(b.items) for b in bench.values()] == [len(rrb), 4, 4]
+    assert all(len(it.meta["pool"]) == 14 for it in bench["rrb"].items)
     # resume: a second run makes no LLM call and appends nothing
     calls = llm.calls
     again = run(cfg, writer=llm, judge=llm, catalog=demo_catalog, embeddings=nb.emb)
@@ -87,7 +74,8 @@ def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
 
 def test_cached_llm_replays_from_disk(tmp_path):
     inner = ScriptedLLM()
-    msgs = [{"role": "user", "content": "Tools:\n- S / a: does things\n\nWrite ONE short request"}]
+    msgs = [{"role": "user", "content": "Anchor tool:\n- S / a: does things\n\nCandidate tools:\n1. S / a: does things\n\n"
+                                        "Write ONE short request (answer set: exactly 1 tool, the anchor)"}]
     first = CachedLLM(inner, tmp_path / "c.jsonl")(msgs, seed=3)
     again = CachedLLM(inner, tmp_path / "c.jsonl")
     assert again(msgs, seed=3) == first and inner.calls == 1 and again.hits == 1
@@ -111,6 +99,16 @@ def test_bad_config_names_field():
         GenerateConfig(tasks=["rbb"])
     with pytest.raises(ValueError, match=r"rrb_per_tier: unknown tiers \['extreme'\]"):
         GenerateConfig(rrb_per_tier={"extreme": 3})
+    with pytest.raises(ValueError, match=r"fn_policy='drop': choose from \['relabel', 'reject'\]"):
+        GenerateConfig(fn_policy="drop")
+    with pytest.raises(ValueError, match=r"clones='merge': choose from \['exclude', 'gold'\]"):
+        GenerateConfig(clones="merge")
+    with pytest.raises(ValueError, match=r"rubric_min: keys must be among \['naturalness', 'tier_compliance', 'label_correctness'\]"):
+        GenerateConfig(rubric_min={"fluency": 3})
+    with pytest.raises(ValueError, match=r"rubric_min: .* values 1-5"):
+        GenerateConfig(rubric_min={"naturalness": 6})
+    with pytest.raises(ValueError, match=r"pool_k must be >= 3"):
+        GenerateConfig(pool_k=2)
 
 
 @pytest.mark.slow
@@ -122,11 +120,11 @@ def test_generate_cli_with_embedded_smollm2(tmp_path):
 
     out = tmp_path / "gen"
     subprocess.run([sys.executable, "generate.py", "rrb_per_tier={easy:1,medium:1,hard:1}", "n_probes=1",
-                    "max_attempts=1", f"hydra.run.dir={out}"], check=True, cwd=str(__import__("pathlib").Path(__file__).parents[2]))
+                    "max_attempts=1", f"output_dir={out}", f"hydra.run.dir={out / 'logs'}"], check=True, cwd=str(__import__("pathlib").Path(__file__).parents[2]))
     summary = json.loads((out / "summary.json").read_text())
     n_files = {f: len((out / f).read_text().splitlines()) if (out / f).exists() else 0 for f in ("rrb.jsonl", "mcq.jsonl", "qa.jsonl", "rejected.jsonl")}
     assert n_files["rrb.jsonl"] + n_files["mcq.jsonl"] + n_files["qa.jsonl"] + n_files["rejected.jsonl"] == 5
-    assert sum(v for k, v in summary.items() if k.startswith("gen/")) == 5
+    assert sum(v for k, v in summary.items() if k.startswith("gen/") and k.endswith(("/accepted", "/rejected"))) == 5
 
 
 class SlowScriptedLLM(ScriptedLLM):

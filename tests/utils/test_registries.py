@@ -76,4 +76,4 @@ def test_registries_hold_exactly_the_documented_names():
     assert INDEX_BUILDERS.names() == ["clustered", "flat", "structural"]
     assert QUERY_SOURCES.names() == ["demo", "generated", "jsonl", "toolbench", "toolgen"]
     assert CATALOG_FORMATS.names() == ["toolbench", "toolsense", "virtual_tokens"]
-    assert LLM_BACKENDS.names() == ["hf", "openai"]
+    assert LLM_BACKENDS.names() == ["hf", "local", "openai"]

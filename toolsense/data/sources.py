@@ -4,6 +4,7 @@ retrieval JSON, our own JSONL ``{query, tools}``, and generated realistic querie
 from __future__ import annotations
 
 import glob
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -13,6 +14,7 @@ from toolsense.catalog.tool import canonical_name
 from toolsense.utils.io import DataError, load_json
 from toolsense.utils.registry import Registry
 
+log = logging.getLogger(__name__)
 QUERY_SOURCES: Registry[Callable[["QuerySource"], list[Query]]] = Registry("stage-2 query source")
 
 
@@ -57,7 +59,20 @@ def _jsonl(src: QuerySource) -> list[Query]:
 
 
 QUERY_SOURCES.register("jsonl")(_jsonl)
-QUERY_SOURCES.register("generated")(_jsonl)
+
+
+@QUERY_SOURCES.register("generated")
+def _generated(src: QuerySource) -> list[Query]:
+    """Our JSONL, from ``generate.py``. A file generated with ``purpose=benchmark`` had no
+    leakage guard (its items may share gold tools and queries with evaluation benchmarks):
+    warn, naming the file and the fix."""
+    for p in _paths(src):
+        ident = Path(p).parent / "generation_config.json"
+        purpose = load_json(ident).get("config", {}).get("purpose") if ident.exists() else None
+        if purpose not in (None, "training"):
+            log.warning("%s was generated with purpose=%s: no leakage guard kept evaluation benchmarks out of it; "
+                        "regenerate with purpose=training exclude=[<benchmark files>] for Stage-2 data", p, purpose)
+    return _jsonl(src)
 
 
 def _turns(conv: Any, where: str) -> list[tuple[str, str]]:

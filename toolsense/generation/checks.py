@@ -1,29 +1,80 @@
-"""Code validation of generated items: what any accepted item must satisfy, whatever the LLM."""
+"""Code validation of generated items: what any accepted item must satisfy, whatever the LLM.
+
+Name leaks: a query or question may not contain the *distinctive* name of an answer tool —
+its service / tool title or its API title — matched on word boundaries after lower-casing and
+transliterating accents away (unidecode). A name is distinctive when one of its words is not a
+common English word (``wordfreq`` Zipf frequency below :data:`COMMON_ZIPF`, or shorter than 4
+letters counts as not distinctive): "Customer", "Guardian", "Job Search" are words a user may
+type for what they want; "Upwork Jobs API", "SkyCast" or "getWeather" are names. Identifier-
+like API titles (``get_weather``, ``/v2/jobs``, ``getWeather``) always count.
+"""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+from unidecode import unidecode
 
 from toolsense.catalog import Tool
 
 _IDENT = re.compile(r"[_/{}]|[a-z][A-Z]")
+_WORD = re.compile(r"[a-z0-9]+")
+COMMON_ZIPF = 3.5
+"""Words at least this frequent in English (Zipf scale: 3.5 ≈ 3 per million words) are common:
+"translate", "compass", "spotify" are; "upwork", "skycast" are not."""
+GENERIC_QUESTIONS = (
+    "what is the primary function of this tool", "what is the main function of this tool",
+    "what is the purpose of this tool", "what is the main purpose of this tool", "what does this tool do",
+    "what is this tool used for", "what is the primary purpose of this tool", "what can this tool do",
+    "what is the function of this tool", "what does this tool primarily do", "does this tool work",
+    "is this tool useful", "what kind of tool is this", "what type of service does this tool provide",
+)
+"""Questions that fit nearly every tool (the released MCQ asks the first 58 times): rejected
+after normalisation (lower case, punctuation dropped)."""
+_FUNCTION_WORDS = frozenset(
+    "this that tool what which does do the a an is are for with from into about when where who how can will "
+    "would could should does using used use uses user users their there these those your you its it of to in on "
+    "and or not any some such main primary purpose function functions provide provides service data information "
+    "specific allow allows help helps perform performs feature features kind type api".split())
+
+
+def normalise(text: str) -> str:
+    """Lower case, accents transliterated, punctuation dropped, single spaces."""
+    return " ".join(_WORD.findall(unidecode(text).lower()))
+
+
+@lru_cache(maxsize=65536)
+def is_common_word(word: str) -> bool:
+    from wordfreq import zipf_frequency
+
+    return len(word) < 4 or zipf_frequency(word, "en") >= COMMON_ZIPF
+
+
+def is_distinctive(name: str) -> bool:
+    """A name a user would not type by chance: some word of it is rare in English."""
+    return any(not is_common_word(w) for w in normalise(name).split())
+
+
+def _mentions(text: str, name: str) -> bool:
+    """Word-boundary match, case- and accent-insensitive: identifiers verbatim (``live_scores``
+    is not "live scores"), other names as normalised phrases (punctuation ignored)."""
+    if _IDENT.search(name):
+        phrase, text = re.escape(unidecode(name).lower()), unidecode(text).lower()
+    else:
+        phrase, text = re.escape(normalise(name)), normalise(text)
+    return bool(phrase) and re.search(rf"(?<![a-z0-9]){phrase}(?![a-z0-9])", text) is not None
 
 
 def leaked_names(text: str, tools: list[Tool]) -> list[str]:
-    """Tool, service or identifier-like API names that appear verbatim in ``text``.
-
-    Service titles always count; API titles only when they look like identifiers
-    (``get_weather``, ``/v2/jobs``, ``getWeather``), since plain words ("Translate") are fair
-    for a user to type."""
-    low = text.lower()
+    """The answer tools' distinctive or identifier-like service/tool/API names that ``text``
+    contains (see the module docstring), plus "virtual-token syntax" for ``<<...>>`` / ``&&``."""
     hits = []
     for t in tools:
-        for name in (t.tool_title or t.service, t.service):
-            if len(name) >= 4 and name.lower() in low:
+        names = {normalise(n): n for n in (t.service, t.api_title or t.api, t.tool_title) if n}  # one per spelling, the title's
+        for name in names.values():
+            if (is_distinctive(name) or _IDENT.search(name)) and _mentions(text, name):
                 hits.append(name)
-        api = t.api_title or t.api
-        if len(api) >= 4 and _IDENT.search(api) and api.lower() in low:
-            hits.append(api)
     if "<<" in text or "&&" in text:
         hits.append("virtual-token syntax")
     return sorted(set(hits))
@@ -46,6 +97,48 @@ def check_query(query: object, tools: list[Tool], max_words: int, seen: set[str]
     return None
 
 
+TIER_SIZES = {"easy": (1, 1), "medium": (2, 3), "hard": (4, None)}
+"""How many answer tools each tier's answer set holds (inclusive; None = no upper bound)."""
+
+
+def check_answer_set(numbers: object, pool: list[str], anchor: str, tier: str) -> tuple[list[str] | None, str | None]:
+    """The writer's answer set (1-based pool numbers) as tool names, or the reason it is not
+    acceptable: not a list of pool numbers, the anchor missing, or a size outside the tier."""
+    if not isinstance(numbers, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        return None, "answer set is not a list of pool numbers"
+    outside = [n for n in numbers if not 1 <= n <= len(pool)]
+    if outside:
+        return None, f"answer set outside the pool: {outside}"
+    names = list(dict.fromkeys(pool[n - 1] for n in numbers))
+    if anchor not in names:
+        return None, "answer set misses the anchor tool"
+    lo, hi = TIER_SIZES[tier]
+    if len(names) < lo or (hi is not None and len(names) > hi):
+        return None, f"answer set of {len(names)} does not fit tier {tier} ({lo}-{hi or 'more'})"
+    return names, None
+
+
+def card_words(tool: Tool) -> set[str]:
+    text = " ".join((tool.tool_title, tool.service, tool.tool_description, tool.api_title, tool.api, tool.api_description))
+    return {w[:5] for w in normalise(text).split() if len(w) >= 4 and w not in _FUNCTION_WORDS}
+
+
+def generic_question(question: str, tool: Tool, need_card_word: bool = True) -> str | None:
+    """Why a probe question would fit most tools (a generic template, or — when
+    ``need_card_word`` — not one content word of the tool's card, compared on 5-letter stems),
+    else None. A QA question whose answer is No asks about what the tool does *not* do, so its
+    words need not come from the card."""
+    norm = normalise(question)
+    if norm in GENERIC_QUESTIONS:
+        return "generic question (template)"
+    if not need_card_word:
+        return None
+    content = {w[:5] for w in norm.split() if len(w) >= 4 and w not in _FUNCTION_WORDS}
+    if not content & card_words(tool):
+        return "generic question (no content word from the tool card)"
+    return None
+
+
 def check_mcq(obj: dict | None, tool: Tool) -> str | None:
     if obj is None:
         return "reply is not a JSON object"
@@ -62,7 +155,7 @@ def check_mcq(obj: dict | None, tool: Tool) -> str | None:
     leaked = leaked_names(q, [tool])
     if leaked:
         return f"question names the tool: {leaked}"
-    return None
+    return generic_question(q, tool)
 
 
 def check_qa(obj: dict | None, tool: Tool, target: str) -> str | None:
@@ -78,4 +171,4 @@ def check_qa(obj: dict | None, tool: Tool, target: str) -> str | None:
     leaked = leaked_names(q, [tool])
     if leaked:
         return f"question names the tool: {leaked}"
-    return None
+    return generic_question(q, tool, need_card_word=target == "Yes")

