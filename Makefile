@@ -24,7 +24,7 @@ demo: setup
 
 # Tool-trace audit demo: planted-shortcut traces, PT2D, dilution sweeps, LoRA + redaction.
 audit-demo: setup
-	HF_HUB_OFFLINE=1 $(PY) audit.py demo
+	HF_HUB_OFFLINE=1 $(PY) audit.py audit/mode=demo
 
 test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolsense.audit.config import AuditConfig, audit_config
+from toolsense.audit.config import AuditConfig
 from toolsense.audit.dilution import run_dilution
 from toolsense.audit.finetune import finetune_key, finetune_lora
 from toolsense.audit.generator import write_demo_traces
@@ -88,16 +88,13 @@ def run(cfg: AuditConfig) -> dict:
     res["findings"] = findings(res)
     (out / "results.json").write_text(json.dumps(res, indent=2, default=str), encoding="utf-8")
     write_report(res, out)
+    print("\n".join(["", "Findings:"] + res["findings"] + [f"Report: {out / 'report.md'}"]))
     return res
 
 
-def run_from_hydra(dict_cfg) -> float:
-    """Entry for audit.py: build the typed config, run, print the findings; returns the
-    largest delta_A = A_original - A_redacted over the classes (or the top PT2D gap) as the
-    sweep metric."""
-    cfg = audit_config(dict_cfg)
-    res = run(cfg)
-    print("\n".join(["", "Findings:"] + res["findings"] + [f"Report: {Path(cfg.output_dir) / 'report.md'}"]))
+def sweep_metric(res: dict) -> float:
+    """audit.py's return value: the largest delta_A = A_original - A_redacted over the classes
+    (or the top PT2D gap)."""
     if "redaction" in res:
         deltas = [v["delta_A"]["auroc"] for k, v in res["redaction"]["variants"].items() if k != "original"]
         return float(max(deltas)) if deltas else 0.0
