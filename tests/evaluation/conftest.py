@@ -80,3 +80,11 @@ class BigramLM(torch.nn.Module):
 @pytest.fixture
 def bigram():
     return BigramLM
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _evaluate_schema():
+    """evaluate.yaml lists evaluate_schema first; evaluate.py registers it, tests that compose do so here."""
+    from toolsense.evaluation.config import register_configs
+
+    register_configs()

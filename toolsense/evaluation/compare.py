@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import yaml
-
 from toolsense.evaluation.outputs import benchmark_label, fmt, markdown_table, write_json
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
+from toolsense.utils.rundir import RunDir
 
 
 @dataclass
@@ -74,12 +73,7 @@ def _drift_result(drift: dict[str, Any], path: Path) -> dict[str, Any]:
 @functools.lru_cache(maxsize=None)
 def _run_label(run: str) -> str:
     """``experiment-tuning`` of a run (its config.yaml is read once, not once per results file)."""
-    cfg_path = Path(run) / "config.yaml"
-    if not cfg_path.exists():
-        return Path(run).name
-    cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
-    tuning = (cfg.get("tuning") or {}).get("method")
-    return "-".join(str(x) for x in (cfg.get("experiment"), tuning) if x) or Path(run).name
+    return RunDir(run).label()
 
 
 def row_label(res: dict[str, Any]) -> tuple[str, bool, str | None]:

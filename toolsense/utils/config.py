@@ -119,6 +119,27 @@ def defaults_of(cls: type) -> dict[str, Any]:
     return out
 
 
+def omegaconf_can_type(hint: Any, _seen: frozenset = frozenset()) -> bool:
+    """Whether OmegaConf 2.3 can type ``hint`` as a structured config: no ``Literal`` and no
+    ``Union`` other than ``Optional`` anywhere in the dataclass tree."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return False
+    if origin is typing.Union:
+        members = [a for a in args if a is not _NONE]
+        return len(members) == 1 and omegaconf_can_type(members[0], _seen)
+    if origin in (list, tuple, dict):
+        return all(omegaconf_can_type(a, _seen) for a in args if a is not Ellipsis)
+    if dataclasses.is_dataclass(hint) and hint not in _seen:
+        return all(omegaconf_can_type(h, _seen | {hint}) for h in typing.get_type_hints(hint).values())
+    return True
+
+
+def as_plain(obj: Any) -> Any:
+    """A dataclass tree as plain data (enums as their values): what results.json records."""
+    return _plain_value(dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj)
+
+
 def _plain_value(val: Any) -> Any:
     if isinstance(val, enum.Enum):
         return val.value
@@ -129,4 +150,4 @@ def _plain_value(val: Any) -> Any:
     return val
 
 
-__all__ = ["defaults_of", "to_config", "to_plain"]
+__all__ = ["as_plain", "defaults_of", "omegaconf_can_type", "to_config", "to_plain"]

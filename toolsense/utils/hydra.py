@@ -14,16 +14,9 @@ def register_schema(name: str, node: type) -> None:
     type fails at compose time) where OmegaConf can express the dataclass; a tree of Union /
     Literal fields (which OmegaConf 2.3 cannot) is registered as its plain defaults instead, and
     the converter (:func:`toolsense.utils.config.to_config`) checks it."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
+    from toolsense.utils.config import defaults_of, omegaconf_can_type
 
-    from toolsense.utils.config import defaults_of
-
-    try:
-        OmegaConf.structured(node)
-    except OmegaConfBaseException:
-        node = defaults_of(node)
-    ConfigStore.instance().store(name=name, node=node)
+    ConfigStore.instance().store(name=name, node=node if omegaconf_can_type(node) else defaults_of(node))
 
 
 def shared_output_dir(explicit: str | None) -> str:
