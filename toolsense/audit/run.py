@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -21,19 +20,11 @@ from toolsense.audit.report import findings, write_report
 from toolsense.audit.scorers import ScoreCache, build_scorer
 from toolsense.audit.scorers.base import default_cache_dir
 from toolsense.audit.traces import TraceSet, load_traces
-from toolsense.utils.io import sha256_file
+from toolsense.utils.io import git_sha, sha256_file
 
 log = logging.getLogger(__name__)
 
 DELTA_A = "delta_A = A_original - A_redacted (the paper's sign: positive = the scorer depends on the class)"
-
-
-def _git_sha() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                              cwd=Path(__file__).parent).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def load_data(cfg: AuditConfig, out: Path) -> TraceSet:
@@ -71,7 +62,7 @@ def run(cfg: AuditConfig) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     traces = load_data(cfg, out)
     fit, ev = traces.split(cfg.data.fit_partitions, cfg.data.eval_partitions)
-    res: dict = {"config": dataclasses.asdict(cfg), "git_sha": _git_sha(),
+    res: dict = {"config": dataclasses.asdict(cfg), "git_sha": git_sha(),
                  "data": {"path": cfg.data.path, "sha256": sha256_file(cfg.data.path), "n_records": len(traces),
                           "tools": traces.tools, "fit": cfg.data.fit_partitions,
                           "eval": sorted(set(traces.partitions[ev].tolist()), key=str),

@@ -20,6 +20,7 @@ from toolsense.evaluation.config import DriftConfig
 from toolsense.evaluation.outputs import write_json
 from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import ModelConfig, load_model_and_tokenizer
+from toolsense.utils.modeling import embeddings_tied
 from toolsense.utils.progress import progress
 from toolsense.utils.rundir import RunDir
 
@@ -44,10 +45,9 @@ def mean_pairwise_cosine(rows: torch.Tensor) -> float:
 def embedding_rows(model, tokenizer, index: ToolIndex) -> dict[str, torch.Tensor]:
     """The input (and, if untied, output) embedding matrices, rows in tokenizer id order."""
     inp = model.get_input_embeddings().weight.detach().cpu()
-    out = model.get_output_embeddings()
     mats = {"input": inp}
-    if out is not None and out.weight is not model.get_input_embeddings().weight:
-        mats["output"] = out.weight.detach().cpu()
+    if model.get_output_embeddings() is not None and not embeddings_tied(model):
+        mats["output"] = model.get_output_embeddings().weight.detach().cpu()
     return mats
 
 

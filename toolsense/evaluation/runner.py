@@ -112,8 +112,8 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
                 continue
             for bl_label, ranker in baselines.items():
                 d = out / label / bl_label
-                bl_dec = DecodingConfig(**{**dec.__dict__, "free_form": False})
-                prov = {**provenance, "index_sha256": None, "source": {"baseline": baselines_cfg[bl_label].__dict__},
+                bl_dec = dataclasses.replace(dec, free_form=False)
+                prov = {**provenance, "index_sha256": None, "source": {"baseline": as_plain(baselines_cfg[bl_label])},
                         "fingerprint": plan[d]}
                 results.append(evaluate_ranking(bench, bl_label, ranker.run, set(catalog.names), bl_dec, d, prov))
         elif ev is not None and shard.main:

@@ -7,6 +7,7 @@ from typing import Optional
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.generation.llm import LLMConfig
+from toolsense.tracking import LoggerConfig
 from toolsense.utils.choices import StrEnum
 
 
@@ -49,6 +50,8 @@ class GenerateConfig:
     differing fields."""
     output_root: str = "outputs/generate"
     on_exists: OnExists = OnExists.resume
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    """Also log the summary's gen/ counts to a tracker (``logger=wandb``); not part of the identity."""
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     """USD per million tokens by model name, ``{gpt-4o-mini: {input: 0.15, output: 0.6}}``,
     for the estimated cost in ``summary.json`` / ``data_card.md``."""
@@ -71,3 +74,10 @@ class GenerateConfig:
                 raise ValueError(f"prices.{name}: give exactly input and output (USD per million tokens), got {sorted(price)}")
         if self.pool_size < 2:
             raise ValueError(f"pool_size must be >= 2, got {self.pool_size}")
+
+
+def register_configs() -> None:
+    """Register :class:`GenerateConfig` as ``generate_schema`` (generate.yaml's first default)."""
+    from toolsense.utils.hydra import register_schema
+
+    register_schema("generate_schema", GenerateConfig)

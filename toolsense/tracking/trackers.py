@@ -206,6 +206,18 @@ def job_tracker(logger: LoggerConfig, *, out: str | Path, name: str, group: str,
         track.finish()
 
 
+def log_job_summary(logger: LoggerConfig, summary: dict[str, Any], *, prefix: str, out: str | Path, config: dict,
+                    job_type: str) -> dict[str, float]:
+    """Log the numeric ``<prefix>/...`` entries of a finished job's summary (generate.py's
+    ``gen/...`` counts) as one step; returns what was logged (nothing is sent for kind=none)."""
+    metrics = {k: float(v) for k, v in summary.items()
+               if k.startswith(f"{prefix}/") and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    with job_tracker(logger, out=out, name=logger.name or job_type, group=job_type, tags=[f"job:{job_type}"],
+                     config=config, job_type=job_type) as track:
+        track(metrics)
+    return metrics
+
+
 def evaluation_tracker(logger: LoggerConfig, config: dict[str, Any], out: str | Path, run: str | Path | None):
     """:func:`job_tracker` for evaluate.py: labelled and grouped like the training run ``run``
     (when given), whose config it reads through :class:`~toolsense.utils.rundir.RunDir`."""

@@ -63,6 +63,21 @@ def _join(where: str, key: Any) -> str:
     return f"{where}.{key}" if where else str(key)
 
 
+def _matches(hint: Any, val: Any) -> bool:
+    """Whether ``val`` has the shape of a Union member (containers and scalars are not coerced
+    across members: ``Union[Literal["auto"], list[int]]`` rejects ``"sideways"``)."""
+    origin = typing.get_origin(hint) or hint
+    if origin in (list, tuple):
+        return isinstance(val, (list, tuple))
+    if origin is dict or dataclasses.is_dataclass(hint):
+        return isinstance(val, Mapping)
+    if hint is float:
+        return isinstance(val, (int, float)) and not isinstance(val, bool)
+    if isinstance(hint, type) and not issubclass(hint, enum.Enum) and hint is not Any:
+        return isinstance(val, hint)
+    return True
+
+
 def _value(hint: Any, val: Any, where: str, ignore_unknown: bool) -> Any:
     """``val`` converted to ``hint`` (recursing), or a ValueError naming ``where``."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -77,6 +92,8 @@ def _value(hint: Any, val: Any, where: str, ignore_unknown: bool) -> Any:
         if len(members) == 1:
             return _value(members[0], val, where, ignore_unknown)
         for m in members:
+            if not _matches(m, val):
+                continue
             try:
                 return _value(m, val, where, ignore_unknown)
             except ValueError:
