@@ -11,16 +11,18 @@
 import hydra
 from omegaconf import DictConfig
 
+from toolsense.evaluation.config import EvaluateConfig, register_configs
+from toolsense.evaluation.runner import run
+from toolsense.utils.config import to_config
+from toolsense.utils.hydra import shared_output_dir
+
+register_configs()
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
-def main(cfg: DictConfig) -> None:
-    from hydra.core.hydra_config import HydraConfig
-
-    from toolsense.evaluation.runner import run
-    from toolsense.utils.hydra import shared_output_dir
-
-    given = any(o.startswith("output_dir=") for o in HydraConfig.get().overrides.task)
-    run(cfg, output_dir=shared_output_dir(cfg.output_dir if given else None))
+def main(dict_cfg: DictConfig) -> None:
+    cfg = to_config(EvaluateConfig, dict_cfg)
+    run(cfg, output_dir=shared_output_dir(cfg.output_dir))
 
 
 if __name__ == "__main__":

@@ -7,17 +7,19 @@
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from toolsense.generation.config import GenerateConfig
-from toolsense.utils.hydra import register_schema
+from toolsense.generation.config import GenerateConfig, register_configs
+from toolsense.generation.runner import run
+from toolsense.tracking import log_job_summary
+from toolsense.utils.config import as_plain, to_config
 
-register_schema("generate_schema", GenerateConfig)
+register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="generate")
-def main(cfg: DictConfig) -> None:
-    from toolsense.generation.runner import run
-
-    summary = run(OmegaConf.to_object(cfg))
+def main(dict_cfg: DictConfig) -> None:
+    cfg = to_config(GenerateConfig, dict_cfg)
+    summary = run(cfg)
+    log_job_summary(cfg.logger, summary, prefix="gen", out=summary["output_dir"], config=as_plain(cfg), job_type="generate")
     print(OmegaConf.to_yaml(OmegaConf.create(summary)))
 
 

@@ -8,23 +8,25 @@
 import hydra
 from omegaconf import DictConfig
 
-from toolsense.training import register_configs, run
+from toolsense.training import TrainConfig, register_configs, run
+from toolsense.utils.config import to_config
 from toolsense.utils.hydra import shared_output_dir, sweep_name
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
-def main(cfg: DictConfig) -> float | None:
-    run_dir = shared_output_dir(cfg.output_dir)
+def main(dict_cfg: DictConfig) -> float | None:
+    cfg = to_config(TrainConfig, dict_cfg)
     cfg.logger.group = cfg.logger.group or sweep_name()  # a sweep is one W&B group; a single run's is its experiment
+    run_dir = shared_output_dir(cfg.output_dir)
     summary = run(cfg, output_dir=run_dir)
     if cfg.evaluate.suite is not None or cfg.evaluate.overrides or cfg.evaluate.drift:
         from toolsense.evaluation.runner import evaluate_trained_run
 
         overrides = list(cfg.evaluate.overrides)
-        if cfg.logger.kind == "wandb" and not any(o.startswith("eval_logger") for o in overrides):  # W&B for eval too
-            overrides.insert(0, "eval_logger=wandb")
+        if cfg.logger.kind == "wandb" and not any(o.startswith("logger") for o in overrides):  # W&B for eval too
+            overrides.insert(0, "logger=wandb")
         evaluate_trained_run(run_dir, cfg.evaluate.suite, overrides, cfg.evaluate.drift, list(cfg.evaluate.stages))
     last = summary.get("stage2") or summary.get("stage1") or {}
     return last.get("train_loss")

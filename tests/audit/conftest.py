@@ -37,6 +37,9 @@ def compose_audit(overrides: list[str]):
     """conf/audit.yaml composed with Hydra overrides, as `python audit.py ...` would see it."""
     from hydra import compose, initialize_config_dir
 
+    from toolsense.audit import register_configs
+
+    register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose("audit", overrides=overrides)
 

@@ -4,12 +4,13 @@ import json
 
 import pytest
 
-from toolsense.audit.run import run_from_hydra
+from toolsense.audit.config import audit_config
+from toolsense.audit.run import run, sweep_metric
 
 
 @pytest.mark.slow
 def test_demo_finetuned_smollm2_depends_on_the_planted_identifier(tmp_path, smollm2_dir, compose):
-    run_from_hydra(compose(["audit/mode=demo", f"output_dir={tmp_path}"]))
+    run(audit_config(compose(["audit/mode=demo", f"output_dir={tmp_path}"])))
     res = json.loads((tmp_path / "results.json").read_text())
     var = res["redaction"]["variants"]
     assert var["original"]["auroc"]["all"]["auroc"] > 0.75

@@ -12,7 +12,7 @@ from toolsense.audit.config import audit_config
 from toolsense.audit.generator import GeneratorConfig, generate_traces
 from toolsense.audit.redaction import RedactionConfig
 from toolsense.audit.redaction_eval import redaction_variants, variant_messages
-from toolsense.audit.run import run_from_hydra
+from toolsense.audit.run import run, sweep_metric
 from toolsense.audit.scorers import messages_sha256
 
 GEN = ["generator.n_fit=120", "generator.n_eval_per_cluster=24"]
@@ -38,7 +38,7 @@ def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys, compose):
     _shortcut_scores(audit_config(compose(base + [f"output_dir={tmp_path}/x", "audit/scorer=precomputed", "scorer.path=unused"])), scores)
     out = tmp_path / "run"
     cfg = compose(base + [f"output_dir={out}", "audit/scorer=precomputed", f"scorer.path={scores}"])
-    metric = run_from_hydra(cfg)
+    metric = sweep_metric(run(audit_config(cfg)))
     res = json.loads((out / "results.json").read_text())
     printed = capsys.readouterr().out
     assert "Findings:" in printed and "redact identifier: AUROC 0.500" in printed and "control intact" in printed
@@ -85,11 +85,11 @@ def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys, compose):
                  "ΔA = A_original − A_redacted, the paper's sign"):
         assert text in report, text
     # rerun in the same folder: every stage resumes from its files
-    assert run_from_hydra(cfg) == pytest.approx(metric)
+    assert sweep_metric(run(audit_config(cfg))) == pytest.approx(metric)
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["data.path=null"], "data.path is required (or run the demo: python audit.py demo)"),
+    (["data.path=null"], "data.path is required (or run the demo: python audit.py audit/mode=demo)"),
     (["audit/mode=demo", "+data.nope=1"], "data: unknown field(s) ['nope']"),
     (["audit/mode=demo", "pt2d.features=[word_9]"], "pt2d: unknown PT2D feature set 'word_9'; choose from"),
     (["audit/mode=demo", "generator.strength=2"], "generator.strength must be in [0, 1], got 2"),

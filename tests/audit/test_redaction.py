@@ -65,12 +65,12 @@ def test_config_level_errors():
 def test_demo_classes_count_exactly(demo_traces):
     """Every demo record has 5 identifiers (1 planted + 4 noise), its project 3 times, 3 times of
     day, and 5 rendered section headers."""
-    from toolsense.audit.config import build
+    from toolsense.utils.config import to_config
     from omegaconf import OmegaConf
     from pathlib import Path
 
     conf = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[2] / "conf/audit/redaction/demo.yaml"))
-    cfg = build(RedactionConfig, conf, "redaction")
+    cfg = to_config(RedactionConfig, conf, "redaction")
     from toolsense.audit.prompting import AuditPromptConfig
     from toolsense.audit.redaction_eval import redaction_variants
 

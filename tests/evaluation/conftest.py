@@ -48,3 +48,11 @@ def make_run_dir(root: Path, builder: str = "flat", perturb: float = 0.0) -> Pat
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory, tiny_model_dir) -> Path:
     return make_run_dir(tmp_path_factory.mktemp("run_flat"), "flat", perturb=0.5)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _evaluate_schema():
+    """evaluate.yaml lists evaluate_schema first; evaluate.py registers it, tests that compose do so here."""
+    from toolsense.evaluation.config import register_configs
+
+    register_configs()

@@ -87,11 +87,10 @@ def test_empty_after_filtering_is_an_error(tmp_path):
 def _conf(name):
     from omegaconf import OmegaConf
 
-    from toolsense.evaluation.context import from_section
     from toolsense.evaluation.runner import CONF_DIR
+    from toolsense.utils.config import to_config
 
-    raw = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "benchmark" / f"{name}.yaml"), resolve=True)
-    return from_section(BenchmarkConfig, raw, name, strict=True)
+    return to_config(BenchmarkConfig, OmegaConf.load(CONF_DIR / "benchmark" / f"{name}.yaml"), name)
 
 
 def test_toolbench_groups_pool_files_as_the_paper(shared_data):

@@ -33,9 +33,9 @@ def test_drift_task_through_the_runner(tiny_run, tmp_path):
     from toolsense.evaluation.runner import run
 
     s = run({"task": "drift", "run": str(tiny_run), "drift": {"checkpoints": ["stage1", "stage2"], "sample_size": 50},
-             "eval_logger": {"kind": "none"}}, tmp_path)
+             "logger": {"kind": "none"}}, tmp_path)
     assert [(p["from"], p["to"]) for p in s["pairs"]] == [("stage1", "stage2")]
     assert s["flat"]["stage1->stage2/input/base_vocab"] == 0.0 and s["flat"]["stage1->stage2/input/virtual"] > 0.5
     assert (tmp_path / "drift.json").is_file()
     with pytest.raises(ValueError, match="task=drift needs run="):
-        run({"task": "drift", "eval_logger": {"kind": "none"}}, tmp_path)
+        run({"task": "drift", "logger": {"kind": "none"}}, tmp_path)

@@ -19,7 +19,7 @@ def _cfg(run_dir, out, **extra):
         "baselines": {"bm25": {"kind": "bm25"}},
         "decoding": {"beam_width": 10, "ks": [1, 5, 10], "batch_size": 4, "resamples": 200},
         "probe": {"modes": ["token", "control"]},
-        "eval_logger": {"kind": "none"}, "output_dir": str(out),
+        "logger": {"kind": "none"}, "output_dir": str(out),
     }
     cfg.update(extra)
     return cfg

@@ -124,3 +124,23 @@ def test_sweep_logs_comparable_wandb_runs_without_the_key(tmp_path):
     assert f"wandb sync {run_dir / 'wandb'}/offline-run-" in out.stdout
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(files) > 20 and not [p for p in files if SENTINEL.encode() in p.read_bytes()]
+
+
+def test_generate_summary_goes_through_the_one_tracker(tmp_path, monkeypatch):
+    """generate.py's gen/ counts: only numeric gen/ keys are logged, through the same JSONL + W&B
+    trackers (config redacted); kind=none logs nowhere."""
+    from toolsense.tracking import LoggerConfig as SharedLoggerConfig, log_job_summary
+
+    assert SharedLoggerConfig is LoggerConfig  # training's logger section is the shared one
+    summary = {"gen/rrb/easy/accepted": 3, "gen/qa/rejected": 1, "rejection_reasons": {"dup": 1}, "usage": {"tokens": 9},
+               "output_dir": str(tmp_path)}
+    none = log_job_summary(LoggerConfig(), summary, prefix="gen", out=tmp_path / "none", config={}, job_type="generate")
+    assert none == {"gen/rrb/easy/accepted": 3.0, "gen/qa/rejected": 1.0} and not (tmp_path / "none").exists()
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_API_KEY", SENTINEL)
+    log_job_summary(LoggerConfig(kind="wandb", mode="offline"), summary, prefix="gen", out=tmp_path,
+                    config={"writer": {"api_key": "k-1"}}, job_type="generate")
+    row = json.loads((tmp_path / "metrics.jsonl").read_text())
+    assert {k: v for k, v in row.items() if k.startswith("gen/")} == none and "usage" not in row
+    assert not any(b"k-1" in p.read_bytes() or SENTINEL.encode() in p.read_bytes()
+                   for p in (tmp_path / "wandb").rglob("*") if p.is_file())

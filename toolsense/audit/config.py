@@ -3,10 +3,8 @@ DictConfig with unknown keys and bad values reported by their dotted field name.
 
 from __future__ import annotations
 
-import dataclasses
-import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Literal, Optional
 
 from toolsense.audit.dilution import DilutionConfig
 from toolsense.audit.finetune import FinetuneConfig
@@ -16,6 +14,7 @@ from toolsense.audit.pt2d import PT2DConfig
 from toolsense.audit.redaction import RedactionConfig, TokenClassConfig
 from toolsense.audit.scorers import ScorerConfig
 from toolsense.models import ModelConfig
+from toolsense.utils.config import to_config
 
 
 @dataclass
@@ -81,7 +80,7 @@ class AuditConfig:
         if self.mode not in ("audit", "demo"):
             raise ValueError(f"mode must be audit or demo, got {self.mode!r}")
         if self.mode == "audit" and not self.data.path:
-            raise ValueError("data.path is required (or run the demo: python audit.py demo)")
+            raise ValueError("data.path is required (or run the demo: python audit.py audit/mode=demo)")
         if self.finetune.enabled is None:
             self.finetune.enabled = self.mode == "demo" and self.scorer.kind == "hf"
         if self.scorer.kind == "hf" and self.scorer.method is None:
@@ -96,41 +95,17 @@ class AuditConfig:
             raise ValueError("finetune.enabled needs scorer.kind=hf (the adapter is scored locally)")
 
 
-def build(cls, data: Any, where: str = ""):
-    """Instantiate dataclass ``cls`` from plain dicts/lists, recursing into nested dataclasses
-    and lists of them; an unknown key or a failing ``__post_init__`` names the dotted field."""
-    if not dataclasses.is_dataclass(cls):
-        return data
-    if not isinstance(data, dict):
-        raise ValueError(f"{where or 'config'}: expected a mapping, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ValueError(f"{where or 'config'}: unknown field(s) {unknown}; known: {sorted(names)}")
-    kwargs = {}
-    for key, val in data.items():
-        hint, sub = hints[key], f"{where}.{key}" if where else key
-        if dataclasses.is_dataclass(hint):
-            kwargs[key] = build(hint, val, sub)
-        elif typing.get_origin(hint) is list and typing.get_args(hint) and dataclasses.is_dataclass(typing.get_args(hint)[0]):
-            kwargs[key] = [build(typing.get_args(hint)[0], v, f"{sub}[{i}]") for i, v in enumerate(val or [])]
-        else:
-            kwargs[key] = val
-    try:
-        return cls(**kwargs)
-    except (TypeError, ValueError, KeyError) as e:
-        msg = e.args[0] if e.args else str(e)
-        raise ValueError(msg if where == "" or where in str(msg) else f"{where}: {msg}") from None
+def register_configs() -> None:
+    """Register :class:`AuditConfig` as ``audit_schema`` (audit.yaml's first default): the
+    dataclasses hold every default, audit.yaml only what differs."""
+    from toolsense.utils.hydra import register_schema
+
+    register_schema("audit_schema", AuditConfig)
 
 
 def audit_config(cfg) -> AuditConfig:
     """From a Hydra DictConfig (or a plain dict) to a validated AuditConfig."""
-    from omegaconf import DictConfig, OmegaConf
-
-    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
-    data = {k: v for k, v in data.items() if k != "hydra"}
-    return build(AuditConfig, data)
+    return to_config(AuditConfig, cfg)
 
 
-__all__ = ["AuditConfig", "DataConfig", "StatsConfig", "TokenClassConfig", "audit_config", "build"]
+__all__ = ["AuditConfig", "DataConfig", "StatsConfig", "TokenClassConfig", "audit_config", "register_configs"]

@@ -6,12 +6,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import subprocess
 from pathlib import Path
 
 import numpy as np
 
-from toolsense.audit.config import AuditConfig, audit_config
+from toolsense.audit.config import AuditConfig
 from toolsense.audit.dilution import run_dilution
 from toolsense.audit.finetune import finetune_key, finetune_lora
 from toolsense.audit.generator import write_demo_traces
@@ -21,19 +20,11 @@ from toolsense.audit.report import findings, write_report
 from toolsense.audit.scorers import ScoreCache, build_scorer
 from toolsense.audit.scorers.base import default_cache_dir
 from toolsense.audit.traces import TraceSet, load_traces
-from toolsense.utils.io import sha256_file
+from toolsense.utils.io import git_sha, sha256_file
 
 log = logging.getLogger(__name__)
 
 DELTA_A = "delta_A = A_original - A_redacted (the paper's sign: positive = the scorer depends on the class)"
-
-
-def _git_sha() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                              cwd=Path(__file__).parent).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def load_audit_traces(cfg: AuditConfig, out: Path) -> TraceSet:
@@ -71,7 +62,7 @@ def run(cfg: AuditConfig) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     traces = load_audit_traces(cfg, out)
     fit, ev = traces.split(cfg.data.fit_partitions, cfg.data.eval_partitions)
-    res: dict = {"config": dataclasses.asdict(cfg), "git_sha": _git_sha(),
+    res: dict = {"config": dataclasses.asdict(cfg), "git_sha": git_sha(),
                  "data": {"path": cfg.data.path, "sha256": sha256_file(cfg.data.path), "n_records": len(traces),
                           "tools": traces.tools, "fit": cfg.data.fit_partitions,
                           "eval": sorted(set(traces.partitions[ev].tolist()), key=str),
@@ -88,16 +79,13 @@ def run(cfg: AuditConfig) -> dict:
     res["findings"] = findings(res)
     (out / "results.json").write_text(json.dumps(res, indent=2, default=str), encoding="utf-8")
     write_report(res, out)
+    print("\n".join(["", "Findings:"] + res["findings"] + [f"Report: {out / 'report.md'}"]))
     return res
 
 
-def run_from_hydra(dict_cfg) -> float:
-    """Entry for audit.py: build the typed config, run, print the findings; returns the
-    largest delta_A = A_original - A_redacted over the classes (or the top PT2D gap) as the
-    sweep metric."""
-    cfg = audit_config(dict_cfg)
-    res = run(cfg)
-    print("\n".join(["", "Findings:"] + res["findings"] + [f"Report: {Path(cfg.output_dir) / 'report.md'}"]))
+def sweep_metric(res: dict) -> float:
+    """audit.py's return value: the largest delta_A = A_original - A_redacted over the classes
+    (or the top PT2D gap)."""
     if "redaction" in res:
         deltas = [v["delta_A"]["auroc"] for k, v in res["redaction"]["variants"].items() if k != "original"]
         return float(max(deltas)) if deltas else 0.0

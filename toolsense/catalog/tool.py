@@ -29,12 +29,18 @@ def split_name(name: str) -> tuple[str, str]:
     return service, api
 
 
+def fold_text(text: str) -> str:
+    """``text`` lower-cased with runs of whitespace made one space: the one key under which two
+    texts count as the same (near-duplicate tool names, generated queries and answers)."""
+    return " ".join(text.lower().split())
+
+
 def loose_key(name: str) -> str:
     """``name`` up to case, whitespace and transliteration (unidecode), service and API apart:
     the key under which near-duplicate names collide (reported, and used to match a name to
     another catalog's record when no record has exactly that name)."""
     def norm(part: str) -> str:
-        return " ".join(unidecode(part).lower().split())
+        return fold_text(unidecode(part))
 
     service, sep, api = name.partition(SEP)
     return f"{norm(service)}{SEP}{norm(api)}" if sep else norm(name)

@@ -22,6 +22,9 @@ class PromptConfig:
 
 
 def with_system(messages: list[dict], cfg: PromptConfig) -> list[dict]:
+    """``messages`` after ``cfg``'s system message when it sends one. ``cfg`` is any config
+    with ``system_prompt`` and ``use_system_prompt`` (PromptConfig, MemorizationConfig): the one
+    place a system prompt is prepended, in training, evaluation and probes alike."""
     if cfg.use_system_prompt and cfg.system_prompt:
         return [{"role": "system", "content": cfg.system_prompt}] + messages
     return messages

@@ -22,30 +22,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from toolsense.evaluation.benchmarks import Benchmark
+from toolsense.evaluation.config import AnnotateConfig
 from toolsense.evaluation.outputs import markdown_table, write_json
 from toolsense.evaluation.probes import LETTERS, permutation
 from toolsense.evaluation.stats import fleiss_kappa
 from toolsense.utils.io import DataError
 
 FIXED = ["benchmark", "item_id", "question", "options", "gold", "categories"]
-
-
-@dataclass
-class AnnotateConfig:
-    items: int = 100
-    """Items sampled (seeded) from each benchmark into its sheet; all when the benchmark has fewer."""
-    raters: int = 3
-    """Empty rater columns in the sheet (rater_1 ... rater_<raters>)."""
-    seed: int = 0
-    """Seed of the item sample and of the MCQ option order shown to raters."""
-    retrieval_categories: list[str] = field(default_factory=lambda: ["yes", "partly", "no"])
-    """Answers a rater may give for a retrieval item: do the gold tools serve the query?"""
-    sheets: list[str] = field(default_factory=list)
-    """task=kappa: the filled sheets (CSV) to compute κ from."""
-
-    def __post_init__(self) -> None:
-        if self.items < 1 or self.raters < 2:
-            raise ValueError(f"annotate.items must be >= 1 and annotate.raters >= 2 (got {self.items}, {self.raters})")
 
 
 def sheet_rows(bench: Benchmark, cfg: AnnotateConfig) -> list[dict[str, str]]:

@@ -6,6 +6,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+from toolsense.catalog.config import CatalogConfig
+from toolsense.data.prompts import PromptConfig
+from toolsense.evaluation.benchmarks import BenchmarkConfig
+from toolsense.evaluation.compare import CompareConfig
+from toolsense.index.config import IndexConfig
+from toolsense.models import ModelConfig
+from toolsense.tracking import LoggerConfig
+from toolsense.utils.choices import StrEnum, choice
+
 
 @dataclass
 class DecodingConfig:
@@ -115,3 +124,100 @@ class DriftConfig:
     max_pairs_tokens: int = 2000
     """Virtual tokens used for the mean pairwise cosine (a seeded sample beyond this)."""
     seed: int = 0
+
+
+@dataclass
+class AnnotateConfig:
+    items: int = 100
+    """Items sampled (seeded) from each benchmark into its sheet; all when the benchmark has fewer."""
+    raters: int = 3
+    """Empty rater columns in the sheet (rater_1 ... rater_<raters>)."""
+    seed: int = 0
+    """Seed of the item sample and of the MCQ option order shown to raters."""
+    retrieval_categories: list[str] = field(default_factory=lambda: ["yes", "partly", "no"])
+    """Answers a rater may give for a retrieval item: do the gold tools serve the query?"""
+    sheets: list[str] = field(default_factory=list)
+    """task=kappa: the filled sheets (CSV) to compute κ from."""
+
+    def __post_init__(self) -> None:
+        if self.items < 1 or self.raters < 2:
+            raise ValueError(f"annotate.items must be >= 1 and annotate.raters >= 2 (got {self.items}, {self.raters})")
+
+
+
+class Task(StrEnum):
+    evaluate = "evaluate"
+    """Retrieval benchmarks (constrained + free-form), MCQ/QA probes and baselines: one table."""
+    drift = "drift"
+    """Embedding drift base -> stage1 -> stage2 of ``run`` (drift.py)."""
+    compare = "compare"
+    """One ablation table over earlier evaluations (compare.py)."""
+    annotate = "annotate"
+    """Rating sheets of the configured benchmarks for human raters (annotate.py)."""
+    kappa = "kappa"
+    """Fleiss' kappa per benchmark from filled rating sheets (``annotate.sheets``)."""
+
+
+@dataclass
+class EvaluateConfig:
+    """Schema of ``conf/evaluate.yaml`` (registered as ``evaluate_schema``): every default is
+    here; the YAML holds only the defaults list and what differs."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """Untrained evaluation (no ``run``): the base model that gets the index's tokens fresh."""
+    catalog: CatalogConfig = field(default_factory=CatalogConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    prompts: PromptConfig = field(default_factory=PromptConfig)
+    """Untrained evaluation only; a run brings its own."""
+    benchmark: Optional[BenchmarkConfig] = None
+    """One benchmark (``benchmark=<name>``); ignored when a suite sets ``benchmarks``."""
+    benchmarks: dict[str, BenchmarkConfig] = field(default_factory=dict)
+    """A suite's label -> benchmark map."""
+    baseline: Optional[BaselineConfig] = None
+    baselines: dict[str, BaselineConfig] = field(default_factory=dict)
+    """A suite's label -> baseline map; replaces ``baseline``."""
+    decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    probe: ProbeConfig = field(default_factory=ProbeConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    drift: DriftConfig = field(default_factory=DriftConfig)
+    compare: CompareConfig = field(default_factory=CompareConfig)
+    annotate: AnnotateConfig = field(default_factory=AnnotateConfig)
+    run: Optional[str] = None
+    """Training run directory (config.yaml, index.json, stage1/, stage2/)."""
+    stage: str = "stage2"
+    """Which checkpoint of the run to evaluate."""
+    device: Optional[str] = None
+    """None = this process's GPU if any, else cpu."""
+    dtype: Optional[str] = None
+    """Override the run's model dtype (e.g. float32)."""
+    task: Task = Task.evaluate
+    parametric: bool = True
+    """false = baselines only (no LLM is loaded)."""
+    overwrite: bool = False
+    """An output folder holding another evaluation's samples is refused; true deletes that
+    evaluation's files and starts it over."""
+    output_dir: Optional[str] = None
+    """None = Hydra's (timestamped) output dir; outside Hydra, outputs/evaluate."""
+
+    def __post_init__(self) -> None:
+        self.task = choice(Task, self.task, "task")
+        if self.task == Task.drift and not self.run:
+            raise ValueError("task=drift needs run=<training run directory>")
+
+    def benchmark_sections(self) -> dict[str, BenchmarkConfig]:
+        """The suite's benchmarks, else the single one under its label (or loader)."""
+        if self.benchmarks:
+            return dict(self.benchmarks)
+        return {self.benchmark.label or "benchmark": self.benchmark} if self.benchmark is not None else {}
+
+    def baseline_sections(self) -> dict[str, BaselineConfig]:
+        if self.baselines:
+            return dict(self.baselines)
+        return {self.baseline.label or self.baseline.kind: self.baseline} if self.baseline is not None else {}
+
+
+def register_configs() -> None:
+    """Register :class:`EvaluateConfig` as ``evaluate_schema`` (evaluate.yaml's first default)."""
+    from toolsense.utils.hydra import register_schema
+
+    register_schema("evaluate_schema", EvaluateConfig)

@@ -17,11 +17,12 @@ from typing import Any
 import torch
 
 from toolsense.evaluation.config import DriftConfig
-from toolsense.evaluation.context import from_section
 from toolsense.evaluation.outputs import write_json
 from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import ModelConfig, load_model_and_tokenizer
+from toolsense.utils.modeling import embeddings_tied
 from toolsense.utils.progress import progress
+from toolsense.utils.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +45,9 @@ def mean_pairwise_cosine(rows: torch.Tensor) -> float:
 def embedding_rows(model, tokenizer, index: ToolIndex) -> dict[str, torch.Tensor]:
     """The input (and, if untied, output) embedding matrices, rows in tokenizer id order."""
     inp = model.get_input_embeddings().weight.detach().cpu()
-    out = model.get_output_embeddings()
     mats = {"input": inp}
-    if out is not None and out.weight is not model.get_input_embeddings().weight:
-        mats["output"] = out.weight.detach().cpu()
+    if model.get_output_embeddings() is not None and not embeddings_tied(model):
+        mats["output"] = model.get_output_embeddings().weight.detach().cpu()
     return mats
 
 
@@ -108,14 +108,12 @@ def plot(summary: dict[str, Any], path: Path) -> Path:
 
 def run_drift(run_dir: str | Path, cfg: DriftConfig, out_dir: str | Path) -> dict[str, Any]:
     """Compare ``cfg.checkpoints`` of a run; writes drift.json and drift.png under ``out_dir``."""
-    from omegaconf import OmegaConf
-
     from toolsense.catalog.config import CatalogConfig, load_from_config
 
-    run, out_dir = Path(run_dir), Path(out_dir)
-    raw = OmegaConf.to_container(OmegaConf.load(run / "config.yaml"), resolve=True)
-    mcfg = from_section(ModelConfig, raw.get("model"), f"{run}/config.yaml: model")
-    index = ToolIndex.load(run / "index.json", load_from_config(from_section(CatalogConfig, raw.get("catalog"), "catalog")))
+    rd, out_dir = RunDir(run_dir).require(), Path(out_dir)
+    run = rd.path
+    mcfg = rd.section("model", ModelConfig)
+    index = ToolIndex.load(rd.index_path, load_from_config(rd.section("catalog", CatalogConfig)))
     mats, virt_ids, n_base = {}, None, None
     for name in progress(cfg.checkpoints, desc="drift: checkpoints", unit="ckpt"):
         model, tok = load_checkpoint(run, name, mcfg, index)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from toolsense.utils.io import git_sha  # noqa: F401  (results.json provenance; imported from here by the writers)
 from toolsense.utils.jsonl import JsonlStore
 
 log = logging.getLogger(__name__)
@@ -83,17 +83,6 @@ def write_json(path: str | Path, obj: Any) -> Path:
     tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
     tmp.replace(path)
     return path
-
-
-def git_sha(cwd: str | Path | None = None) -> str | None:
-    """The commit of the code that ran (with ``-dirty`` if the tree has changes), or None."""
-    cwd = cwd or Path(__file__).resolve().parent
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def fmt(est: dict | None, pct: bool = True) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import torch
 from tqdm import tqdm
 
-from toolsense.data.prompts import render_prompt
+from toolsense.data.prompts import render_prompt, with_system
 from toolsense.decoding.beam import left_pad, prefill
 from toolsense.evaluation.benchmarks import Benchmark, ProbeItem
 from toolsense.evaluation.config import ProbeConfig
@@ -78,8 +78,8 @@ def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Seq
         options, choices = "", "Yes or No"
     text = cfg.template.format(tool=tool_reference(ev, item, mode), question=item.question, options=options, choices=choices)
     messages = [{"role": "user", "content": text.replace("\n\n", "\n")}]
-    if cfg.use_system_prompt and ev.prompts.use_system_prompt and ev.prompts.system_prompt:
-        messages = [{"role": "system", "content": ev.prompts.system_prompt}] + messages
+    if cfg.use_system_prompt:
+        messages = with_system(messages, ev.prompts)
     return render_prompt(ev.tokenizer, messages)
 
 

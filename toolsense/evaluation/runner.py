@@ -18,14 +18,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from toolsense.catalog.config import CatalogConfig, load_from_config
-from toolsense.data.prompts import PromptConfig
+from toolsense.catalog.config import load_from_config
 from toolsense.evaluation.baselines import build_baseline
-from toolsense.evaluation.benchmarks import Benchmark, BenchmarkConfig, load_benchmark
-from toolsense.evaluation.config import BaselineConfig, DecodingConfig, DriftConfig, ProbeConfig
-from toolsense.evaluation.context import EvalModel, from_section, load_run, load_untrained
+from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
+from toolsense.evaluation.config import BaselineConfig, DecodingConfig, EvaluateConfig, ProbeConfig, Task, register_configs
+from toolsense.evaluation.context import EvalModel, load_run, load_untrained
 from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identity, claim, decoding_identity,
                                               model_identity)
@@ -33,33 +32,16 @@ from toolsense.evaluation.outputs import git_sha, results_table, write_json
 from toolsense.evaluation.probes import evaluate_probe
 from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.tasks import evaluate_ranking
-from toolsense.evaluation.tracking import EvalLoggerConfig, flatten_results, tracker
-from toolsense.index.config import IndexConfig
-from toolsense.models import ModelConfig
+from toolsense.tracking import eval_metrics, evaluation_tracker, namespaced
+from toolsense.utils.config import as_plain, to_config
 
 log = logging.getLogger(__name__)
 
 
-def _sections(cfg: Mapping, single: str, many: str, cls) -> dict[str, Any]:
-    """``many`` (a suite's label -> section map) if set, else the single ``single`` section."""
-    if cfg.get(many):
-        return {label: from_section(cls, sec, f"{many}.{label}", strict=True) for label, sec in cfg[many].items()}
-    if cfg.get(single):
-        sec = from_section(cls, cfg[single], single, strict=True)
-        return {getattr(sec, "label", None) or getattr(sec, "kind", None) or single: sec}
-    return {}
-
-
-def load_model_under_test(cfg: Mapping) -> EvalModel:
-    if cfg.get("run"):
-        return load_run(cfg["run"], cfg.get("stage") or "stage2", cfg.get("device"), cfg.get("dtype"))
-    return load_untrained(
-        from_section(ModelConfig, cfg.get("model"), "model", strict=True),
-        from_section(CatalogConfig, cfg.get("catalog"), "catalog", strict=True),
-        from_section(IndexConfig, cfg.get("index"), "index", strict=True),
-        from_section(PromptConfig, cfg.get("prompts"), "prompts", strict=True),
-        cfg.get("device"),
-    )
+def load_model_under_test(cfg: EvaluateConfig) -> EvalModel:
+    if cfg.run:
+        return load_run(cfg.run, cfg.stage or "stage2", cfg.device, cfg.dtype)
+    return load_untrained(cfg.model, cfg.catalog, cfg.index, cfg.prompts, cfg.device)
 
 
 def system_name(ev: EvalModel) -> str:
@@ -90,31 +72,29 @@ def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, cat
     return plan
 
 
-def evaluate(cfg: Mapping, output_dir: str | Path, shard: Shard = Shard()) -> list[dict]:
-    """Run every benchmark × system of ``cfg`` (a plain resolved mapping); returns the
+def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()) -> list[dict]:
+    """Run every benchmark × system of ``cfg``; returns the
     per-evaluation results (each also written to its own results.json). Every evaluation folder
     is claimed first (fingerprint.py): resumed on an exact match, else refused unless
     ``overwrite``. Under torchrun the parametric retrieval is shared out between the processes;
     baselines and probes run on rank 0, which alone returns results (distributed.py)."""
     out = Path(output_dir)
-    dec = from_section(DecodingConfig, cfg.get("decoding"), "decoding", strict=True)
-    probe = from_section(ProbeConfig, cfg.get("probe"), "probe", strict=True)
-    where = "benchmarks.{}" if cfg.get("benchmarks") else "benchmark"
-    benches = {label: load_benchmark(bc, where.format(label))
-               for label, bc in _sections(cfg, "benchmark", "benchmarks", BenchmarkConfig).items()}
+    dec, probe = cfg.decoding, cfg.probe
+    where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
+    benches = {label: load_benchmark(bc, where.format(label)) for label, bc in cfg.benchmark_sections().items()}
     for label, b in benches.items():
         b.name = label
-    baselines_cfg = _sections(cfg, "baseline", "baselines", BaselineConfig)
-    ev = load_model_under_test(cfg) if cfg.get("parametric", True) else None
-    catalog = ev.catalog if ev is not None else load_from_config(from_section(CatalogConfig, cfg.get("catalog"), "catalog", strict=True))
+    baselines_cfg = cfg.baseline_sections()
+    ev = load_model_under_test(cfg) if cfg.parametric else None
+    catalog = ev.catalog if ev is not None else load_from_config(cfg.catalog)
     plan: dict[Path, dict[str, Any]] = {}
 
     def _claim() -> None:  # rank 0 only: hashing the checkpoint once is enough
         plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, probe))
-        claim(list(plan.items()), bool(cfg.get("overwrite", False)))
+        claim(list(plan.items()), cfg.overwrite)
 
     shard.on_main(_claim)
-    provenance: dict[str, Any] = {"config": dict(cfg)}
+    provenance: dict[str, Any] = {"config": as_plain(cfg)}
     if ev is not None:
         provenance.update(index_sha256=ev.index_sha256, source=ev.source)
     retriever = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, dec) if ev is not None else None
@@ -132,8 +112,8 @@ def evaluate(cfg: Mapping, output_dir: str | Path, shard: Shard = Shard()) -> li
                 continue
             for bl_label, ranker in baselines.items():
                 d = out / label / bl_label
-                bl_dec = DecodingConfig(**{**dec.__dict__, "free_form": False})
-                prov = {**provenance, "index_sha256": None, "source": {"baseline": baselines_cfg[bl_label].__dict__},
+                bl_dec = dataclasses.replace(dec, free_form=False)
+                prov = {**provenance, "index_sha256": None, "source": {"baseline": as_plain(baselines_cfg[bl_label])},
                         "fingerprint": plan[d]}
                 results.append(evaluate_ranking(bench, bl_label, ranker.run, set(catalog.names), bl_dec, d, prov))
         elif ev is not None and shard.main:
@@ -146,59 +126,57 @@ def evaluate(cfg: Mapping, output_dir: str | Path, shard: Shard = Shard()) -> li
     return results
 
 
-def run(cfg: DictConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
+def run(cfg: EvaluateConfig | DictConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
     """Entry point of ``evaluate.py``: evaluation (default), ``task=drift``, ``task=compare``
     (an ablation table over earlier evaluations, see compare.py) or ``task=annotate|kappa``
-    (rating sheets and Fleiss' κ, annotate.py); writes
-    ``results.json`` and ``table.md`` under the output dir, prints the table, returns the summary."""
-    plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
-    out = Path(output_dir or plain.get("output_dir") or "outputs/evaluate")
+    (rating sheets and Fleiss' κ, annotate.py); writes ``results.json`` and ``table.md`` under
+    ``output_dir`` (default ``cfg.output_dir``, else outputs/evaluate), prints the table,
+    returns the summary. A mapping is converted by the one converter."""
+    cfg = to_config(EvaluateConfig, cfg)
+    out = Path(output_dir or cfg.output_dir or "outputs/evaluate")
     out.mkdir(parents=True, exist_ok=True)
-    logger_cfg = from_section(EvalLoggerConfig, plain.get("eval_logger"), "eval_logger", strict=True)
     shard = init_shard()
     if not shard.main:  # a helper process of data-parallel retrieval: no tracker, files or table
-        if plain.get("task", "evaluate") == "evaluate":
-            evaluate(plain, out, shard)
+        if cfg.task == Task.evaluate:
+            evaluate(cfg, out, shard)
         return {}
     t0 = time.time()
-    if plain.get("task") in ("annotate", "kappa"):
-        return rating_task(plain, out)
-    if plain.get("task") == "compare":
-        from toolsense.evaluation.compare import CompareConfig, run_compare
+    if cfg.task in (Task.annotate, Task.kappa):
+        return rating_task(cfg, out)
+    if cfg.task == Task.compare:
+        from toolsense.evaluation.compare import run_compare
 
-        return run_compare(from_section(CompareConfig, plain.get("compare"), "compare", strict=True), out)
-    with tracker(logger_cfg, plain, out) as track:
-        if plain.get("task", "evaluate") == "drift":
+        return run_compare(cfg.compare, out)
+    plain = as_plain(cfg)
+    with evaluation_tracker(cfg.logger, plain, out, cfg.run) as track:
+        if cfg.task == Task.drift:
             from toolsense.evaluation.drift import run_drift
 
-            if not plain.get("run"):
-                raise ValueError("task=drift needs run=<training run directory>")
-            summary = run_drift(plain["run"], from_section(DriftConfig, plain.get("drift"), "drift", strict=True), out)
-            track({f"eval/drift/{k}": v for k, v in summary["flat"].items()})
+            summary = run_drift(cfg.run, cfg.drift, out)
+            track(namespaced("eval/drift", summary["flat"]))
             return summary
-        results = evaluate(plain, out, shard)
-        dec = from_section(DecodingConfig, plain.get("decoding"), "decoding", strict=True)
-        table = results_table(results, dec.ks)
+        results = evaluate(cfg, out, shard)
+        table = results_table(results, cfg.decoding.ks)
         (out / "table.md").write_text(table, encoding="utf-8")
         summary = {"results": results, "config": plain, "git_sha": git_sha(), "seconds": round(time.time() - t0, 1)}
         write_json(out / "results.json", summary)
-        track(flatten_results(results))
+        track(eval_metrics(results))
     print(table)
     print(f"wrote {out / 'table.md'} and {out / 'results.json'} ({summary['seconds']} s)")
     return summary
 
 
-def rating_task(cfg: Mapping, out: Path) -> dict[str, Any]:
+def rating_task(cfg: EvaluateConfig, out: Path) -> dict[str, Any]:
     """``task=annotate``: a rating sheet per configured benchmark (annotate.py) under ``out``;
     ``task=kappa``: Fleiss' κ per benchmark from ``annotate.sheets``."""
-    from toolsense.evaluation.annotate import AnnotateConfig, run_kappa, write_sheet
+    from toolsense.evaluation.annotate import run_kappa, write_sheet
 
-    acfg = from_section(AnnotateConfig, cfg.get("annotate"), "annotate", strict=True)
-    if cfg["task"] == "kappa":
+    acfg = cfg.annotate
+    if cfg.task == Task.kappa:
         return run_kappa(acfg, out)
-    where = "benchmarks.{}" if cfg.get("benchmarks") else "benchmark"
+    where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
     sheets = {}
-    for label, bc in _sections(cfg, "benchmark", "benchmarks", BenchmarkConfig).items():
+    for label, bc in cfg.benchmark_sections().items():
         bench = load_benchmark(bc, where.format(label))
         bench.name = label
         sheets[label] = str(write_sheet(bench, acfg, out))
@@ -220,6 +198,8 @@ def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, override
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    register_configs()
+
     def _compose(ovr: list[str]):
         if GlobalHydra.instance().is_initialized():
             return compose("evaluate", overrides=ovr)
@@ -232,7 +212,7 @@ def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, override
         out = run_dir / "eval" if stage == "stage2" else run_dir / "eval" / stage
         ovr = [f"run={run_dir}", f"stage={stage}", f"output_dir={out}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
         log.info("evaluating %s (%s)", run_dir, " ".join(ovr[1:]))
-        summary = run(_compose(ovr))
+        summary = run(to_config(EvaluateConfig, _compose(ovr)))
     if drift:
-        run(_compose([f"run={run_dir}", "task=drift", f"output_dir={run_dir / 'eval' / 'drift'}"]))
+        run(to_config(EvaluateConfig, _compose([f"run={run_dir}", "task=drift", f"output_dir={run_dir / 'eval' / 'drift'}"])))
     return summary

@@ -17,6 +17,7 @@ from functools import lru_cache
 from unidecode import unidecode
 
 from toolsense.catalog import Tool
+from toolsense.catalog.tool import fold_text
 
 _IDENT = re.compile(r"[_/{}]|[a-z][A-Z]")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -92,7 +93,7 @@ def check_query(query: object, tools: list[Tool], max_words: int, seen: set[str]
     leaked = leaked_names(query, tools)
     if leaked:
         return f"query names the tool: {leaked}"
-    if " ".join(query.lower().split()) in seen:
+    if fold_text(query) in seen:
         return "duplicate query"
     return None
 
@@ -149,8 +150,8 @@ def check_mcq(obj: dict | None, tool: Tool) -> str | None:
         return "missing correct_answer"
     if not isinstance(w, list) or len(w) != 3 or not all(isinstance(x, str) and x.strip() for x in w):
         return "wrong_answers must be 3 non-empty strings"
-    norm = {" ".join(x.lower().split()) for x in w}
-    if len(norm) != 3 or " ".join(c.lower().split()) in norm:
+    norm = {fold_text(x) for x in w}
+    if len(norm) != 3 or fold_text(c) in norm:
         return "answers are not distinct"
     leaked = leaked_names(q, [tool])
     if leaked:

@@ -9,6 +9,7 @@ from typing import Optional
 from toolsense.catalog.config import CatalogConfig
 from toolsense.generation.llm import LLMConfig
 from toolsense.generation.prompts import RUBRIC
+from toolsense.tracking import LoggerConfig
 from toolsense.utils.choices import StrEnum, choice
 
 
@@ -98,6 +99,8 @@ class GenerateConfig:
     differing fields."""
     output_root: str = "outputs/generate"
     on_exists: OnExists = OnExists.resume
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    """Also log the summary's gen/ counts to a tracker (``logger=wandb``); not part of the identity."""
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     """USD per million tokens by model name, ``{gpt-4o-mini: {input: 0.15, output: 0.6}}``,
     for the estimated cost in ``summary.json`` / ``data_card.md``."""
@@ -131,3 +134,10 @@ class GenerateConfig:
         if self.purpose == "training" and not self.exclude:
             raise ValueError("purpose=training: name the evaluation benchmarks to hold out in exclude=[...] "
                              "(the leakage guard keeps their gold tools and queries out of training data)")
+
+
+def register_configs() -> None:
+    """Register :class:`GenerateConfig` as ``generate_schema`` (generate.yaml's first default)."""
+    from toolsense.utils.hydra import register_schema
+
+    register_schema("generate_schema", GenerateConfig)

@@ -26,7 +26,7 @@ from toolsense.utils.jsonl import JsonlStore
 IDENTITY_FILE = "generation_config.json"
 ITEM_FILES = {"rrb": "rrb.jsonl", "mcq": "mcq.jsonl", "qa": "qa.jsonl"}
 _SPEED_ONLY = {"output_dir", "output_root", "on_exists", "concurrency", "max_retries", "timeout_s", "base_url",
-               "api_key_env", "prices"}
+               "api_key_env", "prices", "logger"}
 
 
 def _plain(obj: Any) -> Any:

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from toolsense.catalog import Catalog, Tool
 from toolsense.catalog.config import load_from_config
+from toolsense.catalog.tool import fold_text
 from toolsense.generation import outputs
 from toolsense.generation.config import GenerateConfig
 from toolsense.generation.dedupe import Encode, QuestionDeduper, minilm_encoder
@@ -51,7 +52,7 @@ def tool_record(t: Tool) -> dict:
 
 
 def norm_query(q: str) -> str:
-    return " ".join(q.lower().split())
+    return fold_text(q)
 
 
 def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int) -> Iterator[R]:

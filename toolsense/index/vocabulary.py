@@ -9,13 +9,9 @@ import logging
 import torch
 
 from toolsense.index.tool_index import ToolIndex
+from toolsense.utils.modeling import embeddings_tied
 
 log = logging.getLogger(__name__)
-
-
-def _tied(model) -> bool:
-    out = model.get_output_embeddings()
-    return out is not None and out.weight is model.get_input_embeddings().weight
 
 
 @torch.no_grad()
@@ -37,7 +33,7 @@ def add_index_tokens(index: ToolIndex, model, tokenizer) -> list[int]:
         texts = [index.init_text[t] for t in new]
         # Sub-token ids under the tokenizer *before* the new tokens exist.
         sub = tokenizer(texts, add_special_tokens=False)["input_ids"]
-        was_tied = _tied(model)
+        was_tied = embeddings_tied(model)
         n_old = len(tokenizer)
         tokenizer.add_tokens([AddedToken(t, normalized=False, special=False) for t in new])
         model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
@@ -48,7 +44,7 @@ def add_index_tokens(index: ToolIndex, model, tokenizer) -> list[int]:
         emb = model.get_input_embeddings().weight
         emb[new_ids] = torch.nn.functional.embedding_bag(flat, emb[:n_old].float(), offsets, mode="mean").to(emb.dtype)
         out = model.get_output_embeddings()
-        if out is not None and not _tied(model):
+        if out is not None and not embeddings_tied(model):
             if was_tied:
                 raise RuntimeError("resizing untied a tied model")
             w = out.weight

@@ -1,5 +1,11 @@
-"""Experiment tracking: local JSONL always, Weights & Biases optionally (``logger=wandb``)."""
+"""Experiment tracking for every job: local JSONL always, Weights & Biases optionally
+(``logger=wandb``); metrics namespaced ``train/``, ``eval/``, ``gen/``; configs redacted."""
 
-from toolsense.tracking.trackers import TRACKERS, JsonlTracker, MultiTracker, Tracker, WandbTracker, make_tracker, redact, run_labels
+from toolsense.tracking.trackers import (TRACKERS, JsonlTracker, LoggerConfig, LoggerKind, MultiTracker, Tracker,
+                                         WandbTracker, eval_metrics, evaluation_tracker, job_tracker, log_job_summary,
+                                         make_tracker,
+                                         namespaced, redact, run_labels, wandb_mode)
 
-__all__ = ["TRACKERS", "JsonlTracker", "MultiTracker", "Tracker", "WandbTracker", "make_tracker", "redact", "run_labels"]
+__all__ = ["TRACKERS", "JsonlTracker", "LoggerConfig", "LoggerKind", "MultiTracker", "Tracker", "WandbTracker",
+           "eval_metrics", "evaluation_tracker", "job_tracker", "log_job_summary", "make_tracker", "namespaced", "redact", "run_labels",
+           "wandb_mode"]

@@ -1,4 +1,6 @@
 """Experiment trackers: metrics always go to ``<run_dir>/metrics.jsonl``; W&B optionally.
+The one tracking module of training (``train/``), evaluation (``eval/``) and generation
+(``gen/``); all three are configured by the ``logger`` group (:class:`LoggerConfig`).
 
 A tracker never sees secrets: W&B reads its key from the environment itself, and the config we
 log is passed through :func:`redact`. Callers use ``finish()`` in ``finally``. W&B runs are made
@@ -10,16 +12,51 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Iterator, Optional, Protocol
 
+from toolsense.utils.choices import StrEnum, choice
 from toolsense.utils.registry import Registry
 
 log = logging.getLogger(__name__)
 
 SECRET_KEY = re.compile(r"(api_?key|secret|password|passwd|access_token|auth_token|hf_token|wandb_key)", re.I)
+
+
+class LoggerKind(StrEnum):
+    none = "none"
+    wandb = "wandb"
+
+
+@dataclass
+class LoggerConfig:
+    """The ``logger`` group (conf/logger/), shared by train.py, evaluate.py and generate.py."""
+
+    kind: LoggerKind = LoggerKind.none
+    """none: metrics.jsonl (training) and the result files only; wandb: also Weights & Biases
+    (WANDB_API_KEY from the environment only)."""
+    project: str = "toolsense"
+    entity: Optional[str] = None
+    mode: Optional[str] = "${oc.env:WANDB_MODE,offline}"
+    """offline (default) | online | disabled; the WANDB_MODE environment variable overrides."""
+    group: Optional[str] = None
+    """Runs are grouped by this; None = the experiment name (evaluation: the evaluated run's group)."""
+    name: Optional[str] = None
+    """W&B run name; None = ``<experiment>-<tuning>-<stage>`` (evaluation: ``...-eval``)."""
+    tags: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.kind = choice(LoggerKind, self.kind, "logger.kind")
+
+
+def wandb_mode(mode: Optional[str]) -> str:
+    """``mode``, or WANDB_MODE (else offline) when unset or still the unresolved default."""
+    return mode if mode and not mode.startswith("${") else os.environ.get("WANDB_MODE", "offline")
 
 
 def redact(obj: Any) -> Any:
@@ -122,8 +159,8 @@ def _none(**_: Any) -> list[Tracker]:
 
 @TRACKERS.register("wandb")
 def _wandb(*, logger, name: str, tags: list[str], config: dict, run_dir: Path, group: str, job_type: str) -> list[Tracker]:
-    return [WandbTracker(project=logger.project, entity=logger.entity, mode=logger.mode, group=logger.group or group,
-                         name=name, tags=list(logger.tags) + tags, config=config, run_dir=run_dir, job_type=job_type)]
+    return [WandbTracker(project=logger.project, entity=logger.entity, mode=wandb_mode(logger.mode), group=logger.group or group,
+                         name=getattr(logger, "name", None) or name, tags=list(logger.tags) + tags, config=config, run_dir=run_dir, job_type=job_type)]
 
 
 def make_tracker(logger, *, run_dir: Path, name: str, group: str, tags: list[str], config: dict, extra: dict | None = None,
@@ -133,3 +170,63 @@ def make_tracker(logger, *, run_dir: Path, name: str, group: str, tags: list[str
     others = TRACKERS.get(str(logger.kind))(logger=logger, name=name, tags=tags, config=config, run_dir=run_dir, group=group,
                                             job_type=job_type)
     return MultiTracker([JsonlTracker(run_dir / "metrics.jsonl", extra), *others])
+
+
+def namespaced(prefix: str, metrics: dict[str, Any]) -> dict[str, float]:
+    """``{prefix/key: value}`` for the finite numbers of a flat (or ``a/b``-keyed) dict."""
+    return {f"{prefix}/{k}": float(v) for k, v in metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v}
+
+
+def eval_metrics(results: list[dict]) -> dict[str, float]:
+    """``eval/<benchmark>/<system>/<metric>`` -> value, with its 95% interval as ``..._lo`` / ``..._hi``."""
+    out = {}
+    for r in results:
+        for name, est in r["metrics"].items():
+            if isinstance(est, dict) and est.get("value") is not None:
+                key = f"eval/{r['benchmark']}/{r['system']}/{name}"
+                out[key] = est["value"]
+                out.update({f"{key}_{b}": est[b] for b in ("lo", "hi") if est.get(b) is not None})
+    return out
+
+
+@contextmanager
+def job_tracker(logger: LoggerConfig, *, out: str | Path, name: str, group: str, tags: list[str], config: dict,
+                job_type: str) -> Iterator[Callable[[dict], None]]:
+    """Yields ``log(metrics)`` for one evaluate.py / generate.py job: a no-op for kind=none (the
+    job's own files are the record), else a W&B run in ``out/wandb`` (config redacted) whose
+    ``finish()`` runs however the job ends."""
+    if str(logger.kind) == "none":
+        yield lambda metrics: None
+        return
+    track = make_tracker(logger, run_dir=Path(out), name=name, group=group, tags=tags, config=config, job_type=job_type)
+    try:
+        yield lambda metrics: track.log(metrics, 0)
+    finally:
+        track.finish()
+
+
+def log_job_summary(logger: LoggerConfig, summary: dict[str, Any], *, prefix: str, out: str | Path, config: dict,
+                    job_type: str) -> dict[str, float]:
+    """Log the numeric ``<prefix>/...`` entries of a finished job's summary (generate.py's
+    ``gen/...`` counts) as one step; returns what was logged (nothing is sent for kind=none)."""
+    metrics = {k: float(v) for k, v in summary.items()
+               if k.startswith(f"{prefix}/") and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    with job_tracker(logger, out=out, name=logger.name or job_type, group=job_type, tags=[f"job:{job_type}"],
+                     config=config, job_type=job_type) as track:
+        track(metrics)
+    return metrics
+
+
+def evaluation_tracker(logger: LoggerConfig, config: dict[str, Any], out: str | Path, run: str | Path | None):
+    """:func:`job_tracker` for evaluate.py: labelled and grouped like the training run ``run``
+    (when given), whose config it reads through :class:`~toolsense.utils.rundir.RunDir`."""
+    from toolsense.utils.rundir import RunDir
+
+    trained = RunDir(run).config() if run else {}
+    labels = run_labels(trained)
+    group = (trained.get("logger") or {}).get("group") or labels.get("experiment") or "evaluate"
+    name = "-".join([*(labels[k] for k in ("experiment", "tuning") if k in labels), "eval"])
+    base = trained or {"model": config.get("model")}
+    return job_tracker(logger, out=out, name=name, group=group, tags=["job:evaluate"], config={**base, "evaluate": config},
+                       job_type="evaluate")

@@ -17,6 +17,7 @@ from toolsense.data.prompts import PromptConfig
 from toolsense.data.sources import QuerySource
 from toolsense.index.config import IndexConfig
 from toolsense.models.config import ModelConfig
+from toolsense.tracking import LoggerConfig, LoggerKind  # noqa: F401  (re-exported: training's logger section)
 from toolsense.utils.choices import StrEnum, choice
 
 
@@ -51,11 +52,6 @@ class Precision(StrEnum):
     auto = "auto"
     bf16 = "bf16"
     fp32 = "fp32"
-
-
-class LoggerKind(StrEnum):
-    none = "none"
-    wandb = "wandb"
 
 
 @dataclass
@@ -168,21 +164,6 @@ class TrainerConfig:
 
 
 @dataclass
-class LoggerConfig:
-    kind: LoggerKind = LoggerKind.none
-    project: str = "toolsense"
-    entity: Optional[str] = None
-    mode: str = "${oc.env:WANDB_MODE,offline}"
-    """offline (default) | online | disabled; the WANDB_MODE environment variable overrides."""
-    group: Optional[str] = None
-    """Runs are grouped by this; None = the experiment name."""
-    tags: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.kind = choice(LoggerKind, self.kind, "logger.kind")
-
-
-@dataclass
 class EvaluateAfterConfig:
     """Evaluate the run once it has trained (``<run dir>/eval``), with evaluate.py's own config:
     ``evaluate.suite=demo`` or ``evaluate.overrides=[benchmark=rrb,baseline=bm25]``. In a sweep,
@@ -252,9 +233,6 @@ def register_configs() -> None:
 
 def to_train_config(cfg: Any) -> TrainConfig:
     """A composed DictConfig → a checked :class:`TrainConfig` (every ``__post_init__`` runs)."""
-    from omegaconf import OmegaConf
+    from toolsense.utils.config import to_config
 
-    if isinstance(cfg, TrainConfig):
-        return cfg
-    node = OmegaConf.merge(OmegaConf.structured(TrainConfig), cfg)
-    return OmegaConf.to_object(node)
+    return to_config(TrainConfig, cfg)

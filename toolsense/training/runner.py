@@ -33,6 +33,8 @@ from toolsense.models.encoders import encoder_embeddings
 from toolsense.tracking import make_tracker
 from toolsense.training.config import TrainConfig, to_train_config
 from toolsense.training.stage import StageRunner, stage_done
+from toolsense.utils.config import to_plain
+from toolsense.utils.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -43,31 +45,19 @@ def _is_main() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-NOT_TRAINING = ("output_dir", "evaluate")
+NOT_TRAINING = ("output_dir", "evaluate", "logger")
 """Config sections that do not change what is trained: a rerun may differ in them."""
 
 
 def write_config(cfg: DictConfig | dict, run_dir: Path) -> dict:
     """Save the resolved config as ``config.yaml``; refuse a run dir that holds another config."""
-    data = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True) if isinstance(cfg, DictConfig) else dict(cfg)
-    data.pop("hydra", None)
-    path = run_dir / "config.yaml"
-    if not _is_main():  # rank 0 writes and checks; other ranks must not read a half-written file
-        return data
-    if path.exists():
-        old = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-        strip = lambda d: {k: v for k, v in d.items() if k not in NOT_TRAINING}  # noqa: E731
-        if strip(old) != strip(data):
-            diff = sorted(k for k in set(old) | set(data) if k not in NOT_TRAINING and old.get(k) != data.get(k))
-            raise ValueError(f"{path} holds a different config (sections {diff} differ); use a new output_dir")
-    else:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(OmegaConf.create(data), path)
+    data = to_plain(cfg) if isinstance(cfg, DictConfig) else dict(cfg)
+    RunDir(run_dir).write_config(data, ignore=NOT_TRAINING)
     return data
 
 
 def load_or_build_index(cfg: TrainConfig, catalog: Catalog, run_dir: Path) -> ToolIndex:
-    path = run_dir / "index.json"
+    path = RunDir(run_dir).index_path
     if path.exists():
         return ToolIndex.load(path, catalog)
     index = index_from_config(cfg.index, catalog, lambda: encoder_embeddings(catalog, cfg.index.encoder))
@@ -106,23 +96,24 @@ def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = No
     summary ``{stage: {train_loss, global_step, ...}}`` (also appended to metrics.jsonl)."""
     typed = cfg if isinstance(cfg, TrainConfig) else to_train_config(cfg)
     run_dir = Path(output_dir or typed.output_dir or "outputs/train")
+    rd = RunDir(run_dir)
     raw = write_config(cfg if not isinstance(cfg, TrainConfig) else OmegaConf.structured(cfg), run_dir)
     catalog = load_from_config(typed.catalog)
     index = load_or_build_index(typed, catalog, run_dir)
     summary: dict[str, Any] = {}
     if typed.stage1.enabled:
-        if stage_done(run_dir / "stage1"):
-            log.info("stage1: %s exists, skipping", run_dir / "stage1")
+        if stage_done(rd.stage("stage1")):
+            log.info("stage1: %s exists, skipping", rd.stage("stage1"))
         else:
             examples = build_memorization_examples(catalog, index, typed.memorization)
             summary["stage1"] = _run_stage("stage1", typed, raw, index, examples, run_dir, None)
     if typed.stage2.enabled:
-        init = typed.stage2.init_from or (str(run_dir / "stage1") if typed.stage1.enabled else None)
-        if stage_done(run_dir / "stage2"):
-            log.info("stage2: %s exists, skipping", run_dir / "stage2")
+        init = typed.stage2.init_from or (str(rd.stage("stage1")) if typed.stage1.enabled else None)
+        if stage_done(rd.stage("stage2")):
+            log.info("stage2: %s exists, skipping", rd.stage("stage2"))
         else:
             summary["stage2"] = _run_stage("stage2", typed, raw, index, stage2_examples(typed, index), run_dir, init)
     if _is_main() and summary:
-        with open(run_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
+        with open(rd.metrics_path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"summary": summary}) + "\n")
     return summary

@@ -27,13 +27,9 @@ from typing import Any, Optional
 import torch
 
 from toolsense.training.config import TuningConfig
+from toolsense.utils.modeling import embeddings_tied
 
 log = logging.getLogger(__name__)
-
-
-def _is_tied(model) -> bool:
-    out = model.get_output_embeddings()
-    return out is not None and out.weight is model.get_input_embeddings().weight
 
 
 @dataclass
@@ -97,7 +93,7 @@ def prepare_trainable(model, tuning: TuningConfig, virtual_ids: list[int]) -> Tr
     """LoRA (r, alpha, dropout on ``target_modules``) with the embedding matrices trainable —
     all rows, or gradient-masked to the virtual-token rows (``tuning.embedding_rows``) — or full
     fine-tuning. Tying is checked to survive."""
-    tied = _is_tied(model)
+    tied = embeddings_tied(model)
     if tuning.method == "full":
         for p in model.parameters():
             p.requires_grad_(True)
@@ -119,7 +115,7 @@ def prepare_trainable(model, tuning: TuningConfig, virtual_ids: list[int]) -> Tr
         p.requires_grad_(True)
         if masked:
             hooks.append(p.register_hook(_row_mask_hook(p.shape[0], list(virtual_ids))))
-    if tied and not _is_tied(base):
+    if tied and not embeddings_tied(base):
         raise RuntimeError("applying LoRA untied the input and output embeddings")
     n_train = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
     what = f"{len(virtual_ids)} virtual-token rows" if masked else f"all {rows[0].shape[0]} rows"

@@ -8,9 +8,15 @@ from hydra.core.config_store import ConfigStore
 
 
 def register_schema(name: str, node: type) -> None:
-    """Register a dataclass as the schema a top-level YAML lists first in its defaults, so a
-    bad key or type fails at compose time naming the field."""
-    ConfigStore.instance().store(name=name, node=node)
+    """Register a dataclass as the schema a top-level YAML lists first in its defaults: the
+    dataclass is the one source of defaults, so the YAML holds only the defaults list and what
+    differs, and every ``section.key=value`` override has a key to land on. Typed (a bad key or
+    type fails at compose time) where OmegaConf can express the dataclass; a tree of Union /
+    Literal fields (which OmegaConf 2.3 cannot) is registered as its plain defaults instead, and
+    the converter (:func:`toolsense.utils.config.to_config`) checks it."""
+    from toolsense.utils.config import defaults_of, omegaconf_can_type
+
+    ConfigStore.instance().store(name=name, node=node if omegaconf_can_type(node) else defaults_of(node))
 
 
 def shared_output_dir(explicit: str | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import subprocess
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -62,3 +63,17 @@ def sha256_file(path: str | Path) -> str:
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def git_sha(cwd: str | Path | None = None) -> str | None:
+    """The commit of the code that ran (with ``-dirty`` if the tree has changes), or None
+    outside a git checkout: the provenance every results.json records."""
+    cwd = cwd or Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -8,6 +8,7 @@ from typing import Callable
 from toolsense.catalog import Catalog
 from toolsense.data.examples import Example
 from toolsense.data.memorization.config import MemorizationConfig
+from toolsense.data.prompts import with_system
 from toolsense.index import ToolIndex
 from toolsense.utils.registry import Registry
 
@@ -40,7 +41,4 @@ def token_text(index: ToolIndex, name: str) -> str:
 
 
 def user_messages(text: str, cfg: MemorizationConfig) -> tuple[dict, ...]:
-    msgs = [{"role": "user", "content": text}]
-    if cfg.use_system_prompt and cfg.system_prompt:
-        msgs.insert(0, {"role": "system", "content": cfg.system_prompt})
-    return tuple(msgs)
+    return tuple(with_system([{"role": "user", "content": text}], cfg))

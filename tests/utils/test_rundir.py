@@ -1,0 +1,45 @@
+"""RunDir: the one reader and writer of a training run directory."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolsense.catalog.config import CatalogConfig
+from toolsense.models import ModelConfig
+from toolsense.utils.rundir import RunDir
+
+
+def test_write_read_sections_label_and_refusal(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    data = {"experiment": "tg_3fm", "tuning": {"method": "lora"}, "model": {"name_or_path": "tiny_random", "old": 1},
+            "output_dir": "a", "catalog": {"path": None}}
+    rd.write_config(data, ignore=("output_dir",))
+    assert rd.config() == data and rd.label() == "tg_3fm-lora"
+    assert rd.section("model", ModelConfig).name_or_path == "tiny_random"  # the unknown "old" key is ignored
+    assert isinstance(rd.section("catalog", CatalogConfig), CatalogConfig)
+    rd.write_config({**data, "output_dir": "b"}, ignore=("output_dir",))  # a rerun elsewhere: accepted
+    with pytest.raises(ValueError, match=r"holds a different config \(sections \['model'\] differ\)"):
+        rd.write_config({**data, "model": {"name_or_path": "other"}}, ignore=("output_dir",))
+    cfg = rd.config()
+    cfg["experiment"] = "mutated"
+    assert rd.config()["experiment"] == "tg_3fm"  # callers get a copy of the cached file
+
+
+def test_require_names_what_is_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config.yaml: no such file"):
+        RunDir(tmp_path).require()
+    rd = RunDir(tmp_path)
+    rd.write_config({"experiment": "tg"})
+    with pytest.raises(FileNotFoundError, match="no model folder for stage 'stage2'"):
+        rd.require("stage2")
+    (tmp_path / "stage2").mkdir()
+    (tmp_path / "stage2" / "config.json").write_text("{}")
+    assert rd.require("stage2").stage("stage2") == tmp_path / "stage2"
+    assert RunDir(tmp_path / "nope").label() == "nope"
+
+
+def test_bad_section_value_names_the_file_and_field(tmp_path):
+    rd = RunDir(tmp_path)
+    rd.write_config({"catalog": {"format": "parquet"}})
+    with pytest.raises(ValueError, match=r"config.yaml: catalog"):
+        rd.section("catalog", CatalogConfig)

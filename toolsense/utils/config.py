@@ -1,0 +1,170 @@
+"""The one converter from a composed Hydra config (or a plain mapping) to a typed dataclass tree.
+
+Every entry script does ``cfg = to_config(Schema, dict_cfg)`` and hands the result to its
+``run``; run directories read their saved ``config.yaml`` sections with it too. Contract:
+
+* nested dataclasses, ``list[Dataclass]``, ``dict[str, Dataclass]`` and ``Optional[...]`` are
+  built recursively; a missing key takes the dataclass default;
+* ``StrEnum``/``Enum`` fields are coerced from their value, ``Literal[...]`` values are checked,
+  ``Union[...]`` values must match one member;
+* an unknown key, a bad choice, or a ``__post_init__`` error is raised as ``ValueError`` naming
+  the dotted field (``decoding.ks``, ``benchmarks.mcq.limit``); ``ignore_unknown`` drops
+  unknown keys instead (a saved run config may carry sections of another entry point).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import typing
+from typing import Any, Mapping, TypeVar
+
+T = TypeVar("T")
+_NONE = type(None)
+
+
+def to_plain(cfg: Any) -> Any:
+    """A DictConfig/ListConfig as resolved plain containers without Hydra's own node; anything
+    else unchanged."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if isinstance(cfg, (DictConfig, ListConfig)):
+        cfg = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    if isinstance(cfg, dict):
+        cfg = {k: v for k, v in cfg.items() if k != "hydra"}
+    return cfg
+
+
+def to_config(cls: type[T], data: Any, where: str = "", ignore_unknown: bool = False) -> T:
+    """``cls`` built from ``data`` (a DictConfig, a mapping, or already a ``cls``); see the
+    module docstring for the contract."""
+    if isinstance(data, cls):
+        return data
+    return _dataclass(cls, to_plain(data) if data is not None else {}, where, ignore_unknown)
+
+
+def _dataclass(cls: type, data: Any, where: str, ignore_unknown: bool) -> Any:
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where or 'config'}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - names)
+    if unknown and not ignore_unknown:
+        raise ValueError(f"{where or 'config'}: unknown field(s) {unknown}; known: {sorted(names)}")
+    kwargs = {k: _value(hints[k], v, _join(where, k), ignore_unknown) for k, v in data.items() if k in names}
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError, KeyError) as e:
+        msg = e.args[0] if e.args else str(e)
+        raise ValueError(msg if not where or where in str(msg) else f"{where}: {msg}") from None
+
+
+def _join(where: str, key: Any) -> str:
+    return f"{where}.{key}" if where else str(key)
+
+
+def _matches(hint: Any, val: Any) -> bool:
+    """Whether ``val`` has the shape of a Union member (containers and scalars are not coerced
+    across members: ``Union[Literal["auto"], list[int]]`` rejects ``"sideways"``)."""
+    origin = typing.get_origin(hint) or hint
+    if origin in (list, tuple):
+        return isinstance(val, (list, tuple))
+    if origin is dict or dataclasses.is_dataclass(hint):
+        return isinstance(val, Mapping)
+    if hint is float:
+        return isinstance(val, (int, float)) and not isinstance(val, bool)
+    if isinstance(hint, type) and not issubclass(hint, enum.Enum) and hint is not Any:
+        return isinstance(val, hint)
+    return True
+
+
+def _value(hint: Any, val: Any, where: str, ignore_unknown: bool) -> Any:
+    """``val`` converted to ``hint`` (recursing), or a ValueError naming ``where``."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any or isinstance(hint, TypeVar):
+        return val
+    if origin is typing.Union:
+        if val is None:
+            if _NONE in args:
+                return None
+            raise ValueError(f"{where}: may not be null")
+        members = [a for a in args if a is not _NONE]
+        if len(members) == 1:
+            return _value(members[0], val, where, ignore_unknown)
+        for m in members:
+            if not _matches(m, val):
+                continue
+            try:
+                return _value(m, val, where, ignore_unknown)
+            except ValueError:
+                continue
+        raise ValueError(f"{where}={val!r}: expected one of {[getattr(m, '__name__', str(m)) for m in members]}")
+    if origin is typing.Literal:
+        if val not in args:
+            raise ValueError(f"{where}={val!r}: choose from {list(args)}")
+        return val
+    if val is None:
+        return None  # a non-Optional field set to null: the dataclass's own check decides
+    if dataclasses.is_dataclass(hint):
+        return _dataclass(hint, val, where, ignore_unknown)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        try:
+            return hint(val.value if isinstance(val, enum.Enum) else val)
+        except ValueError:
+            raise ValueError(f"{where}={val!r}: choose from {[e.value for e in hint]}") from None
+    if origin in (list, tuple) and args and isinstance(val, (list, tuple)):
+        items = [_value(args[0], v, f"{where}[{i}]", ignore_unknown) for i, v in enumerate(val)]
+        return items if origin is list else tuple(items)
+    if origin is dict and len(args) == 2 and isinstance(val, Mapping):
+        return {k: _value(args[1], v, _join(where, k), ignore_unknown) for k, v in val.items()}
+    return val
+
+
+def defaults_of(cls: type) -> dict[str, Any]:
+    """The dataclass's defaults as plain data (enums as their values), without running the
+    top-level ``__post_init__`` (a schema may require fields the defaults leave unset).
+    Fields without a default are left out."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            val = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            val = f.default_factory()
+        else:
+            continue
+        out[f.name] = _plain_value(dataclasses.asdict(val) if dataclasses.is_dataclass(val) else val)
+    return out
+
+
+def omegaconf_can_type(hint: Any, _seen: frozenset = frozenset()) -> bool:
+    """Whether OmegaConf 2.3 can type ``hint`` as a structured config: no ``Literal`` and no
+    ``Union`` other than ``Optional`` anywhere in the dataclass tree."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return False
+    if origin is typing.Union:
+        members = [a for a in args if a is not _NONE]
+        return len(members) == 1 and omegaconf_can_type(members[0], _seen)
+    if origin in (list, tuple, dict):
+        return all(omegaconf_can_type(a, _seen) for a in args if a is not Ellipsis)
+    if dataclasses.is_dataclass(hint) and hint not in _seen:
+        return all(omegaconf_can_type(h, _seen | {hint}) for h in typing.get_type_hints(hint).values())
+    return True
+
+
+def as_plain(obj: Any) -> Any:
+    """A dataclass tree as plain data (enums as their values): what results.json records."""
+    return _plain_value(dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj)
+
+
+def _plain_value(val: Any) -> Any:
+    if isinstance(val, enum.Enum):
+        return val.value
+    if isinstance(val, dict):
+        return {k: _plain_value(v) for k, v in val.items()}
+    if isinstance(val, (list, tuple)):
+        return [_plain_value(v) for v in val]
+    return val
+
+
+__all__ = ["as_plain", "defaults_of", "omegaconf_can_type", "to_config", "to_plain"]

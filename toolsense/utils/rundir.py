@@ -1,0 +1,117 @@
+"""A training run directory: the one reader and writer of its layout.
+
+Training writes it, evaluation (``load_run``), drift, the comparison table and the evaluation
+tracker read it. It lives in ``utils`` because imports flow one way: both ``training`` and
+``evaluation`` stand on it, and it knows nothing of either (sections come back as whatever
+dataclass the caller names, through :func:`toolsense.utils.config.to_config`)::
+
+    <run>/config.yaml    resolved config (model, catalog, index, prompts, ... sections)
+    <run>/index.json     ToolIndex.save(...)
+    <run>/stage1/ <run>/stage2/   HF model folders (LoRA merged) with the virtual tokens
+    <run>/metrics.jsonl  training metrics, one JSON per line
+    <run>/checkpoints/   Trainer checkpoints per stage
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, TypeVar
+
+from toolsense.utils.io import sha256_file
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    def __init__(self, path: str | Path):
+        object.__setattr__(self, "path", Path(path))
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def index_path(self) -> Path:
+        return self.path / "index.json"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    def stage(self, name: str) -> Path:
+        """The model folder of ``name`` (stage1 | stage2)."""
+        return self.path / name
+
+    def has_stage(self, name: str) -> bool:
+        return (self.stage(name) / "config.json").is_file()
+
+    def config(self) -> dict[str, Any]:
+        """The saved, resolved config as plain data; {} when the run has none."""
+        return _load_yaml(self.config_path)
+
+    def require(self, stage: str | None = None) -> "RunDir":
+        """This run, checked to hold a config (and ``stage``'s model folder); else a
+        FileNotFoundError naming what is missing."""
+        if not self.config_path.is_file():
+            raise FileNotFoundError(f"{self.config_path}: no such file (is {self.path} a training run directory?)")
+        if stage is not None and stage != "base" and not self.has_stage(stage):
+            raise FileNotFoundError(f"{self.stage(stage)}: no model folder for stage {stage!r}")
+        return self
+
+    def section(self, name: str, cls: type[T]) -> T:
+        """Config section ``name`` as ``cls``; keys ``cls`` does not declare are ignored (a run
+        saved by an older version may carry them), bad values raise naming the file and field."""
+        from toolsense.utils.config import to_config
+
+        return to_config(cls, self.config().get(name), f"{self.config_path}: {name}", ignore_unknown=True)
+
+    def index_sha256(self) -> str:
+        """The fingerprint of the run's index (what its virtual tokens mean)."""
+        return sha256_file(self.index_path)
+
+    def label(self) -> str:
+        """``experiment-tuning`` (e.g. tg_3fm-lora), else the folder's name."""
+        cfg = self.config()
+        parts = [cfg.get("experiment"), (cfg.get("tuning") or {}).get("method")]
+        return "-".join(str(p) for p in parts if p) or self.path.name
+
+    def write_config(self, data: dict[str, Any], ignore: Iterable[str] = ()) -> None:
+        """Save ``data`` (plain, resolved) as config.yaml on rank 0; a run directory that holds
+        a config differing outside the ``ignore`` sections is refused (rerunning the same command
+        resumes; another config needs another directory)."""
+        from omegaconf import OmegaConf
+
+        if int(os.environ.get("RANK", "0")) != 0:  # other ranks must not read a half-written file
+            return
+        if self.config_path.exists():
+            old, skip = self.config(), set(ignore)
+            diff = sorted(k for k in set(old) | set(data) if k not in skip and old.get(k) != data.get(k))
+            if diff:
+                raise ValueError(f"{self.config_path} holds a different config (sections {diff} differ); use a new output_dir")
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(OmegaConf.create(data), self.config_path)
+
+
+@functools.lru_cache(maxsize=256)
+def _load_cached(path: str, mtime_ns: int) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True) or {}
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    """config.yaml as plain data, read once per modification (the comparison reads one run's
+    config for each of its results files)."""
+    if not path.is_file():
+        return {}
+    return copy.deepcopy(_load_cached(str(path), path.stat().st_mtime_ns))
+
+__all__ = ["RunDir"]
