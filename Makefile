@@ -43,6 +43,8 @@ bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/constrained_decoding.py --ref-queries 8
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/constrained_decoding.py --index structural --ref-queries 8
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/train_throughput.py
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/encode_catalog.py --n 500
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/pool_search.py
 
 clean:
 	rm -rf $(VENV) outputs multirun
