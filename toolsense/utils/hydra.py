@@ -1,4 +1,7 @@
-"""Hydra glue kept out of library code: registering structured-config schemas."""
+"""Hydra glue kept out of library code, called only from the entry scripts: registering
+structured-config schemas, and reading the running app's own values (output dir, run mode,
+sweep dir) through Hydra's ``${hydra:...}`` resolver — the same route a YAML interpolation
+takes, so no module reaches into Hydra's global state."""
 
 from __future__ import annotations
 
@@ -19,27 +22,28 @@ def register_schema(name: str, node: type) -> None:
     ConfigStore.instance().store(name=name, node=node if omegaconf_can_type(node) else defaults_of(node))
 
 
+def hydra_value(key: str) -> str:
+    """``${hydra:<key>}`` of the running app, e.g. ``runtime.output_dir``, ``mode``, ``sweep.dir``."""
+    from omegaconf import OmegaConf
+
+    return str(OmegaConf.create({"v": "${hydra:" + key + "}"}).v)
+
+
 def shared_output_dir(explicit: str | None) -> str:
     """The run's output directory: ``output_dir=`` when given, else Hydra's (timestamped) one.
     Several processes (torchrun, Slurm tasks) must be given one explicitly: each would stamp
     its own time and write to a directory of its own."""
     import os
 
-    from hydra.core.hydra_config import HydraConfig
-
     if explicit:
         return explicit
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise ValueError("output_dir: set it explicitly (output_dir=outputs/<name>) when launching several processes; "
                          "each would otherwise pick its own timestamped Hydra directory")
-    return HydraConfig.get().runtime.output_dir
+    return hydra_value("runtime.output_dir")
 
 
 def sweep_name() -> str | None:
     """The name of the -m sweep this job belongs to (its directory's name, e.g. the timestamp),
     or None for a single run: a sweep is one W&B group."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    hc = HydraConfig.get()
-    return Path(hc.sweep.dir).name if hc.mode == RunMode.MULTIRUN else None
+    return Path(hydra_value("sweep.dir")).name if hydra_value("mode").endswith("MULTIRUN") else None
