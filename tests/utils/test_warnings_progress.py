@@ -73,3 +73,38 @@ def test_missing_gold_tools_are_one_line_and_a_listing_in_the_eval_dir(tmp_path,
     assert len(msgs) == 1 and msgs[0].startswith("2 gold tools of bench not in the sys index (2 queries affected")
     assert str(listing) in msgs[0]
     assert listing.read_text().splitlines()[1:] == ["Gone&&1", "Gone&&2"]
+
+
+def test_heartbeat_keeps_a_slow_ranking_loop_visible(tmp_path, capsys, monkeypatch):
+    """One slow item (a batch of beam searches at catalog scale) must not leave the log silent:
+    the bar is redrawn every interval while the item runs, and not after the loop ends."""
+    import io
+    import time
+
+    from tqdm import tqdm
+
+    from toolsense.evaluation import tasks
+    from toolsense.utils.progress import heartbeat
+
+    out = io.StringIO()
+    bar = tqdm(total=1, desc="slow", file=out, mininterval=0)
+    with heartbeat(bar, every_s=0.05):
+        time.sleep(0.4)
+    n = out.getvalue().count("slow")
+    assert n >= 4  # redrawn while nothing completed (the initial draw alone is 1)
+    time.sleep(0.2)
+    assert out.getvalue().count("slow") == n  # the thread stopped with the block
+    bar.close()
+
+    beats = []
+    monkeypatch.setattr(tasks, "heartbeat", lambda b: heartbeat(b, every_s=0.05))
+    monkeypatch.setattr(tqdm, "refresh", lambda self, *a, **k: beats.append(1))
+
+    def slow_ranker(qs):
+        for q in qs:
+            time.sleep(0.3)
+            yield Retrieved(q, q.text, [{"tool": "A&&x", "score": 0.0}], None)
+
+    bench = Benchmark("bench", "retrieval", [Query("q1", "a", ("A&&x",))])
+    evaluate_ranking(bench, "sys", slow_ranker, {"A&&x"}, DecodingConfig(beam_width=1, ks=[1], resamples=10), tmp_path, {})
+    assert len(beats) >= 3  # evaluate_ranking's bar was kept alive during the slow item

@@ -18,6 +18,7 @@ from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
 from toolsense.decoding.retrieval import Retrieved
+from toolsense.utils.progress import heartbeat
 from toolsense.utils.warnings import summarise
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,23 @@ def summarize(rows: Sequence[dict], tiers: Sequence[str], dec: DecodingConfig, w
     return {"metrics": metrics, "tiers": tier_out}
 
 
+def _rank_into(ranker: Ranker, todo: Sequence[Query], samples: SampleLog, bar: tqdm, bench: Benchmark,
+               dec: DecodingConfig, original: dict[str, Any], known_tools: set[str]) -> None:
+    """Rank ``todo`` and append one scored sample per query as it completes."""
+    for rec in ranker(todo):
+        q = rec.query
+        ranked_c = [x["tool"] for x in rec.constrained]
+        m = item_metrics(ranked_c, q.tools, dec.ks, "c_")
+        if rec.free is not None:
+            m.update(item_metrics([x["tool"] for x in rec.free], q.tools, dec.ks, "f_"))
+        samples.add({
+            "item_id": q.query_id, "query": q.text, "prompt": rec.prompt, "gold": list(q.tools),
+            "tier": bench.tier_of(q), "missing_gold": [t for t in original[q.query_id] if t not in known_tools],
+            "constrained": rec.constrained, "free": rec.free, "metrics": m,
+        })
+        bar.update(1)
+
+
 def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools: set[str], dec: DecodingConfig,
                      out_dir: str | Path, provenance: dict[str, Any], shard: Shard = Shard()) -> dict[str, Any] | None:
     """Rank every query of ``bench`` with ``ranker``, log each item to ``out_dir/samples.jsonl``
@@ -79,18 +97,8 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
         todo = [q for q in mine if not samples.done(q.query_id)]
         desc = f"{bench.name}/{system}" + (f" [rank {shard.rank}/{shard.world}]" if shard.world > 1 else "")
         bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=desc, unit="q")
-        for rec in ranker(todo):
-            q = rec.query
-            ranked_c = [x["tool"] for x in rec.constrained]
-            m = item_metrics(ranked_c, q.tools, dec.ks, "c_")
-            if rec.free is not None:
-                m.update(item_metrics([x["tool"] for x in rec.free], q.tools, dec.ks, "f_"))
-            samples.add({
-                "item_id": q.query_id, "query": q.text, "prompt": rec.prompt, "gold": list(q.tools),
-                "tier": bench.tier_of(q), "missing_gold": [t for t in original[q.query_id] if t not in known_tools],
-                "constrained": rec.constrained, "free": rec.free, "metrics": m,
-            })
-            bar.update(1)
+        with heartbeat(bar):  # a batch of queries can take minutes at catalog scale: keep the log alive
+            _rank_into(ranker, todo, samples, bar, bench, dec, original, known_tools)
         bar.close()
         shard.barrier()  # every process has written its share
         if not shard.main:
