@@ -10,6 +10,7 @@ from typing import Any, Iterable, Sequence
 
 from toolsense.utils.io import git_sha  # noqa: F401  (results.json provenance; imported from here by the writers)
 from toolsense.utils.jsonl import JsonlStore
+from toolsense.utils.paths import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +78,7 @@ class SampleLog:
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
 def fmt(est: dict | None, pct: bool = True) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 from toolsense.catalog import Catalog
 from toolsense.utils.io import sha256_text
 from toolsense.utils.jsonl import JsonlStore
+from toolsense.utils.paths import atomic_write_text
 
 IDENTITY_FILE = "generation_config.json"
 ITEM_FILES = {"rrb": "rrb.jsonl", "mcq": "mcq.jsonl", "qa": "qa.jsonl"}
@@ -80,10 +81,7 @@ def claim_output_dir(out: Path, ident: dict) -> None:
             raise ValueError(f"{out} holds a generation made with another configuration; differing fields: "
                              + "; ".join(diff) + ". Use another output_dir (or the default, derived from the config).")
         return
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(ident, indent=2, sort_keys=True, default=str))
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(ident, indent=2, sort_keys=True, default=str))
 
 
 def _tokens(cache_rows: list[dict], prices: dict[str, dict[str, float]]) -> dict:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Callable
 
+from toolsense.utils.paths import cache_root as toolsense_cache
 from toolsense.utils.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,7 @@ GEMMA_TEMPLATE = (
 
 
 def cache_root(cache_dir: str | None = None) -> Path:
-    root = cache_dir or os.environ.get("TOOLSENSE_CACHE") or Path.home() / ".cache" / "toolsense"
-    return Path(root) / "models"
+    return (Path(cache_dir) if cache_dir else toolsense_cache()) / "models"
 
 
 def _convert_gguf(folder: Path, gguf_file: str, out: Path, chat_template: str | None = None) -> None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal, Optional, Protocol
 
 from toolsense.utils.jsonl import JsonlStore
+from toolsense.utils.paths import cache_root
 from toolsense.utils.registry import Registry
 
 SCORERS: Registry[Callable[..., "Scorer"]] = Registry("audit scorer")
@@ -95,8 +95,7 @@ def cache_key(scorer: Scorer, messages: list[dict]) -> str:
 def default_cache_dir(cfg: ScorerConfig) -> Path:
     if cfg.cache_dir:
         return Path(cfg.cache_dir)
-    root = os.environ.get("TOOLSENSE_CACHE") or Path.home() / ".cache" / "toolsense"
-    return Path(root) / "audit_scores"
+    return cache_root() / "audit_scores"
 
 
 class ScoreCache:

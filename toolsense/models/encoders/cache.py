@@ -25,6 +25,7 @@ import numpy as np
 from toolsense.catalog import Catalog, Tool
 from toolsense.models.encoders.embedders import Embedder
 from toolsense.utils.io import sha256_text
+from toolsense.utils.paths import cache_root as toolsense_cache
 from toolsense.utils.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,8 @@ def api_text(t: Tool) -> str:
 
 
 def cache_root(root: str | Path | None = None) -> Path:
-    base = root or os.environ.get("TOOLSENSE_CACHE") or Path.home() / ".cache" / "toolsense"
-    return Path(base) / "embeddings"
+    """Where embedding matrices are kept: ``<root or the toolsense cache>/embeddings``."""
+    return (Path(root) if root else toolsense_cache()) / "embeddings"
 
 
 def _atomic_save(path: Path, write: Callable[[Path], None]) -> None:
