@@ -13,13 +13,13 @@ everything across resumes, not just the last run.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from toolsense.catalog import Catalog
+from toolsense.utils.config import as_plain
 from toolsense.utils.io import sha256_text
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.paths import atomic_write_text
@@ -30,14 +30,12 @@ _SPEED_ONLY = {"output_dir", "output_root", "on_exists", "concurrency", "max_ret
                "api_key_env", "prices", "logger"}
 
 
-def _plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj):
-        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name not in _SPEED_ONLY}
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    return obj.value if hasattr(obj, "value") and not isinstance(obj, (int, float, str)) else obj
+def _without_speed_only(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _without_speed_only(v) for k, v in d.items() if k not in _SPEED_ONLY}
+    if isinstance(d, list):
+        return [_without_speed_only(v) for v in d]
+    return d
 
 
 def _llm_identity(llm: dict | None) -> dict | None:
@@ -51,7 +49,7 @@ def _llm_identity(llm: dict | None) -> dict | None:
 
 def identity(cfg, catalog: Catalog) -> dict:
     """Every setting that decides what is generated, plus the catalog's content hash."""
-    conf = _plain(cfg)
+    conf = _without_speed_only(as_plain(cfg))
     conf["writer"], conf["judge"] = _llm_identity(conf.get("writer")), _llm_identity(conf.get("judge"))
     return {"catalog_hash": catalog.content_hash(), "config": conf}
 
