@@ -27,7 +27,8 @@ def main(dict_cfg: DictConfig) -> float | None:
         overrides = list(cfg.evaluate.overrides)
         if cfg.logger.kind == "wandb" and not any(o.startswith("logger") for o in overrides):  # W&B for eval too
             overrides.insert(0, "logger=wandb")
-        evaluate_trained_run(run_dir, cfg.evaluate.suite, overrides, cfg.evaluate.drift, list(cfg.evaluate.stages))
+        evaluate_trained_run(run_dir, cfg.evaluate.suite, overrides, cfg.evaluate.drift, list(cfg.evaluate.stages),
+                             {k: list(v) for k, v in cfg.evaluate.stage_overrides.items()})
     last = summary.get("stage2") or summary.get("stage1") or {}
     return last.get("train_loss")
 

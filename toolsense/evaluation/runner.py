@@ -188,10 +188,11 @@ CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
 def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, overrides: Sequence[str] = (),
-                         drift: bool = False, stages: Sequence[str] = ("stage2",)) -> dict[str, Any] | None:
+                         drift: bool = False, stages: Sequence[str] = ("stage2",),
+                         stage_overrides: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any] | None:
     """evaluate.py on a finished training run (train.py's ``evaluate.suite=...``), once per
     checkpoint of ``stages``: stage2 into ``<run_dir>/eval``, another stage into
-    ``<run_dir>/eval/<stage>``; with ``drift`` its embedding drift into ``<run_dir>/eval/drift``.
+    ``<run_dir>/eval/<stage>``, each with its ``stage_overrides`` after ``overrides``; with ``drift`` its embedding drift into ``<run_dir>/eval/drift``.
     Returns the last stage's summary.
     Composes evaluate.yaml with ``run=<run_dir>`` plus the overrides, from inside a running Hydra
     app or standalone. Under torchrun every process takes part (data-parallel retrieval)."""
@@ -211,6 +212,7 @@ def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, override
     for stage in stages if suite or overrides else ():
         out = run_dir / "eval" if stage == "stage2" else run_dir / "eval" / stage
         ovr = [f"run={run_dir}", f"stage={stage}", f"output_dir={out}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
+        ovr += list((stage_overrides or {}).get(stage, ()))
         log.info("evaluating %s (%s)", run_dir, " ".join(ovr[1:]))
         summary = run(to_config(EvaluateConfig, _compose(ovr)))
     if drift:

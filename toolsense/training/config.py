@@ -180,11 +180,18 @@ class EvaluateAfterConfig:
     """Checkpoints evaluated (each with the same suite/overrides): stage2 into ``<run dir>/eval``,
     stage1 into ``<run dir>/eval/stage1``. ``[stage1,stage2]`` gives the comparison table its
     knowledge-retention columns (probe accuracy after Stage 2 minus after Stage 1)."""
+    stage_overrides: dict[str, list[str]] = field(default_factory=lambda: {"stage1": [], "stage2": []})
+    """More evaluate.py overrides for one stage's evaluation only, after ``overrides``, e.g.
+    ``evaluate.stage_overrides.stage1=['~benchmarks.mcq','~benchmarks.qa']`` evaluates Stage 1 on
+    retrieval alone."""
 
     def __post_init__(self) -> None:
         bad = [s for s in self.stages if s not in ("stage1", "stage2")]
         if bad or not self.stages or len(set(self.stages)) != len(self.stages):
             raise ValueError(f"evaluate.stages must list stage1 and/or stage2, each once; got {list(self.stages)}")
+        unknown = [s for s, ovr in self.stage_overrides.items() if ovr and s not in self.stages]
+        if unknown:
+            raise ValueError(f"evaluate.stage_overrides.{unknown[0]} is set, but {unknown[0]} is not in evaluate.stages={list(self.stages)}")
 
 
 @dataclass

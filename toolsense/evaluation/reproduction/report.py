@@ -1,0 +1,145 @@
+"""Render and write the reproduction report from a study's results (nothing else is read: the
+numbers, the setup and the wall time all come from the files under the study's root)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from toolsense.evaluation.compare import comparison_table
+from toolsense.evaluation.outputs import markdown_table, write_json
+from toolsense.evaluation.reproduction.findings import FINDINGS
+from toolsense.evaluation.reproduction.sweep import Finding, Sweep
+from toolsense.utils.io import git_sha
+
+SWEEP_ROLES = {"grid": "the configurations × tunings × seeds", "appendix_e": "App. E: TG trained on realistic queries",
+               "architecture": "a second architecture on a subset"}
+
+
+def load_sweeps(root: str | Path, k: int, resamples: int) -> dict[str, Sweep]:
+    """Every sweep directory under ``root`` (hidden ones skipped), read into a Sweep."""
+    root = Path(root)
+    if not root.exists():
+        raise FileNotFoundError(f"root: {root} does not exist (run the study first: python reproduce.py)")
+    return {p.name: Sweep(p.name, p, k, resamples) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")}
+
+
+def study_findings(sweeps: dict[str, Sweep], k: int, resamples: int, sweep: str = "grid") -> list[Finding]:
+    """The seven findings on ``sweep`` (the grid, or the second architecture's subset, which is
+    read as a grid of its own); App. E is compared with the grid only."""
+    if sweep not in sweeps:
+        return []
+    view = {"grid": sweeps[sweep], **({"appendix_e": sweeps["appendix_e"]} if sweep == "grid" and "appendix_e" in sweeps else {})}
+    return [fn(view, k, resamples) for fn in FINDINGS]
+
+
+def run_config(sweep: Sweep) -> dict[str, Any]:
+    """The config.yaml of the sweep's first run (the settings all its runs share)."""
+    for path in sorted(sweep.path.glob("*/config.yaml")):
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {}
+
+
+def _setup(sweeps: dict[str, Sweep], wall: dict[str, float]) -> str:
+    rows = []
+    for name, sw in sweeps.items():
+        cfg = run_config(sw)
+        runs = len(list(sw.path.glob("*/config.yaml")))
+        if not cfg:
+            continue
+        s1, s2, tr = cfg.get("stage1", {}), cfg.get("stage2", {}), cfg.get("trainer", {})
+        rows.append([name, SWEEP_ROLES.get(name, ""), str(runs), str(cfg.get("model", {}).get("name_or_path")),
+                     Path(str(cfg.get("catalog", {}).get("path") or cfg.get("catalog", {}).get("name", "?"))).stem,
+                     f"{s1.get('max_steps')} / {s2.get('max_steps')} × {tr.get('effective_batch')}",
+                     f"{_fmt_min(wall.get(name))}"])
+    return markdown_table(["sweep", "what", "runs", "model", "catalog", "steps S1 / S2 × batch", "wall time"], rows)
+
+
+def _fmt_min(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds / 60:.0f} min"
+
+
+def _findings_table(main: list[Finding], second: list[Finding], second_name: str | None) -> str:
+    header = ["#", "finding", "paper", "ours (95% CI)", "holds?"] + ([f"{second_name}", "holds?"] if second else [])
+    rows = []
+    for i, f in enumerate(main):
+        row = [str(f.number), f.claim, f.paper, f.ours, f"**{f.verdict}**"]
+        if second:
+            s = second[i]
+            row += [s.ours if s.verdict != "n/a" else f"n/a ({s.why})", f"**{s.verdict}**"]
+        rows.append(row)
+    return markdown_table(header, rows)
+
+
+def _reasons(findings: list[Finding], notes: dict[int, str]) -> str:
+    lines = []
+    for f in findings:
+        if f.verdict == "yes":
+            continue
+        text = notes.get(f.number) or f.why or "no reason recorded"
+        lines.append(f"- **{f.number}. {f.verdict}.** {f.why + ' ' if f.why and notes.get(f.number) else ''}{text}")
+    return "\n".join(lines) or "- Every finding's direction holds."
+
+
+def _plots(sweeps: dict[str, Sweep], plots_dir: Path, report: Path) -> list[str]:
+    from toolsense.evaluation.plots import render_all
+
+    lines = []
+    for name, sw in sweeps.items():
+        if not sw.comp:
+            continue
+        for path in render_all(sw.comp, plots_dir, prefix=f"{name}_"):
+            lines.append(f"![{name}: {path.stem}]({os.path.relpath(path, report.parent)})")
+    return lines
+
+
+def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], second: list[Finding], wall: dict[str, float]) -> str:
+    """The report's Markdown (cfg: a StudyConfig)."""
+    report = Path(cfg.report)
+    second_model = run_config(sweeps["architecture"]).get("model", {}).get("name_or_path") if second else None
+    total = sum(wall.values())
+    parts = [
+        f"# Reproducing the ToolSense findings — study `{cfg.name}`\n",
+        f"Made by `{cfg.command}` (`python reproduce.py study={cfg.name}`), git `{(git_sha() or 'unknown')[:10]}`, "
+        f"{time.strftime('%Y-%m-%d')}. Wall time {total / 3600:.1f} h ({_fmt_min(total)}) on this machine. "
+        f"Rebuild this file from the results alone: `python reproduce.py study={cfg.name} train=false`.\n",
+        "Verdicts: **yes** — our estimate has the paper's sign and its 95% interval excludes no effect; **direction only** — "
+        "the sign holds, the interval includes no effect; **no** — the opposite; **untestable** — the probe ceiling (card mode, "
+        "the tool's description in the prompt) is itself at chance; **n/a** — the sweep lacks the configurations compared. "
+        f"Recall and IS are at k = {cfg.k}; intervals pool seeds and items (paired bootstrap for differences, {cfg.resamples} resamples).\n",
+        "## Findings\n", _findings_table(main, second, second_model),
+        "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes)),
+        "\n## What ran\n", _setup(sweeps, wall),
+    ]
+    for name, sw in sweeps.items():
+        if sw.comp:
+            parts += [f"\n## Table: {name} ({SWEEP_ROLES.get(name, name)})\n", comparison_table(sw.comp)]
+    plots = _plots(sweeps, Path(cfg.plots_dir), report)
+    if plots:
+        parts += ["\n## Plots\n", "\n".join(plots)]
+    return "\n".join(parts) + "\n"
+
+
+def write_report(cfg) -> dict[str, Any]:
+    """``cfg.report`` (Markdown) and ``<root>/reproduction.json`` (the findings with their
+    details) from the results under ``cfg.root`` (cfg: a StudyConfig); plots into ``cfg.plots_dir``."""
+    from toolsense.evaluation.study import study_wall_time
+
+    sweeps = load_sweeps(cfg.root, cfg.k, cfg.resamples)
+    if not any(s.comp for s in sweeps.values()):
+        raise FileNotFoundError(f"{cfg.root}: no evaluation results under any sweep (did the study's evaluate.suite run?)")
+    main = study_findings(sweeps, cfg.k, cfg.resamples, "grid")
+    second = study_findings(sweeps, cfg.k, cfg.resamples, "architecture")
+    wall = study_wall_time(cfg.root)
+    report = Path(cfg.report)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(render(cfg, sweeps, main, second, wall), encoding="utf-8")
+    summary = {"root": str(cfg.root), "k": cfg.k, "git_sha": git_sha(), "wall_seconds": wall,
+               "findings": [asdict(f) for f in main], "architecture": [asdict(f) for f in second]}
+    write_json(Path(cfg.root) / "reproduction.json", summary)
+    return summary

@@ -1,0 +1,131 @@
+"""The reproduction study: the paper's configurations trained, evaluated and compared in one
+command, then the report that sets each of the paper's findings beside ours.
+
+    python reproduce.py                     # study=cpu: the CPU-scale study (make reproduce)
+    python reproduce.py train=false         # rebuild the report from the results already under root
+
+A study is a list of train.py ``-m`` sweeps (``sweeps``: name -> overrides) that share ``common``
+overrides (model size, steps, the evaluation suite). Each sweep runs as its own train.py process
+into ``<root>/<name>`` — a fixed directory, so rerunning the command resumes every sweep where it
+stopped (finished stages are skipped, evaluations resume from their samples) — and ends with the
+sweep's comparison table and plots (CompareAfterSweep). The report (reproduction.py) is then built
+from the ``results.json`` / ``drift.json`` files alone. Wall time per sweep is appended to
+``<root>/timings.jsonl`` as each sweep ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolsense.utils.jsonl import JsonlStore
+
+log = logging.getLogger(__name__)
+
+ROLES = ("grid", "appendix_e", "architecture")
+"""Sweep names the report reads: ``grid`` the configurations × tunings × seeds; ``appendix_e`` TG
+trained on realistic queries (App. E); ``architecture`` a second model on a subset."""
+
+
+@dataclass
+class StudyConfig:
+    """Schema of ``conf/reproduce.yaml`` (registered as ``reproduce_schema``); a study option
+    (``conf/study/<name>.yaml``) fills it."""
+
+    name: str = "cpu"
+    """The study's name (shown in the report)."""
+    root: str = "outputs/reproduce"
+    """Where the sweeps write: ``<root>/<sweep name>/<job>_<experiment>-<tuning>/``."""
+    common: list[str] = field(default_factory=list)
+    """train.py overrides of every run (model, catalog, steps, evaluate.suite=..., evaluate.stages=...)."""
+    sweeps: dict[str, list[str]] = field(default_factory=dict)
+    """Sweep name -> its own train.py -m overrides (comma lists are swept), run in this order.
+    The report reads the names in ROLES; other names are trained and tabulated only."""
+    only: list[str] = field(default_factory=list)
+    """Train only these sweeps (empty: all); the report still reads every sweep present."""
+    train: bool = True
+    """false = build the report from what is under ``root`` without training anything."""
+    report: str = "docs/reproduction.md"
+    """The report (Markdown)."""
+    plots_dir: str = "docs/img/reproduction"
+    """The comparison plots of each sweep, ``<sweep>_<plot>.png``; the report links them relatively."""
+    k: int = 5
+    """The cutoff of the recall and IS columns the findings use (Rc@k, Rf@k, IS@k)."""
+    resamples: int = 1000
+    """Bootstrap resamples of the intervals."""
+    command: str = "make reproduce"
+    """The command the report says made it."""
+    notes: dict[int, str] = field(default_factory=dict)
+    """Finding number -> the likeliest reason ours disagrees with the paper, written by whoever read
+    the results (the numbers and verdicts are computed; the reasons are a person's judgement)."""
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.only if s not in self.sweeps]
+        if unknown:
+            raise ValueError(f"only: {unknown} are not sweeps of this study (sweeps: {list(self.sweeps)})")
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1, got {self.k}")
+
+
+def sweep_command(cfg: StudyConfig, name: str) -> list[str]:
+    """The train.py command of one sweep: common overrides, then the sweep's own, into ``<root>/<name>``."""
+    script = Path(__file__).resolve().parents[2] / "train.py"
+    return [sys.executable, str(script), "-m", *cfg.common, *cfg.sweeps[name], f"hydra.sweep.dir={Path(cfg.root) / name}"]
+
+
+def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
+    """Train and evaluate every sweep (or ``only``) in order, each in its own process; a failed
+    sweep stops the study with its command (rerun the study to resume). Returns the timings."""
+    root = Path(cfg.root)
+    root.mkdir(parents=True, exist_ok=True)
+    timings = JsonlStore(root / "timings.jsonl")
+    done = []
+    for name in cfg.sweeps:
+        if cfg.only and name not in cfg.only:
+            continue
+        cmd = sweep_command(cfg, name)
+        log.info("sweep %s: %s", name, " ".join(cmd[1:]))
+        t0 = time.time()
+        proc = subprocess.run(cmd)
+        row = {"sweep": name, "seconds": round(time.time() - t0, 1), "returncode": proc.returncode,
+               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "overrides": cfg.sweeps[name]}
+        timings.append(row)
+        done.append(row)
+        if proc.returncode != 0:
+            raise RuntimeError(f"sweep {name} failed (exit {proc.returncode}); rerun the study to resume it:\n  {' '.join(cmd)}")
+    return done
+
+
+def run_study(cfg: StudyConfig) -> dict[str, Any]:
+    """Entry point of ``reproduce.py``: the sweeps (unless ``train=false``), then the report."""
+    from toolsense.evaluation.reproduction import write_report
+
+    if cfg.train:
+        run_sweeps(cfg)
+    summary = write_report(cfg)
+    print(f"wrote {cfg.report} ({len(summary['findings'])} findings) from the results under {cfg.root}")
+    return summary
+
+
+def study_wall_time(root: str | Path) -> dict[str, float]:
+    """Seconds per sweep from ``<root>/timings.jsonl``, summed over the study's invocations
+    (an interrupted study resumed later adds both parts)."""
+    path = Path(root) / "timings.jsonl"
+    out: dict[str, float] = {}
+    if path.exists():
+        for row in JsonlStore(path):
+            out[row["sweep"]] = out.get(row["sweep"], 0.0) + float(row["seconds"])
+    return out
+
+
+def register_configs() -> None:
+    """Register :class:`StudyConfig` as ``reproduce_schema`` (reproduce.yaml's first default)."""
+    from toolsense.utils.hydra import register_schema
+
+    register_schema("reproduce_schema", StudyConfig)
+
