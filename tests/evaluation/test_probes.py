@@ -9,7 +9,7 @@ from toolsense.evaluation.context import load_run
 from toolsense.generation.probe_gen import make_probes
 from toolsense.evaluation import probes
 from toolsense.evaluation.outputs import results_table
-from toolsense.evaluation.probe_stats import centred_predictions, distribution, flag_text, majority_rate, rotation, top_answer
+from toolsense.evaluation.probe_stats import balanced_correct, centred_predictions, distribution, flag_text, majority_rate, rotation, top_answer
 from toolsense.evaluation.probes import evaluate_probe, permutation, probe_prompt, score_answers, summarize_probe
 
 
@@ -119,6 +119,26 @@ def test_rotation_moves_the_gold_through_every_slot():
     assert [r.index(0) for r in rots] == [1, 0, 3, 2]
 
 
+def test_balanced_scoring_recovers_content_under_a_letter_prior():
+    # slot prior 5, 3, 1, 0 plus 1.0 on the gold option: the model says "A" under every rotation
+    # (gold in A: 6 > 3; gold elsewhere: at most 3 + 1 < 5), yet summed over rotations the gold
+    # option collects the prior once per slot (9) plus 4 = 13 against 9 for every other option
+    prior = [5.0, 3.0, 1.0, 0.0]
+    rows = []
+    for i, perm in enumerate([[0, 1, 2, 3], [2, 0, 3, 1], [3, 2, 1, 0]]):
+        rots = []
+        for r in range(4):
+            p = rotation(perm, r)
+            scores = [prior[j] + (1.0 if p[j] == 0 else 0.0) for j in range(4)]
+            rots.append({"permutation": p, "gold": "ABCD"[p.index(0)], "pred": "A", "correct": p.index(0) == 0, "scores": scores})
+        rows.append({**rots[0], "item_id": str(i), "rotations": rots})
+    assert balanced_correct([r["rotations"] for r in rows], list("ABCD")) == [1.0, 1.0, 1.0]
+    res = summarize_probe(rows, "mcq", list("ABCD"), ProbeConfig(debias="circular"), resamples=50)
+    assert res["metrics"]["circular_mean"]["value"] == pytest.approx(0.25) and res["metrics"]["balanced_accuracy"]["value"] == 1.0
+    wrong = [{**x, "scores": [prior[j] + (1.0 if x["permutation"][j] == 1 else 0.0) for j in range(4)]} for x in rows[0]["rotations"]]
+    assert balanced_correct([wrong], list("ABCD")) == [0.0]  # the signal on another option: no credit
+
+
 def _always(answer_index):
     def score(model, tokenizer, prompts, answers):
         out = torch.full((len(prompts), len(answers)), -5.0)
@@ -137,6 +157,7 @@ def test_circular_eval_of_a_model_that_always_answers_a(ev, tmp_path, monkeypatc
     assert res["metrics"]["accuracy"]["value"] == pytest.approx(at_a / 20) == res["gold_distribution"]["A"] / 20
     assert res["metrics"]["circular_mean"]["value"] == pytest.approx(0.25)
     assert res["metrics"]["circular_all"]["value"] == 0.0
+    assert res["metrics"]["balanced_accuracy"]["value"] == pytest.approx(0.25)  # all four options tie: 1/4 credit each
     assert res["debias"] == {"method": "circular", "rotations": 4, "answer_distribution": {"A": 80, "B": 0, "C": 0, "D": 0}}
     for r in rows:
         assert [x["permutation"] for x in r["rotations"]] == [rotation(r["permutation"], k) for k in range(4)]

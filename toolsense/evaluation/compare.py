@@ -123,7 +123,8 @@ def _row_labels(keys: Sequence[tuple[str, bool, str | None, str]]) -> dict[str, 
     return meta
 
 
-PROBE_METRICS = {"accuracy": "acc", "circular_mean": "circ", "circular_all": "circ-all", "calibrated_accuracy": "calib"}
+PROBE_METRICS = {"accuracy": "acc", "circular_mean": "circ", "circular_all": "circ-all", "balanced_accuracy": "bal",
+                 "calibrated_accuracy": "calib"}
 """Probe metrics shown in the table (when the result has them) and their column suffix."""
 
 

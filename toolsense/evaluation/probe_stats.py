@@ -15,7 +15,12 @@ Two debiasing estimates (``probe.debias=circular``), beyond the paper:
 - MCQ, CircularEval: every item is also scored with its shown options cyclically rotated
   (n rotations for n options, rotation 0 = the paper's single order); ``circular_mean`` is the
   accuracy averaged over rotations, ``circular_all`` the share of items right under every
-  rotation. Position bias alone scores 1/n and 0.
+  rotation. Position bias alone scores 1/n and 0. ``balanced_accuracy`` sums each option's
+  log-probability over the n rotations — every option then sat once in every slot, so a
+  position prior adds the same amount to every option — and answers the option with the
+  highest sum. A model whose letter prior outweighs what it read (it says "A" under every
+  rotation) scores 1/n on both circular accuracies, yet its balanced answer can still be right:
+  the content signal survives the sum (position-debiased scoring in the spirit of PriDe).
 - QA, mean-centred log-odds: the Yes/No prior is the model's mean log-odds
   log P(Yes) - log P(No) over the probe set; each item answers Yes when its log-odds exceed
   that mean. This divides out the geometric-mean P(Yes)/P(No) ratio (contextual calibration
@@ -81,6 +86,25 @@ def circular_metrics(correct: Sequence[Sequence[bool]], resamples: int, seed: in
             "circular_all": accuracy([all(c) for c in correct], resamples, seed)}
 
 
+def balanced_correct(rotations: Sequence[Sequence[dict]], answers: Sequence[str], tol: float = 1e-6) -> list[float]:
+    """Per item, the credit of the option with the highest log-probability summed over its
+    rotations: 1 when it is the gold option alone, 1/k when the gold is one of k options tied at
+    the top (a model whose scores follow the slot only ties all n options: 1/n, chance), else 0.
+    ``rotations[i]``: item i's rotation rows, each with ``permutation`` (slot j shows original
+    option ``permutation[j]``), ``scores`` (per slot) and ``gold`` (its letter in that rotation)."""
+    out = []
+    for rots in rotations:
+        total = [0.0] * len(answers)
+        for rot in rots:
+            for slot, opt in enumerate(rot["permutation"]):
+                total[opt] += float(rot["scores"][slot])
+        first = rots[0]
+        gold_opt = first["permutation"][list(answers).index(first["gold"])]
+        top = [o for o, t in enumerate(total) if t >= max(total) - tol]
+        out.append(1.0 / len(top) if gold_opt in top else 0.0)
+    return out
+
+
 def centred_predictions(yes_no_logp: Sequence[Sequence[float]]) -> tuple[list[int], float]:
     """Mean-centred log-odds calibration of Yes/No scores (rows: [log P(Yes), log P(No)]).
     Returns (predicted index per item: 0 = Yes, 1 = No; the removed offset = mean log-odds).
@@ -94,7 +118,8 @@ def debiased_cell(result: dict[str, Any]) -> str:
     """``circ 25.0 [..] / all 0.0 [..]`` (MCQ) or ``calib 50.0 [..]`` (QA); '—' without debias."""
     m = result.get("metrics") or {}
     if "circular_mean" in m:
-        return f"circ {fmt(m['circular_mean'])} / all {fmt(m['circular_all'])}"
+        bal = f" / bal {fmt(m['balanced_accuracy'])}" if "balanced_accuracy" in m else ""
+        return f"circ {fmt(m['circular_mean'])} / all {fmt(m['circular_all'])}{bal}"
     if "calibrated_accuracy" in m:
         return f"calib {fmt(m['calibrated_accuracy'])}"
     return "—"

@@ -29,7 +29,7 @@ from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.metrics import accuracy
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
 from toolsense.decoding.retrieval import encode
-from toolsense.evaluation.probe_stats import (centred_predictions, circular_metrics, distribution, majority_rate,
+from toolsense.evaluation.probe_stats import (balanced_correct, centred_predictions, circular_metrics, distribution, majority_rate,
                                               rotation, top_answer)
 from toolsense.utils.warnings import summarise
 
@@ -150,6 +150,7 @@ def summarize_probe(rows: Sequence[dict], kind: str, answers: Sequence[str], cfg
     if cfg.debias == "circular" and rows and kind == "mcq":
         rots = [r["rotations"] for r in rows]
         out["metrics"].update(circular_metrics([[x["correct"] for x in rot] for rot in rots], resamples, seed))
+        out["metrics"]["balanced_accuracy"] = accuracy(balanced_correct(rots, answers), resamples, seed)
         out["debias"] = {"method": "circular", "rotations": len(rots[0]),
                          "answer_distribution": distribution([x["pred"] for rot in rots for x in rot], answers)}
     elif cfg.debias == "circular" and rows:

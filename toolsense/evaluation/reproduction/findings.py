@@ -92,8 +92,9 @@ def flat_vs_hierarchical_is(sw: dict[str, Sweep], k: int, resamples: int) -> Fin
 
 
 def _probe(g: Sweep, row: str, bench: str, mode: str) -> dict[str, Any]:
+    """A probe cell and its debiased one: MCQ position-balanced (else circular) accuracy, QA calibrated."""
     acc = g.cell(row, f"{bench} {mode} acc")
-    deb = g.cell(row, f"{bench} {mode} {'circ' if bench == 'mcq' else 'calib'}")
+    deb = g.cell(row, f"{bench} {mode} bal") or g.cell(row, f"{bench} {mode} circ") if bench == "mcq" else g.cell(row, f"{bench} {mode} calib")
     return {"acc": acc, "debiased": deb}
 
 
@@ -117,7 +118,7 @@ def probes_near_chance(sw: dict[str, Sweep], k: int, resamples: int) -> Finding:
             tok, card = _probe(g, row, bench, "token"), _probe(g, row, bench, "card")
             near.append(_near(tok["acc"]))
             ceiling_ok.append(_near(card["acc"]) is False and card["acc"]["value"] > card["acc"]["chance"])
-            deb = "circular" if bench == "mcq" else "calibrated"
+            deb = ("balanced" if g.cell(row, "mcq token bal") else "circular") if bench == "mcq" else "calibrated"
             parts.append(f"{row} {bench.upper()} {pct(tok['acc'])} (chance {100 * tok['acc']['chance']:.0f}, {deb} "
                          f"{pct(tok['debiased'])}; card ceiling {pct(card['acc'])})")
     f.ours = "; ".join(parts)

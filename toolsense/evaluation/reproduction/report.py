@@ -3,6 +3,7 @@ numbers, the setup and the wall time all come from the files under the study's r
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import asdict
@@ -45,19 +46,36 @@ def run_config(sweep: Sweep) -> dict[str, Any]:
     return {}
 
 
+def _n_tools(sweep: Sweep) -> str:
+    for path in sorted(sweep.path.glob("*/index.json")):
+        return str(len(json.loads(path.read_text(encoding="utf-8")).get("tools", [])))
+    return "?"
+
+
 def _setup(sweeps: dict[str, Sweep], wall: dict[str, float]) -> str:
+    """One row per sweep: its runs and the settings its runs share, read from their config.yaml."""
     rows = []
     for name, sw in sweeps.items():
         cfg = run_config(sw)
-        runs = len(list(sw.path.glob("*/config.yaml")))
         if not cfg:
             continue
-        s1, s2, tr = cfg.get("stage1", {}), cfg.get("stage2", {}), cfg.get("trainer", {})
-        rows.append([name, SWEEP_ROLES.get(name, ""), str(runs), str(cfg.get("model", {}).get("name_or_path")),
-                     Path(str(cfg.get("catalog", {}).get("path") or cfg.get("catalog", {}).get("name", "?"))).stem,
+        s1, s2, tr, tu = cfg.get("stage1", {}), cfg.get("stage2", {}), cfg.get("trainer", {}), cfg.get("tuning", {})
+        rows.append([name, SWEEP_ROLES.get(name, ""), str(len(list(sw.path.glob("*/config.yaml")))),
+                     str(cfg.get("model", {}).get("name_or_path")), _n_tools(sw),
                      f"{s1.get('max_steps')} / {s2.get('max_steps')} × {tr.get('effective_batch')}",
-                     f"{_fmt_min(wall.get(name))}"])
-    return markdown_table(["sweep", "what", "runs", "model", "catalog", "steps S1 / S2 × batch", "wall time"], rows)
+                     f"embedding rows: {tu.get('embedding_rows')}, ×{tu.get('embedding_lr_scale')} lr", _fmt_min(wall.get(name))])
+    return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch", "tuning", "wall time"], rows)
+
+
+REPORT_COLUMNS = ("standard Rc@{k}", "realistic Rc@{k}", "standard IS@{k}", "realistic IS@{k}", "mcq token acc", "mcq token circ",
+                  "mcq token bal", "mcq card acc", "mcq card bal", "qa token acc", "qa token calib", "qa card acc", "qa card calib",
+                  "drift stage1->stage2 virtual", "drift stage1->stage2 Δcos")
+"""The columns of the report's per-sweep table (the sweep's comparison.md has every column)."""
+
+
+def compact_table(comp: dict[str, Any], k: int) -> str:
+    cols = [c.format(k=k) for c in REPORT_COLUMNS]
+    return comparison_table({**comp, "columns": [c for c in cols if c in comp["columns"]], "statistics": {}})
 
 
 def _fmt_min(seconds: float | None) -> str:
@@ -105,7 +123,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], second: list[Find
     total = sum(wall.values())
     parts = [
         f"# Reproducing the ToolSense findings — study `{cfg.name}`\n",
-        f"Made by `{cfg.command}` (`python reproduce.py study={cfg.name}`), git `{(git_sha() or 'unknown')[:10]}`, "
+        f"Made by `{cfg.command}`{'' if cfg.command.startswith('python reproduce.py') else f' (`python reproduce.py study={cfg.name}`)'}, git `{(git_sha() or 'unknown')[:10]}`, "
         f"{time.strftime('%Y-%m-%d')}. Wall time {total / 3600:.1f} h ({_fmt_min(total)}) on this machine. "
         f"Rebuild this file from the results alone: `python reproduce.py study={cfg.name} train=false`.\n",
         "Verdicts: **yes** — our estimate has the paper's sign and its 95% interval excludes no effect; **direction only** — "
@@ -118,7 +136,8 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], second: list[Find
     ]
     for name, sw in sweeps.items():
         if sw.comp:
-            parts += [f"\n## Table: {name} ({SWEEP_ROLES.get(name, name)})\n", comparison_table(sw.comp)]
+            parts += [f"\n## Table: {name} ({SWEEP_ROLES.get(name, name)})\n", compact_table(sw.comp, cfg.k),
+                      f"\nEvery column (control mode, circular-all, retention, Stage-1 drift): `{sw.path / 'comparison.md'}`.\n"]
     plots = _plots(sweeps, Path(cfg.plots_dir), report)
     if plots:
         parts += ["\n## Plots\n", "\n".join(plots)]

@@ -9,6 +9,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from toolsense.models.encoders.loading import Backend, encoder_identity, load_encoder
+from toolsense.utils.progress import heartbeat
 
 
 class Embedder(Protocol):
@@ -31,9 +32,11 @@ def encode_batched(texts: Sequence[str], embed_batch: Callable[[list[str]], np.n
                    progress: bool, desc: str, chunk_done=None, skip=None) -> np.ndarray:
     """Embeds ``texts`` in length-sorted batches and returns rows in the input order. Batch i's
     rows are handed to ``chunk_done(i, rows)`` (for incremental checkpoints) and skipped when
-    ``skip(i)`` already returns them (a resumed run)."""
+    ``skip(i)`` already returns them (a resumed run). The bar is redrawn every few seconds while a
+    batch encodes (a batch of 256 long tool texts takes ~10-20 s on a loaded CPU), so the log never
+    goes silent."""
     out: np.ndarray | None = None
-    with tqdm(total=len(texts), desc=desc, unit="text", disable=not progress, dynamic_ncols=True) as bar:
+    with tqdm(total=len(texts), desc=desc, unit="text", disable=not progress, dynamic_ncols=True) as bar, heartbeat(bar):
         for i, idx in enumerate(length_sorted_batches(lengths, batch_size)):
             rows = skip(i) if skip is not None else None
             if rows is None:

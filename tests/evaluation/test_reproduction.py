@@ -1,0 +1,145 @@
+"""The reproduction study (reproduce.py, study.py) and its report (reproduction/): verdict rules and
+findings on hand-made comparisons; a two-run miniature through the real command (slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolsense.evaluation.reproduction import findings as F
+from toolsense.evaluation.reproduction.sweep import Sweep, pct, verdict
+from toolsense.evaluation.stats import cohens_d
+from toolsense.evaluation.study import StudyConfig, sweep_command
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fake_sweep(cells: dict, schemes: dict, baselines=("bm25", "dense")) -> Sweep:
+    """A Sweep whose comparison is given (no files): rows = cells' keys."""
+    sw = Sweep.__new__(Sweep)
+    sw.name, sw.path, sw.k, sw.resamples, sw.n_results = "grid", Path("."), 5, 100, 0
+    sw.comp = {"rows": list(cells), "cells": cells, "baselines": list(baselines), "schemes": schemes, "sources": {}}
+    return sw
+
+
+def test_verdict_rules():
+    assert verdict({"value": 0.2, "lo": 0.05, "hi": 0.3}) == "yes"
+    assert verdict({"value": 0.2, "lo": -0.05, "hi": 0.3}) == "direction only"
+    assert verdict({"value": -0.1, "lo": -0.2, "hi": 0.0}) == "no"
+    assert verdict({"value": 0.0, "lo": 0.0, "hi": 0.0}) == "no"
+    assert verdict({"value": -0.2, "lo": -0.3, "hi": -0.1}, expect_positive=False) == "yes"
+    assert verdict({"value": -0.2, "lo": -0.3, "hi": 0.1}, expect_positive=False) == "direction only"
+    assert verdict(None) == "n/a"
+    assert pct({"value": 0.123, "lo": 0.05, "hi": 0.2}) == "12.3% [5.0, 20.0]"
+    assert pct({"value": -0.05, "lo": -0.1, "hi": 0.0}, signed=True) == "-5.0 pp [-10.0, 0.0]"
+
+
+def _grid_cells(is_flat=(0.8, 0.7), is_hier=(0.3, 0.5), drift_flat=(0.2, 0.4), drift_hier=(0.02, 0.03)):
+    cells, schemes = {}, {}
+    rows = [("tg-lora", "flat"), ("tg_3fm-full", "flat"), ("tg_h-lora", "hierarchical"), ("tg_5fm-full", "hierarchical")]
+    for (row, scheme), is_, dr in zip(rows, [*is_flat, *is_hier], [*drift_flat, *drift_hier]):
+        cells[row] = {"realistic IS@5": {"value": is_}, "standard Rc@5": {"value": 0.9}, "realistic Rc@5": {"value": 0.3, "lo": 0.2, "hi": 0.4},
+                      "drift stage1->stage2 virtual": {"value": dr}, "drift stage1->stage2 Δcos": {"value": -0.001}}
+        schemes[row] = scheme
+    cells["dense"] = {"realistic Rc@5": {"value": 0.6, "lo": 0.5, "hi": 0.7}}
+    cells["bm25"] = {"realistic Rc@5": {"value": 0.4, "lo": 0.3, "hi": 0.5}}
+    return cells, schemes
+
+
+def test_flat_vs_hierarchical_is_is_cohens_d_over_configurations():
+    cells, schemes = _grid_cells()
+    f = F.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, 5, 100)
+    assert f.details["d"] == pytest.approx(cohens_d([0.8, 0.7], [0.3, 0.5]))
+    assert f.verdict == "yes" and "d = " in f.ours
+    cells, schemes = _grid_cells(is_flat=(0.3, 0.4), is_hier=(0.8, 0.7))
+    assert F.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, 5, 100).verdict == "no"
+
+
+def test_drift_ratio_per_tuning_and_threshold():
+    cells, schemes = _grid_cells()
+    f = F.hierarchical_drift({"grid": fake_sweep(cells, schemes)}, 5, 100)
+    assert f.details["ratio_flat_over_hierarchical"] == {"lora": pytest.approx(0.2 / 0.02), "full": pytest.approx(0.4 / 0.03)}
+    assert f.verdict == "yes"  # both >= 7x
+    cells, schemes = _grid_cells(drift_flat=(0.03, 0.06))
+    assert F.hierarchical_drift({"grid": fake_sweep(cells, schemes)}, 5, 100).verdict == "direction only"  # 1.5x, 2x
+
+
+def test_realistic_collapse_compares_dense_with_the_best_parametric_row():
+    cells, schemes = _grid_cells()
+    cells["tg_h-lora"]["realistic Rc@5"] = {"value": 0.45, "lo": 0.35, "hi": 0.55}
+    f = F.realistic_collapse({"grid": fake_sweep(cells, schemes)}, 5, 100)
+    assert f.details["best"] == "tg_h-lora"
+    assert f.details["dense_minus_best"]["value"] == pytest.approx(0.15)
+    assert f.details["dense_minus_best"]["lo"] == pytest.approx(0.5 - 0.55)
+    assert f.verdict == "direction only"  # dense ahead, intervals overlap
+    cells["dense"]["realistic Rc@5"] = {"value": 0.2, "lo": 0.1, "hi": 0.3}
+    assert F.realistic_collapse({"grid": fake_sweep(cells, schemes)}, 5, 100).verdict == "no"
+
+
+def test_findings_without_their_configurations_are_na_with_a_reason():
+    cells, schemes = _grid_cells()
+    sw = {"grid": fake_sweep(cells, schemes)}
+    f7 = F.appendix_e(sw, 5, 100)
+    assert f7.verdict == "n/a" and "appendix_e" in f7.why
+    f4 = F.probes_near_chance(sw, 5, 100)
+    assert f4.verdict == "n/a" and f4.why
+
+
+def test_study_config_checks_and_sweep_command_order(tmp_path):
+    with pytest.raises(ValueError, match="only: \\['nope'\\]"):
+        StudyConfig(sweeps={"grid": ["experiment=tg"]}, only=["nope"])
+    cfg = StudyConfig(root=str(tmp_path), common=["catalog=demo"], sweeps={"grid": ["experiment=tg,tg_h"]})
+    cmd = sweep_command(cfg, "grid")
+    assert cmd[1:] == [str(ROOT / "train.py"), "-m", "catalog=demo", "experiment=tg,tg_h", f"hydra.sweep.dir={tmp_path / 'grid'}"]
+
+
+def test_stage_overrides_must_name_an_evaluated_stage():
+    from toolsense.training.config import EvaluateAfterConfig
+
+    with pytest.raises(ValueError, match="evaluate.stage_overrides.stage1"):
+        EvaluateAfterConfig(stages=["stage2"], stage_overrides={"stage1": ["~benchmarks.mcq"], "stage2": []})
+    assert EvaluateAfterConfig(stages=["stage2"]).stage_overrides == {"stage1": [], "stage2": []}
+
+
+def _reproduce(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    cmd = [sys.executable, str(ROOT / "reproduce.py"), "study=mini", f"root={tmp_path / 'study'}",
+           f"report={tmp_path / 'reproduction.md'}", f"plots_dir={tmp_path / 'img'}", *extra]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.mark.slow
+def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
+    _reproduce(tmp_path)
+    grid = tmp_path / "study" / "grid"
+    runs = sorted(p.parent.name for p in grid.glob("*/config.yaml"))
+    assert runs == ["0_tg-lora", "1_tg_h-lora"]
+    assert (grid / "0_tg-lora" / "eval" / "stage1" / "standard").is_dir()
+    assert not (grid / "0_tg-lora" / "eval" / "stage1" / "mcq").exists()  # stage_overrides: Stage 1 on retrieval alone
+    report = (tmp_path / "reproduction.md").read_text(encoding="utf-8")
+    assert all(f"\n| {n} | " in report for n in range(1, 8))
+    summary = json.loads((tmp_path / "study" / "reproduction.json").read_text(encoding="utf-8"))
+    drift = {r: json.loads((grid / r / "eval" / "drift" / "drift.json").read_text())["pairs"][-1]["input"]["virtual"] for r in runs}
+    f6 = summary["findings"][5]
+    assert f6["details"]["ratio_flat_over_hierarchical"]["lora"] == pytest.approx(drift["0_tg-lora"] / drift["1_tg_h-lora"])
+    assert list((tmp_path / "img").glob("grid_*.png"))
+
+    # the report follows the files: edit one result, rebuild without training, the table shows it
+    res_path = grid / "0_tg-lora" / "eval" / "standard" / "model" / "results.json"
+    res = json.loads(res_path.read_text())
+    res["metrics"]["Rc@5"] = {**res["metrics"]["Rc@5"], "value": 0.987, "lo": 0.9, "hi": 1.0}
+    res_path.write_text(json.dumps(res))
+    stage2_model = grid / "0_tg-lora" / "stage2" / "model.safetensors"
+    before = stage2_model.stat().st_mtime_ns if stage2_model.exists() else None
+    _reproduce(tmp_path, "train=false")
+    rebuilt = (tmp_path / "reproduction.md").read_text(encoding="utf-8")
+    row = next(line for line in rebuilt.splitlines() if line.startswith("| tg-lora |"))
+    assert "98.7" in row and "98.7" not in report
+    assert (stage2_model.stat().st_mtime_ns if stage2_model.exists() else None) == before
