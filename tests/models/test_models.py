@@ -101,6 +101,8 @@ def test_qwen25_coder_05b_answers_trivial_questions():
     model, tok = load_model_and_tokenizer(ModelConfig("qwen25_coder_05b", eos_token="<|im_end|>"))
     assert type(model).__name__ == "Qwen2ForCausalLM" and tok.eos_token == "<|im_end|>"
     assert greedy_reply(model, tok, "What is the capital of France? Answer with one word.").startswith("Paris")
-    # not a constant answer: Yes to a true statement, No to a false one
-    assert greedy_reply(model, tok, "Is Paris in France? Answer Yes or No.").startswith("Yes")
-    assert greedy_reply(model, tok, "Is Berlin in France? Answer Yes or No.").startswith("No")
+    assert greedy_reply(model, tok, "What is 2+3? Answer with a number.") == "5"
+    # pretrained weights survived the Q4_K_M dequantisation: English and code are likely, shuffled words are not
+    assert lm_loss(model, tok, "The capital of France is Paris. It is a large city with many museums.") < 2.5
+    assert lm_loss(model, tok, "museums city France Paris with The many is a capital large It of is.") > 7.0
+    assert lm_loss(model, tok, "def add(a, b):\n    return a + b\n") < 1.5
