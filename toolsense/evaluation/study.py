@@ -46,8 +46,11 @@ class StudyConfig:
     sweeps: dict[str, list[str]] = field(default_factory=dict)
     """Sweep name -> its own train.py -m overrides (comma lists are swept), run in this order.
     The report reads the names in ROLES; other names are trained and tabulated only."""
+    evaluations: dict[str, list[str]] = field(default_factory=dict)
+    """Name -> evaluate.py overrides of an untrained model (no training), run after the sweeps into
+    ``<root>/<name>``: e.g. a stronger model's probe ceiling, which the report shows beside the runs."""
     only: list[str] = field(default_factory=list)
-    """Train only these sweeps (empty: all); the report still reads every sweep present."""
+    """Run only these sweeps / evaluations (empty: all); the report still reads everything present."""
     train: bool = True
     """false = build the report from what is under ``root`` without training anything."""
     report: str = "docs/reproduction.md"
@@ -65,17 +68,24 @@ class StudyConfig:
     the results (the numbers and verdicts are computed; the reasons are a person's judgement)."""
 
     def __post_init__(self) -> None:
-        unknown = [s for s in self.only if s not in self.sweeps]
+        unknown = [s for s in self.only if s not in self.sweeps and s not in self.evaluations]
         if unknown:
-            raise ValueError(f"only: {unknown} are not sweeps of this study (sweeps: {list(self.sweeps)})")
+            raise ValueError(f"only: {unknown} are not sweeps or evaluations of this study "
+                             f"(sweeps: {list(self.sweeps)}, evaluations: {list(self.evaluations)})")
+        both = sorted(set(self.sweeps) & set(self.evaluations))
+        if both:
+            raise ValueError(f"evaluations: {both} are also sweep names (each writes <root>/<name>)")
         if self.k < 1:
             raise ValueError(f"k must be >= 1, got {self.k}")
 
 
 def sweep_command(cfg: StudyConfig, name: str) -> list[str]:
-    """The train.py command of one sweep: common overrides, then the sweep's own, into ``<root>/<name>``."""
-    script = Path(__file__).resolve().parents[2] / "train.py"
-    return [sys.executable, str(script), "-m", *cfg.common, *cfg.sweeps[name], f"hydra.sweep.dir={Path(cfg.root) / name}"]
+    """The command of one sweep (train.py -m: common overrides, then the sweep's own, into
+    ``<root>/<name>``) or of one untrained evaluation (evaluate.py into ``<root>/<name>``)."""
+    root = Path(__file__).resolve().parents[2]
+    if name in cfg.evaluations:
+        return [sys.executable, str(root / "evaluate.py"), *cfg.evaluations[name], f"output_dir={Path(cfg.root) / name}"]
+    return [sys.executable, str(root / "train.py"), "-m", *cfg.common, *cfg.sweeps[name], f"hydra.sweep.dir={Path(cfg.root) / name}"]
 
 
 def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
@@ -85,7 +95,7 @@ def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
     root.mkdir(parents=True, exist_ok=True)
     timings = JsonlStore(root / "timings.jsonl")
     done = []
-    for name in cfg.sweeps:
+    for name in [*cfg.sweeps, *cfg.evaluations]:
         if cfg.only and name not in cfg.only:
             continue
         cmd = sweep_command(cfg, name)
@@ -93,7 +103,7 @@ def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
         t0 = time.time()
         proc = subprocess.run(cmd)
         row = {"sweep": name, "seconds": round(time.time() - t0, 1), "returncode": proc.returncode,
-               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "overrides": cfg.sweeps[name]}
+               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "overrides": cfg.sweeps.get(name) or cfg.evaluations[name]}
         timings.append(row)
         done.append(row)
         if proc.returncode != 0:

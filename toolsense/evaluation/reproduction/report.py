@@ -19,7 +19,8 @@ from toolsense.evaluation.reproduction.sweep import Finding, Sweep
 from toolsense.utils.io import git_sha
 
 SWEEP_ROLES = {"grid": "the configurations × tunings × seeds", "appendix_e": "App. E: TG trained on realistic queries",
-               "architecture": "a second architecture on a subset"}
+               "architecture": "a second architecture on a subset",
+               "probe_ceiling": "a stronger instruct model, untrained: can the probes be answered at all?"}
 
 
 def load_sweeps(root: str | Path, k: int, resamples: int) -> dict[str, Sweep]:
