@@ -48,24 +48,40 @@ def run_config(sweep: Sweep) -> dict[str, Any]:
 
 
 def _n_tools(sweep: Sweep) -> str:
+    """Tools in the first run's index (the catalog the sweep trained on)."""
     for path in sorted(sweep.path.glob("*/index.json")):
         return str(len(json.loads(path.read_text(encoding="utf-8")).get("tools", [])))
     return "?"
 
 
-def _setup(sweeps: dict[str, Sweep], wall: dict[str, float]) -> str:
-    """One row per sweep: its runs and the settings its runs share, read from their config.yaml."""
+def expected_runs(overrides: list[str]) -> int:
+    """Jobs of a train.py -m sweep: the product of its comma lists (values in [...] or {...} are one value)."""
+    n = 1
+    for o in overrides:
+        value = o.partition("=")[2]
+        if value and value[0] not in "[{'\"":
+            n *= len(value.split(","))
+    return n
+
+
+def _setup(cfg, sweeps: dict[str, Sweep], wall: dict[str, float]) -> str:
+    """One row per sweep of the study (run or not): runs found of those planned, and the settings
+    its runs share, read from their config.yaml."""
     rows = []
-    for name, sw in sweeps.items():
-        cfg = run_config(sw)
-        if not cfg:
-            continue
-        s1, s2, tr, tu = cfg.get("stage1", {}), cfg.get("stage2", {}), cfg.get("trainer", {}), cfg.get("tuning", {})
-        rows.append([name, SWEEP_ROLES.get(name, ""), str(len(list(sw.path.glob("*/config.yaml")))),
-                     str(cfg.get("model", {}).get("name_or_path")), _n_tools(sw),
-                     f"{s1.get('max_steps')} / {s2.get('max_steps')} × {tr.get('effective_batch')}",
-                     f"embedding rows: {tu.get('embedding_rows')}, ×{tu.get('embedding_lr_scale')} lr", _fmt_min(wall.get(name))])
-    return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch", "tuning", "wall time"], rows)
+    for name in [*cfg.sweeps, *cfg.evaluations, *(n for n in sweeps if n not in cfg.sweeps and n not in cfg.evaluations)]:
+        sw = sweeps.get(name)
+        planned = expected_runs(cfg.sweeps[name]) if name in cfg.sweeps else None
+        found = len(list(sw.path.glob("*/config.yaml"))) if sw else 0
+        runs = f"{found} of {planned}" if planned else ("evaluation" if sw and sw.comp else "not run yet")
+        c = run_config(sw) if sw else {}
+        s1, s2, tr, tu = c.get("stage1", {}), c.get("stage2", {}), c.get("trainer", {}), c.get("tuning", {})
+        model = c.get("model", {}).get("name_or_path") or next((o.partition("=")[2] for o in (cfg.sweeps.get(name) or cfg.evaluations.get(name) or [])
+                                                                if o.startswith("model=")), "—")
+        rows.append([name, SWEEP_ROLES.get(name, ""), runs, str(model), _n_tools(sw) if sw else "—",
+                     f"{s1.get('max_steps')} / {s2.get('max_steps')} × {tr.get('effective_batch')}" if c else "—",
+                     f"{tu.get('method')}, embedding rows {tu.get('embedding_rows')}, ×{tu.get('embedding_lr_scale')} lr" if c else "—",
+                     _fmt_min(wall.get(name))])
+    return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch", "tuning (first run)", "wall time"], rows)
 
 
 REPORT_COLUMNS = ("standard Rc@{k}", "realistic Rc@{k}", "standard IS@{k}", "realistic IS@{k}", "mcq token acc", "mcq token circ",
@@ -133,7 +149,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], second: list[Find
         f"Recall and IS are at k = {cfg.k}; intervals pool seeds and items (paired bootstrap for differences, {cfg.resamples} resamples).\n",
         "## Findings\n", _findings_table(main, second, second_model),
         "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes)),
-        "\n## What ran\n", _setup(sweeps, wall),
+        "\n## What ran\n", _setup(cfg, sweeps, wall),
     ]
     for name, sw in sweeps.items():
         if sw.comp:
