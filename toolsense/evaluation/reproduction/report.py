@@ -51,7 +51,7 @@ def _n_tools(sweep: Sweep) -> str:
     """Tools in the first run's index (the catalog the sweep trained on)."""
     for path in sorted(sweep.path.glob("*/index.json")):
         return str(len(json.loads(path.read_text(encoding="utf-8")).get("tools", [])))
-    return "?"
+    return "—"
 
 
 def expected_runs(overrides: list[str]) -> int:
@@ -80,8 +80,15 @@ def _setup(cfg, sweeps: dict[str, Sweep], wall: dict[str, float]) -> str:
         rows.append([name, SWEEP_ROLES.get(name, ""), runs, str(model), _n_tools(sw) if sw else "—",
                      f"{s1.get('max_steps')} / {s2.get('max_steps')} × {tr.get('effective_batch')}" if c else "—",
                      f"{tu.get('method')}, embedding rows {tu.get('embedding_rows')}, ×{tu.get('embedding_lr_scale')} lr" if c else "—",
-                     _fmt_min(wall.get(name))])
-    return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch", "tuning (first run)", "wall time"], rows)
+                     _stage2_styles(c), _fmt_min(wall.get(name))])
+    return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch", "tuning (first run)",
+                           "Stage-2 queries", "wall time"], rows)
+
+
+def _stage2_styles(run_cfg: dict[str, Any]) -> str:
+    """The Stage-2 query sources of a run config, e.g. ``demo/train (verbose)`` or ``demo/train (both styles)``."""
+    srcs = (run_cfg.get("stage2") or {}).get("sources") or []
+    return "; ".join(f"{s.get('kind')}/{s.get('split')} ({s.get('style') or 'both styles'})" for s in srcs) or "—"
 
 
 REPORT_COLUMNS = ("standard Rc@{k}", "realistic Rc@{k}", "standard IS@{k}", "realistic IS@{k}", "mcq token acc", "mcq token circ",
