@@ -98,6 +98,14 @@ def _probe(g: Sweep, row: str, bench: str, mode: str) -> dict[str, Any]:
     return {"acc": acc, "debiased": deb}
 
 
+def _ceiling_above_chance(g: Sweep, row: str, bench: str) -> bool:
+    """Whether card mode (the tool's description in the prompt) answers above chance, raw or
+    debiased (a letter prior can hide what the model read: the balanced score shows it)."""
+    card = _probe(g, row, bench, "card")
+    chance = (card["acc"] or {}).get("chance", 0.25 if bench == "mcq" else 0.5)
+    return any(e and e.get("lo") is not None and e["lo"] > chance for e in (card["acc"], card["debiased"]))
+
+
 def _near(est: dict | None) -> bool | None:
     if not est or est.get("lo") is None:
         return None
@@ -117,10 +125,10 @@ def probes_near_chance(sw: dict[str, Sweep], k: int, resamples: int) -> Finding:
         for bench in ("mcq", "qa"):
             tok, card = _probe(g, row, bench, "token"), _probe(g, row, bench, "card")
             near.append(_near(tok["acc"]))
-            ceiling_ok.append(_near(card["acc"]) is False and card["acc"]["value"] > card["acc"]["chance"])
+            ceiling_ok.append(_ceiling_above_chance(g, row, bench))
             deb = ("balanced" if g.cell(row, "mcq token bal") else "circular") if bench == "mcq" else "calibrated"
             parts.append(f"{row} {bench.upper()} {pct(tok['acc'])} (chance {100 * tok['acc']['chance']:.0f}, {deb} "
-                         f"{pct(tok['debiased'])}; card ceiling {pct(card['acc'])})")
+                         f"{pct(tok['debiased'])}; card ceiling {pct(card['acc'])}, debiased {pct(card['debiased'])})")
     f.ours = "; ".join(parts)
     if not any(ceiling_ok):
         f.verdict = "untestable"
@@ -147,8 +155,8 @@ def formats_and_lora_retain(sw: dict[str, Sweep], k: int, resamples: int) -> Fin
               "(paired over probe items and seeds)")
     verdicts = [verdict(e) for e in est.values() if e]
     f.verdict = "yes" if all(v == "yes" for v in verdicts) else ("no" if "no" in verdicts else "direction only")
-    card = [c for r in g.rows() if (c := g.cell(r, "mcq card acc"))]
-    if card and all(_near(c) is not False for c in card):
+    rows = [r for r in g.rows() if g.cell(r, "mcq card acc")]
+    if rows and not any(_ceiling_above_chance(g, r, "mcq") for r in rows):
         f.verdict, f.why = "untestable", "the card ceiling is at chance: differences between near-constant answerers carry no knowledge"
     f.details = est
     return f
