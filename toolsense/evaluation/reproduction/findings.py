@@ -144,6 +144,7 @@ def formats_and_lora_retain(sw: dict[str, Sweep], k: int, resamples: int) -> Fin
                 "41.7% vs 29.8%")
     g = sw.get("grid")
     if not g or not g.comp:
+        f.why = "no results"
         return f
     fmt = [(g, a, g, b) for t in ("lora", "full") for a in g.rows("tg", t) for b in g.rows("tg_3fm", t)]
     tun = [(g, a, g, b) for e in ("tg", "tg_h", "tg_3fm", "tg_5fm") for a in g.rows(e, "full") for b in g.rows(e, "lora")]

@@ -123,8 +123,10 @@ def _reasons(findings: list[Finding], notes: dict[int, str]) -> str:
     for f in findings:
         if f.verdict == "yes":
             continue
-        text = notes.get(f.number) or f.why or "no reason recorded"
-        lines.append(f"- **{f.number}. {f.verdict}.** {f.why + ' ' if f.why and notes.get(f.number) else ''}{text}")
+        note, why = notes.get(f.number), f.why.rstrip(".")
+        head = f"{why[:1].upper()}{why[1:]}." if why else ""
+        lines.append(f"- **{f.number}. {f.verdict}.** " + " ".join(x for x in (head, note) if x) if head or note
+                     else f"- **{f.number}. {f.verdict}.** no reason recorded")
     return "\n".join(lines) or "- Every finding's direction holds."
 
 
