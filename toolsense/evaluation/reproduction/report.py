@@ -71,7 +71,7 @@ def _setup(cfg, sweeps: dict[str, Sweep], wall: dict[str, float]) -> str:
     for name in [*cfg.sweeps, *cfg.evaluations, *(n for n in sweeps if n not in cfg.sweeps and n not in cfg.evaluations)]:
         sw = sweeps.get(name)
         planned = expected_runs(cfg.sweeps[name]) if name in cfg.sweeps else None
-        found = len(list(sw.path.glob("*/config.yaml"))) if sw else 0
+        found = len(list(sw.path.glob("*/eval/results.json"))) if sw else 0
         runs = f"{found} of {planned}" if planned else ("evaluation" if sw and sw.comp else "not run yet")
         c = run_config(sw) if sw else {}
         s1, s2, tr, tu = c.get("stage1", {}), c.get("stage2", {}), c.get("trainer", {}), c.get("tuning", {})
@@ -163,7 +163,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], second: list[Find
     for name, sw in sweeps.items():
         if sw.comp:
             parts += [f"\n## Table: {name} ({SWEEP_ROLES.get(name, name)})\n", compact_table(sw.comp, cfg.k),
-                      f"\nEvery column (control mode, circular-all, retention, Stage-1 drift): `{sw.path / 'comparison.md'}`.\n"]
+                      f"\nEvery column (control mode, circular-all, retention, Stage-1 drift): `{Path(cfg.root) / name / 'comparison.md'}`.\n"]
     plots = _plots(sweeps, Path(cfg.plots_dir), report)
     if plots:
         parts += ["\n## Plots\n", "\n".join(plots)]
@@ -175,7 +175,9 @@ def write_report(cfg) -> dict[str, Any]:
     details) from the results under ``cfg.root`` (cfg: a StudyConfig); plots into ``cfg.plots_dir``."""
     from toolsense.evaluation.study import study_wall_time
 
-    sweeps = load_sweeps(cfg.root, cfg.k, cfg.resamples)
+    found = load_sweeps(cfg.root, cfg.k, cfg.resamples)
+    order = [*cfg.sweeps, *cfg.evaluations]
+    sweeps = {n: found[n] for n in sorted(found, key=lambda n: order.index(n) if n in order else len(order))}
     if not any(s.comp for s in sweeps.values()):
         raise FileNotFoundError(f"{cfg.root}: no evaluation results under any sweep (did the study's evaluate.suite run?)")
     main = study_findings(sweeps, cfg.k, cfg.resamples, "grid")

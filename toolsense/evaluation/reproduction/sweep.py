@@ -43,7 +43,7 @@ class Sweep:
 
     def __init__(self, name: str, path: Path, k: int, resamples: int):
         self.name, self.path, self.k, self.resamples = name, path, k, resamples
-        results = collect([path])
+        results = [r for r in collect([path]) if _finished(r)]
         self.comp = comparison(results, [f"Rc@{k}", f"Rf@{k}", f"IS@{k}"], resamples) if results else None
         self.n_results = len(results)
 
@@ -68,6 +68,14 @@ class Sweep:
         """``trainer.seed -> results.json`` of a cell."""
         paths = ((self.comp or {}).get("sources") or {}).get(f"{row} | {col}") or []
         return {_seed(p): p for p in ([paths] if isinstance(paths, str) else paths)}
+
+
+def _finished(result: dict) -> bool:
+    """A result of a run counts once the run's Stage-2 evaluation has finished (its combined
+    ``eval/results.json`` exists): a run still training or evaluating, or killed midway, is left
+    out whole rather than shown with half its columns. Untrained evaluations and baselines count."""
+    run = (result.get("source") or {}).get("run")
+    return not run or (Path(run) / "eval" / "results.json").exists()
 
 
 def _seed(result_path: str) -> int:
