@@ -150,7 +150,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], second: list[Find
     parts = [
         f"# Reproducing the ToolSense findings — study `{cfg.name}`\n",
         f"Made by `{cfg.command}`{'' if cfg.command.startswith('python reproduce.py') else f' (`python reproduce.py study={cfg.name}`)'}, git `{(git_sha() or 'unknown')[:10]}`, "
-        f"{time.strftime('%Y-%m-%d')}. Wall time {total / 3600:.1f} h ({_fmt_min(total)}) on this machine. "
+        f"{time.strftime('%Y-%m-%d')}. Wall time summed over the sweeps (some ran side by side): {total / 3600:.1f} h on this machine. "
         f"Rebuild this file from the results alone: `python reproduce.py study={cfg.name} train=false`.\n",
         "Verdicts: **yes** — our estimate has the paper's sign and its 95% interval excludes no effect; **direction only** — "
         "the sign holds, the interval includes no effect; **no** — the opposite; **untestable** — the probe ceiling (card mode, "
