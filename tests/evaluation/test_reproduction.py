@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def fake_sweep(cells: dict, schemes: dict, baselines=("bm25", "dense")) -> Sweep:
     """A Sweep whose comparison is given (no files): rows = cells' keys."""
     sw = Sweep.__new__(Sweep)
-    sw.name, sw.path, sw.k, sw.resamples, sw.n_results = "grid", Path("."), 5, 100, 0
+    sw.name, sw.path = "grid", Path(".")
     sw.comp = {"rows": list(cells), "cells": cells, "baselines": list(baselines), "schemes": schemes, "sources": {}}
     return sw
 

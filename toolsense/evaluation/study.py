@@ -27,11 +27,6 @@ from toolsense.utils.jsonl import JsonlStore
 
 log = logging.getLogger(__name__)
 
-ROLES = ("grid", "appendix_e", "architecture")
-"""Sweep names the report reads: ``grid`` the configurations × tunings × seeds; ``appendix_e`` TG
-trained on realistic queries (App. E); ``architecture`` a second model on a subset."""
-
-
 @dataclass
 class StudyConfig:
     """Schema of ``conf/reproduce.yaml`` (registered as ``reproduce_schema``); a study option
@@ -45,7 +40,8 @@ class StudyConfig:
     """train.py overrides of every run (model, catalog, steps, evaluate.suite=..., evaluate.stages=...)."""
     sweeps: dict[str, list[str]] = field(default_factory=dict)
     """Sweep name -> its own train.py -m overrides (comma lists are swept), run in this order.
-    The report reads the names in ROLES; other names are trained and tabulated only."""
+    The report's findings read ``grid``, ``appendix_e`` and ``architecture`` (reproduction/report.py
+    SWEEP_ROLES); other names are trained and tabulated only."""
     evaluations: dict[str, list[str]] = field(default_factory=dict)
     """Name -> evaluate.py overrides of an untrained model (no training), run after the sweeps into
     ``<root>/<name>``: e.g. a stronger model's probe ceiling, which the report shows beside the runs."""

@@ -10,9 +10,6 @@ from typing import Any
 from toolsense.evaluation.reproduction.sweep import Finding, Sweep, paired, pct, verdict
 from toolsense.evaluation.stats import cohens_d
 
-CHANCE_MARGIN = 0.0
-"""A probe accuracy is 'near chance' when its 95% interval includes chance (no margin)."""
-
 
 def _vals(sweep: Sweep, rows: list[str], col: str) -> list[float]:
     return [c["value"] for r in rows if (c := sweep.cell(r, col)) and c.get("value") is not None]
@@ -94,7 +91,10 @@ def flat_vs_hierarchical_is(sw: dict[str, Sweep], k: int, resamples: int) -> Fin
 def _probe(g: Sweep, row: str, bench: str, mode: str) -> dict[str, Any]:
     """A probe cell and its debiased one: MCQ position-balanced (else circular) accuracy, QA calibrated."""
     acc = g.cell(row, f"{bench} {mode} acc")
-    deb = g.cell(row, f"{bench} {mode} bal") or g.cell(row, f"{bench} {mode} circ") if bench == "mcq" else g.cell(row, f"{bench} {mode} calib")
+    if bench == "mcq":
+        deb = g.cell(row, f"mcq {mode} bal") or g.cell(row, f"mcq {mode} circ")
+    else:
+        deb = g.cell(row, f"{bench} {mode} calib")
     return {"acc": acc, "debiased": deb}
 
 
@@ -109,7 +109,7 @@ def _ceiling_above_chance(g: Sweep, row: str, bench: str) -> bool:
 def _near(est: dict | None) -> bool | None:
     if not est or est.get("lo") is None:
         return None
-    return est["lo"] - CHANCE_MARGIN <= est["chance"] <= est["hi"] + CHANCE_MARGIN
+    return est["lo"] <= est["chance"] <= est["hi"]
 
 
 def probes_near_chance(sw: dict[str, Sweep], k: int, resamples: int) -> Finding:

@@ -13,6 +13,8 @@ answer the probes at all and a near-chance probe score says nothing about the vi
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -42,10 +44,9 @@ class Sweep:
     and paired per-item differences between rows (seeds paired by ``trainer.seed``)."""
 
     def __init__(self, name: str, path: Path, k: int, resamples: int):
-        self.name, self.path, self.k, self.resamples = name, path, k, resamples
+        self.name, self.path = name, path
         results = [r for r in collect([path]) if _finished(r)]
         self.comp = comparison(results, [f"Rc@{k}", f"Rf@{k}", f"IS@{k}"], resamples) if results else None
-        self.n_results = len(results)
 
     def cell(self, row: str, col: str) -> dict | None:
         return ((self.comp or {}).get("cells", {}).get(row) or {}).get(col)
@@ -82,9 +83,15 @@ def _seed(result_path: str) -> int:
     """The trainer seed of the run that wrote ``result_path`` (its config.yaml is an ancestor)."""
     for parent in Path(result_path).parents:
         if (parent / "config.yaml").exists():
-            cfg = yaml.safe_load((parent / "config.yaml").read_text(encoding="utf-8")) or {}
-            return int((cfg.get("trainer") or {}).get("seed", 0))
+            return _run_seed(str(parent))
     return 0
+
+
+@functools.lru_cache(maxsize=None)
+def _run_seed(run: str) -> int:
+    """A run's ``trainer.seed``, its config.yaml read once per run (every paired cell asks)."""
+    cfg = yaml.safe_load((Path(run) / "config.yaml").read_text(encoding="utf-8")) or {}
+    return int((cfg.get("trainer") or {}).get("seed", 0))
 
 
 def paired(pairs: Sequence[tuple[Sweep, str, Sweep, str]], col: str, metric: str, resamples: int) -> dict | None:
