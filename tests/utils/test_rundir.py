@@ -43,3 +43,30 @@ def test_bad_section_value_names_the_file_and_field(tmp_path):
     rd.write_config({"catalog": {"format": "parquet"}})
     with pytest.raises(ValueError, match=r"config.yaml: catalog"):
         rd.section("catalog", CatalogConfig)
+
+
+def test_claim_holds_the_run_against_another_process_and_is_released_when_it_dies(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    rd = RunDir(tmp_path / "run")
+    holder = textwrap.dedent(f"""
+        import sys, time
+        from toolsense.utils.rundir import RunDir
+        with RunDir({str(rd.path)!r}).claim() as held:
+            print(held, flush=True)
+            time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "True"
+        with rd.claim() as held:
+            assert held is False  # the other process trains into it
+    finally:
+        proc.kill()  # kill -9: the OS drops its lock
+        proc.wait()
+    with rd.claim() as held:
+        assert held is True
+        with RunDir(rd.path).claim() as again:  # flock is per open file: a second claim in one process is refused too
+            assert again is False

@@ -8,7 +8,9 @@ A study is a list of train.py ``-m`` sweeps (``sweeps``: name -> overrides) that
 overrides (model size, steps, the evaluation suite). Each sweep runs as its own train.py process
 into ``<root>/<name>`` — a fixed directory, so rerunning the command resumes every sweep where it
 stopped (finished stages are skipped, evaluations resume from their samples) — and ends with the
-sweep's comparison table and plots (CompareAfterSweep). The report (reproduction.py) is then built
+sweep's comparison table and plots (CompareAfterSweep). With ``workers=N`` each sweep runs as N
+train.py processes that share its runs (a run directory is held by one process at a time; the
+others skip it, TOOLSENSE_BUSY=skip), so N cores train N runs at once. The report (reproduction.py) is then built
 from the ``results.json`` / ``drift.json`` files alone. Wall time per sweep is appended to
 ``<root>/timings.jsonl`` as each sweep ends.
 """
@@ -16,6 +18,7 @@ from the ``results.json`` / ``drift.json`` files alone. Wall time per sweep is a
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -47,6 +50,9 @@ class StudyConfig:
     ``<root>/<name>``: e.g. a stronger model's probe ceiling, which the report shows beside the runs."""
     only: list[str] = field(default_factory=list)
     """Run only these sweeps / evaluations (empty: all); the report still reads everything present."""
+    workers: int = 1
+    """Processes per sweep, each training the runs no other holds: one per core with
+    OMP_NUM_THREADS=1 (2 on 2 cores). Worker i > 0 logs to ``<root>/<sweep>.worker<i>.log``."""
     train: bool = True
     """false = build the report from what is under ``root`` without training anything."""
     report: str = "docs/reproduction.md"
@@ -71,6 +77,8 @@ class StudyConfig:
         both = sorted(set(self.sweeps) & set(self.evaluations))
         if both:
             raise ValueError(f"evaluations: {both} are also sweep names (each writes <root>/<name>)")
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
         if self.k < 1:
             raise ValueError(f"k must be >= 1, got {self.k}")
 
@@ -97,14 +105,34 @@ def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
         cmd = sweep_command(cfg, name)
         log.info("sweep %s: %s", name, " ".join(cmd[1:]))
         t0 = time.time()
-        proc = subprocess.run(cmd)
-        row = {"sweep": name, "seconds": round(time.time() - t0, 1), "returncode": proc.returncode,
+        workers = 1 if name in cfg.evaluations else cfg.workers
+        returncode = run_workers(cmd, workers, root / name)
+        row = {"sweep": name, "seconds": round(time.time() - t0, 1), "returncode": returncode, "workers": workers,
                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "overrides": cfg.sweeps.get(name) or cfg.evaluations[name]}
         timings.append(row)
         done.append(row)
-        if proc.returncode != 0:
-            raise RuntimeError(f"sweep {name} failed (exit {proc.returncode}); rerun the study to resume it:\n  {' '.join(cmd)}")
+        if returncode != 0:
+            raise RuntimeError(f"sweep {name} failed (exit {returncode}); rerun the study to resume it:\n  {' '.join(cmd)}")
     return done
+
+
+def run_workers(cmd: list[str], workers: int, out: Path) -> int:
+    """Run ``cmd`` in ``workers`` processes at once (worker 0 on this console, the others into
+    ``<out>.worker<i>.log``), each skipping the runs another holds; the worst exit status."""
+    if workers == 1:
+        return subprocess.run(cmd).returncode
+    env = {**os.environ, "TOOLSENSE_BUSY": "skip"}
+    procs, logs = [], []
+    for i in range(workers):
+        if i:
+            logs.append(open(f"{out}.worker{i}.log", "a"))
+            log.info("worker %d of %d logs to %s", i, workers, logs[-1].name)
+        procs.append(subprocess.Popen(cmd, env=env, stdout=logs[-1] if i else None, stderr=subprocess.STDOUT if i else None))
+        time.sleep(2)  # worker 0 claims the first run before the next one starts looking
+    codes = [p.wait() for p in procs]
+    for fh in logs:
+        fh.close()
+    return max(codes, key=abs)
 
 
 def run_study(cfg: StudyConfig) -> dict[str, Any]:

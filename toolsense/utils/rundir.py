@@ -10,16 +10,19 @@ dataclass the caller names, through :func:`toolsense.utils.config.to_config`)::
     <run>/stage1/ <run>/stage2/   HF model folders (LoRA merged) with the virtual tokens
     <run>/metrics.jsonl  training metrics, one JSON per line
     <run>/checkpoints/   Trainer checkpoints per stage
+    <run>/.lock          held (flock) by the process training into the run, released when it exits or dies
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import fcntl
 import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, TypeVar
+from typing import Any, Iterable, Iterator, TypeVar
 
 from toolsense.utils.io import sha256_file
 
@@ -81,6 +84,27 @@ class RunDir:
         cfg = self.config()
         parts = [cfg.get("experiment"), (cfg.get("tuning") or {}).get("method")]
         return "-".join(str(p) for p in parts if p) or self.path.name
+
+    @contextlib.contextmanager
+    def claim(self) -> Iterator[bool]:
+        """Hold the run for this process while the block runs: yields True when held, False when
+        another process holds it (two processes training into one run would corrupt it). The OS
+        releases the lock when the holder exits or is killed, so a crashed run is never stuck.
+        The ranks of one distributed job share the run: with WORLD_SIZE > 1 nothing is locked."""
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            yield True
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / ".lock", "a") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def write_config(self, data: dict[str, Any], ignore: Iterable[str] = ()) -> None:
         """Save ``data`` (plain, resolved) as config.yaml on rank 0; a run directory that holds
