@@ -128,6 +128,14 @@ def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
     assert not (grid / "0_tg-lora" / "eval" / "stage1" / "mcq").exists()  # stage_overrides: Stage 1 on retrieval alone
     report = (tmp_path / "reproduction.md").read_text(encoding="utf-8")
     assert all(f"\n| {n} | " in report for n in range(1, 8))
+    # the probe-model sweep (probes only, after Stage 2) is read as a grid of its own: findings 4 and 5 computed, 1 n/a
+    probe_run = tmp_path / "study" / "probe_model" / "0_tg-lora" / "eval"
+    assert (probe_run / "mcq").is_dir() and not (probe_run / "standard").exists()
+    assert not (probe_run / "stage1").exists()
+    header = next(line for line in report.splitlines() if line.startswith("| # |"))
+    assert "probe_model: tiny_random" in header
+    f4 = next(line for line in report.splitlines() if line.startswith("| 4 |")).split(" | ")
+    assert "tg-lora MCQ" in f4[-2]
     summary = json.loads((tmp_path / "study" / "reproduction.json").read_text(encoding="utf-8"))
     drift = {r: json.loads((grid / r / "eval" / "drift" / "drift.json").read_text())["pairs"][-1]["input"]["virtual"] for r in runs}
     f6 = summary["findings"][5]

@@ -18,8 +18,12 @@ from toolsense.evaluation.reproduction.findings import FINDINGS
 from toolsense.evaluation.reproduction.sweep import Finding, Sweep
 from toolsense.utils.io import git_sha
 
+SECOND_READINGS = ("architecture", "probe_model")
+"""Sweeps read as grids of their own, each a column pair of the findings table beside the grid's."""
+
 SWEEP_ROLES = {"grid": "the configurations × tunings × seeds", "appendix_e": "App. E: TG trained on realistic queries",
                "architecture": "a second architecture on a subset",
+               "probe_model": "the probe rows on a model that can answer the probes (findings 4, 5)",
                "probe_ceiling": "a stronger instruct model, untrained: can the probes be answered at all?"}
 
 
@@ -32,8 +36,8 @@ def load_sweeps(root: str | Path, k: int, resamples: int) -> dict[str, Sweep]:
 
 
 def study_findings(sweeps: dict[str, Sweep], k: int, resamples: int, sweep: str = "grid") -> list[Finding]:
-    """The seven findings on ``sweep`` (the grid, or the second architecture's subset, which is
-    read as a grid of its own); App. E is compared with the grid only."""
+    """The seven findings on ``sweep`` (the grid, or a subset read as a grid of its own: the second
+    architecture, the probe model); App. E is compared with the grid only."""
     if sweep not in sweeps:
         return []
     view = {"grid": sweeps[sweep], **({"appendix_e": sweeps["appendix_e"]} if sweep == "grid" and "appendix_e" in sweeps else {})}
@@ -106,13 +110,16 @@ def _fmt_min(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds / 60:.0f} min"
 
 
-def _findings_table(main: list[Finding], second: list[Finding], second_name: str | None) -> str:
-    header = ["#", "finding", "paper", "ours (95% CI)", "holds?"] + ([f"{second_name}", "holds?"] if second else [])
+def _findings_table(main: list[Finding], seconds: dict[str, list[Finding]]) -> str:
+    """The grid's findings, then a column pair per other reading (header: its sweep and model)."""
+    header = ["#", "finding", "paper", "ours (95% CI)", "holds?"]
+    for name in seconds:
+        header += [name, "holds?"]
     rows = []
     for i, f in enumerate(main):
         row = [str(f.number), f.claim, f.paper, f.ours, f"**{f.verdict}**"]
-        if second:
-            s = second[i]
+        for other in seconds.values():
+            s = other[i]
             row += [s.ours if s.verdict != "n/a" else f"n/a ({s.why})", f"**{s.verdict}**"]
         rows.append(row)
     return markdown_table(header, rows)
@@ -142,10 +149,10 @@ def _plots(sweeps: dict[str, Sweep], plots_dir: Path, report: Path) -> list[str]
     return lines
 
 
-def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], second: list[Finding], wall: dict[str, float]) -> str:
-    """The report's Markdown (cfg: a StudyConfig)."""
+def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str, list[Finding]], wall: dict[str, float]) -> str:
+    """The report's Markdown (cfg: a StudyConfig; seconds: sweep name -> its findings read as a grid)."""
     report = Path(cfg.report)
-    second_model = run_config(sweeps["architecture"]).get("model", {}).get("name_or_path") if second else None
+    labelled = {f"{name}: {run_config(sweeps[name]).get('model', {}).get('name_or_path')}": f for name, f in seconds.items()}
     total = sum(wall.values())
     parts = [
         f"# Reproducing the ToolSense findings — study `{cfg.name}`\n",
@@ -156,7 +163,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], second: list[Find
         "the sign holds, the interval includes no effect; **no** — the opposite; **untestable** — the probe ceiling (card mode, "
         "the tool's description in the prompt) is itself at chance; **n/a** — the sweep lacks the configurations compared. "
         f"Recall and IS are at k = {cfg.k}; intervals pool seeds and items (paired bootstrap for differences, {cfg.resamples} resamples).\n",
-        "## Findings\n", _findings_table(main, second, second_model),
+        "## Findings\n", _findings_table(main, labelled),
         "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes)),
         "\n## What ran\n", _setup(cfg, sweeps, wall),
     ]
@@ -181,12 +188,12 @@ def write_report(cfg) -> dict[str, Any]:
     if not any(s.comp for s in sweeps.values()):
         raise FileNotFoundError(f"{cfg.root}: no evaluation results under any sweep (did the study's evaluate.suite run?)")
     main = study_findings(sweeps, cfg.k, cfg.resamples, "grid")
-    second = study_findings(sweeps, cfg.k, cfg.resamples, "architecture")
+    seconds = {name: f for name in SECOND_READINGS if (f := study_findings(sweeps, cfg.k, cfg.resamples, name))}
     wall = study_wall_time(cfg.root)
     report = Path(cfg.report)
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(render(cfg, sweeps, main, second, wall), encoding="utf-8")
+    report.write_text(render(cfg, sweeps, main, seconds, wall), encoding="utf-8")
     summary = {"root": str(cfg.root), "k": cfg.k, "git_sha": git_sha(), "wall_seconds": wall,
-               "findings": [asdict(f) for f in main], "architecture": [asdict(f) for f in second]}
+               "findings": [asdict(f) for f in main], **{name: [asdict(x) for x in f] for name, f in seconds.items()}}
     write_json(Path(cfg.root) / "reproduction.json", summary)
     return summary
