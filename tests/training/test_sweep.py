@@ -50,3 +50,19 @@ def test_sweep_trains_evaluates_and_compares(tmp_path, launcher):
         assert not any(c.startswith("drift ") for c in comp["columns"])
     got = comp["cells"]["tg_5fm-lora"]["generated Rc@1"]["value"]
     assert got == json.loads((sweep / runs[1] / "eval" / "generated" / "model" / "results.json").read_text())["metrics"]["Rc@1"]["value"]
+
+
+def test_a_run_directory_in_use_is_refused_or_skipped(tmp_path):
+    """Two processes must never train into one run directory: while another holds it, train.py
+    stops naming the directory, or with TOOLSENSE_BUSY=skip (reproduce.py's workers) skips it."""
+    from toolsense.utils.rundir import RunDir
+
+    run = tmp_path / "run"
+    cmd = [sys.executable, str(ROOT / "train.py"), *TINY, f"output_dir={run}"]
+    with RunDir(run).claim() as held:
+        assert held
+        refused = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+        skipped = subprocess.run(cmd, cwd=ROOT, env={**ENV, "TOOLSENSE_BUSY": "skip"}, capture_output=True, text=True, timeout=300)
+    assert refused.returncode != 0 and f"{run}: another process is training into this run directory" in refused.stderr
+    assert skipped.returncode == 0 and "another process holds this run; skipped" in skipped.stdout + skipped.stderr
+    assert not (run / "config.yaml").exists()  # neither touched the run
