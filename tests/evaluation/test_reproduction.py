@@ -154,3 +154,15 @@ def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
     row = next(line for line in rebuilt.splitlines() if line.startswith("| tg-lora |"))
     assert "98.7" in row and "98.7" not in report
     assert (stage2_model.stat().st_mtime_ns if stage2_model.exists() else None) == before
+
+
+def test_reasons_list_a_finding_that_only_another_reading_disputes():
+    from toolsense.evaluation.reproduction.report import _reasons
+    from toolsense.evaluation.reproduction.sweep import Finding
+
+    grid = [Finding(1, "a", "p", verdict="yes"), Finding(2, "b", "p", verdict="yes"), Finding(3, "c", "p", verdict="no")]
+    gemma = [Finding(1, "a", "p", verdict="direction only"), Finding(2, "b", "p", verdict="n/a"), Finding(3, "c", "p", verdict="n/a")]
+    text = _reasons(grid, {1: "small catalog"}, {"architecture": gemma})
+    lines = text.splitlines()
+    assert lines[0] == "- **1. yes; architecture: direction only.** small catalog"
+    assert lines[1].startswith("- **3. no.**") and len(lines) == 2  # 2 agrees (or was not run) in every reading

@@ -125,15 +125,19 @@ def _findings_table(main: list[Finding], seconds: dict[str, list[Finding]]) -> s
     return markdown_table(header, rows)
 
 
-def _reasons(findings: list[Finding], notes: dict[int, str]) -> str:
+def _reasons(findings: list[Finding], notes: dict[int, str], seconds: dict[str, list[Finding]] | None = None) -> str:
+    """A line per finding where the grid, or another reading, disagrees: the verdicts, the computed
+    why, then the person's note."""
     lines = []
-    for f in findings:
-        if f.verdict == "yes":
+    for i, f in enumerate(findings):
+        others = [(name, fs[i].verdict) for name, fs in (seconds or {}).items() if fs[i].verdict not in ("yes", "n/a")]
+        if f.verdict == "yes" and not others:
             continue
+        verdicts = "; ".join([f.verdict, *(f"{name}: {v}" for name, v in others)])
         note, why = notes.get(f.number), f.why.rstrip(".")
         head = f"{why[:1].upper()}{why[1:]}." if why else ""
-        lines.append(f"- **{f.number}. {f.verdict}.** " + " ".join(x for x in (head, note) if x) if head or note
-                     else f"- **{f.number}. {f.verdict}.** no reason recorded")
+        lines.append(f"- **{f.number}. {verdicts}.** " + " ".join(x for x in (head, note) if x) if head or note
+                     else f"- **{f.number}. {verdicts}.** no reason recorded")
     return "\n".join(lines) or "- Every finding's direction holds."
 
 
@@ -164,7 +168,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "the tool's description in the prompt) is itself at chance; **n/a** — the sweep lacks the configurations compared. "
         f"Recall and IS are at k = {cfg.k}; intervals pool seeds and items (paired bootstrap for differences, {cfg.resamples} resamples).\n",
         "## Findings\n", _findings_table(main, labelled),
-        "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes)),
+        "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes), seconds),
         "\n## What ran\n", _setup(cfg, sweeps, wall),
     ]
     for name, sw in sweeps.items():
