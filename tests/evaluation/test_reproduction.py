@@ -117,7 +117,7 @@ def _reproduce(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
-    proc = _reproduce(tmp_path, "workers=2")
+    proc = _reproduce(tmp_path, "workers=2", f"archive={tmp_path / 'results.tar.xz'}")
     grid = tmp_path / "study" / "grid"
     runs = sorted(p.parent.name for p in grid.glob("*/config.yaml"))
     assert runs == ["0_tg-lora", "1_tg_h-lora"]
@@ -141,6 +141,19 @@ def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
     f6 = summary["findings"][5]
     assert f6["details"]["ratio_flat_over_hierarchical"]["lora"] == pytest.approx(drift["0_tg-lora"] / drift["1_tg_h-lora"])
     assert list((tmp_path / "img").glob("grid_*.png"))
+
+    # the archive holds what the report is built from and no weights: unpacked elsewhere, it rebuilds the same findings
+    import tarfile
+
+    with tarfile.open(tmp_path / "results.tar.xz") as tar:
+        names = tar.getnames()
+        tar.extractall(tmp_path / "unpacked")
+    assert not [n for n in names if n.endswith((".safetensors", ".bin", ".pt"))]
+    assert "study/grid/0_tg-lora/eval/standard/model/samples.jsonl" in names
+    rebuilt_dir = tmp_path / "unpacked"
+    _reproduce(tmp_path, "train=false", f"root={rebuilt_dir / 'study'}", f"report={rebuilt_dir / 'r.md'}", f"plots_dir={rebuilt_dir / 'img'}")
+    findings = lambda text: [line for line in text.splitlines() if line[:4] in {f"| {n} " for n in range(1, 8)}]  # noqa: E731
+    assert findings((rebuilt_dir / "r.md").read_text(encoding="utf-8")) == findings(report)
 
     # the report follows the files: edit one result, rebuild without training, the table shows it
     res_path = grid / "0_tg-lora" / "eval" / "standard" / "model" / "results.json"

@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from toolsense.utils.jsonl import JsonlStore
 
@@ -65,6 +65,10 @@ class StudyConfig:
     """Bootstrap resamples of the intervals."""
     command: str = "make reproduce"
     """The command the report says made it."""
+    archive: Optional[str] = None
+    """Also pack the files the report is built from (results, per-item samples, drift, run configs
+    and indexes, timings; no model weights) into this .tar.xz, paths relative to root's parent:
+    ``tar xJf <archive> -C <dir>`` then ``train=false root=<dir>/<root's name>`` rebuilds the report."""
     notes: dict[int, str] = field(default_factory=dict)
     """Finding number -> the likeliest reason ours disagrees with the paper, written by whoever read
     the results (the numbers and verdicts are computed; the reasons are a person's judgement)."""
@@ -143,7 +147,34 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
         run_sweeps(cfg)
     summary = write_report(cfg)
     print(f"wrote {cfg.report} ({len(summary['findings'])} findings) from the results under {cfg.root}")
+    if cfg.archive:
+        n = archive_results(cfg.root, cfg.archive)
+        print(f"wrote {cfg.archive} ({n} files the report is built from)")
     return summary
+
+
+REPORT_FILES = ("results.json", "samples.jsonl", "samples.fingerprint.json", "drift.json", "config.yaml", "index.json",
+                "metrics.jsonl", "timings.jsonl")
+"""The files a report is rebuilt from (under a run: its evaluation, config and index; never weights)."""
+
+
+def archive_results(root: str | Path, archive: str | Path) -> int:
+    """Pack ``root``'s REPORT_FILES (not those inside a run's model or checkpoint folders) into
+    ``archive`` (.tar.xz), written beside and renamed into place; returns the number of files."""
+    import tarfile
+
+    root, archive = Path(root), Path(archive)
+    skip = {"stage1", "stage2", "checkpoints", ".hydra"}
+    files = sorted(p for p in root.rglob("*") if p.name in REPORT_FILES and p.is_file()
+                   and not (len(p.relative_to(root).parts) > 3 and p.relative_to(root).parts[2] in skip)
+                   and ".hydra" not in p.parts and not p.relative_to(root).parts[0].startswith("."))
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    tmp = archive.with_name(archive.name + ".tmp")
+    with tarfile.open(tmp, "w:xz") as tar:
+        for path in files:
+            tar.add(path, arcname=str(path.relative_to(root.parent)))
+    tmp.replace(archive)
+    return len(files)
 
 
 def study_wall_time(root: str | Path) -> dict[str, float]:
