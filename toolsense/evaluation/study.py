@@ -132,7 +132,7 @@ def run_workers(cmd: list[str], workers: int, out: Path) -> int:
             logs.append(open(f"{out}.worker{i}.log", "a"))
             log.info("worker %d of %d logs to %s", i, workers, logs[-1].name)
         procs.append(subprocess.Popen(cmd, env=env, stdout=logs[-1] if i else None, stderr=subprocess.STDOUT if i else None))
-        time.sleep(2)  # worker 0 claims the first run before the next one starts looking
+        time.sleep(2)  # staggered starts; which worker gets a run is decided by its lock either way
     codes = [p.wait() for p in procs]
     for fh in logs:
         fh.close()
@@ -158,16 +158,19 @@ REPORT_FILES = ("results.json", "samples.jsonl", "samples.fingerprint.json", "dr
 """The files a report is rebuilt from (under a run: its evaluation, config and index; never weights)."""
 
 
+def _reported(parts: tuple[str, ...]) -> bool:
+    """Whether ``<root>/<parts>`` belongs in the archive: not hidden (.hydra), and not inside a run's
+    model or checkpoint folder (``<sweep>/<run>/stage1/...``; ``<run>/eval/stage1/`` is results)."""
+    return not any(x.startswith(".") for x in parts) and not (len(parts) > 3 and parts[2] in ("stage1", "stage2", "checkpoints"))
+
+
 def archive_results(root: str | Path, archive: str | Path) -> int:
     """Pack ``root``'s REPORT_FILES (not those inside a run's model or checkpoint folders) into
     ``archive`` (.tar.xz), written beside and renamed into place; returns the number of files."""
     import tarfile
 
     root, archive = Path(root), Path(archive)
-    skip = {"stage1", "stage2", "checkpoints", ".hydra"}
-    files = sorted(p for p in root.rglob("*") if p.name in REPORT_FILES and p.is_file()
-                   and not (len(p.relative_to(root).parts) > 3 and p.relative_to(root).parts[2] in skip)
-                   and ".hydra" not in p.parts and not p.relative_to(root).parts[0].startswith("."))
+    files = sorted(p for p in root.rglob("*") if p.name in REPORT_FILES and p.is_file() and _reported(p.relative_to(root).parts))
     archive.parent.mkdir(parents=True, exist_ok=True)
     tmp = archive.with_name(archive.name + ".tmp")
     with tarfile.open(tmp, "w:xz") as tar:
