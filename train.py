@@ -6,7 +6,9 @@
 
 A run directory is held by one process at a time (RunDir.claim); a second process aimed at it
 stops with an error, or, with TOOLSENSE_BUSY=skip in its environment, skips that run: several
-processes running one -m sweep then share its runs (reproduce.py's ``workers``).
+processes running one -m sweep then share its runs (reproduce.py's ``workers``). A run trained and
+evaluated to the end under the same config (its done.json; output_dir and logger aside) is skipped,
+so rerunning a finished sweep, or one whose model folders were deleted, redoes nothing.
 """
 
 import logging
@@ -16,7 +18,7 @@ import hydra
 from omegaconf import DictConfig
 
 from toolsense.training import TrainConfig, register_configs, run
-from toolsense.utils.config import to_config
+from toolsense.utils.config import to_config, to_plain
 from toolsense.utils.hydra import shared_output_dir, sweep_name
 from toolsense.utils.rundir import RunDir
 
@@ -24,15 +26,25 @@ log = logging.getLogger(__name__)
 
 register_configs()
 
+NOT_RESULT = ("output_dir", "logger")
+"""Config sections that change neither the weights nor the evaluation: a finished run is finished under any of them."""
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(dict_cfg: DictConfig) -> float | None:
     cfg = to_config(TrainConfig, dict_cfg)
     cfg.logger.group = cfg.logger.group or sweep_name()  # a sweep is one W&B group; a single run's is its experiment
     run_dir = shared_output_dir(cfg.output_dir)
-    with RunDir(run_dir).claim() as held:
+    rd = RunDir(run_dir)
+    identity = {k: v for k, v in to_plain(dict_cfg).items() if k not in NOT_RESULT}
+    with rd.claim() as held:
+        if held and rd.finished(identity):
+            log.info("%s: trained and evaluated earlier under this config (%s); skipped", run_dir, rd.done_path.name)
+            return None
         if held:
-            return train_and_evaluate(cfg, run_dir)
+            loss = train_and_evaluate(cfg, run_dir)
+            rd.mark_finished(identity)
+            return loss
     if os.environ.get("TOOLSENSE_BUSY") == "skip":
         log.info("%s: another process holds this run; skipped", run_dir)
         return None

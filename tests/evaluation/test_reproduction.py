@@ -142,7 +142,8 @@ def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
     assert f6["details"]["ratio_flat_over_hierarchical"]["lora"] == pytest.approx(drift["0_tg-lora"] / drift["1_tg_h-lora"])
     assert list((tmp_path / "img").glob("grid_*.png"))
 
-    # the archive holds what the report is built from and no weights: unpacked elsewhere, it rebuilds the same findings
+    # the archive holds what the report is built from and no weights: unpacked elsewhere, the study rerun there trains
+    # nothing (every run's done.json matches its config) and rebuilds the same findings
     import tarfile
 
     with tarfile.open(tmp_path / "results.tar.xz") as tar:
@@ -151,7 +152,9 @@ def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
     assert not [n for n in names if n.endswith((".safetensors", ".bin", ".pt"))]
     assert "study/grid/0_tg-lora/eval/standard/model/samples.jsonl" in names
     rebuilt_dir = tmp_path / "unpacked"
-    _reproduce(tmp_path, "train=false", f"root={rebuilt_dir / 'study'}", f"report={rebuilt_dir / 'r.md'}", f"plots_dir={rebuilt_dir / 'img'}")
+    again = _reproduce(tmp_path, f"root={rebuilt_dir / 'study'}", f"report={rebuilt_dir / 'r.md'}", f"plots_dir={rebuilt_dir / 'img'}")
+    assert "trained and evaluated earlier under this config (done.json); skipped" in again.stdout + again.stderr
+    assert not list((rebuilt_dir / "study").glob("*/*/stage[12]"))
     findings = lambda text: [line for line in text.splitlines() if line[:4] in {f"| {n} " for n in range(1, 8)}]  # noqa: E731
     assert findings((rebuilt_dir / "r.md").read_text(encoding="utf-8")) == findings(report)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -66,3 +67,22 @@ def test_a_run_directory_in_use_is_refused_or_skipped(tmp_path):
     assert refused.returncode != 0 and f"{run}: another process is training into this run directory" in refused.stderr
     assert skipped.returncode == 0 and "another process holds this run; skipped" in skipped.stdout + skipped.stderr
     assert not (run / "config.yaml").exists()  # neither touched the run
+
+
+def test_a_finished_run_is_skipped_even_without_its_model_folders(tmp_path):
+    """Rerunning a finished run under the same config redoes nothing, not even where its model
+    folders are gone (deleted for disk, or a results archive unpacked elsewhere): done.json
+    records the config it ended under. The logger is not part of that config."""
+    run = tmp_path / "run"
+    cmd = [sys.executable, str(ROOT / "train.py"), *TINY, f"output_dir={run}"]
+    first = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert (run / "done.json").is_file() and (run / "stage2" / "config.json").is_file()
+    metrics = (run / "metrics.jsonl").read_text()
+    for stage in ("stage1", "stage2", "checkpoints"):
+        shutil.rmtree(run / stage, ignore_errors=True)
+    again = subprocess.run(cmd + ["logger.group=another"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "trained and evaluated earlier under this config (done.json); skipped" in again.stdout + again.stderr
+    assert not (run / "stage1").exists() and not (run / "stage2").exists()  # nothing retrained
+    assert (run / "metrics.jsonl").read_text() == metrics

@@ -70,3 +70,14 @@ def test_claim_holds_the_run_against_another_process_and_is_released_when_it_die
         assert held is True
         with RunDir(rd.path).claim() as again:  # flock is per open file: a second claim in one process is refused too
             assert again is False
+
+
+def test_finished_holds_for_the_config_it_was_marked_under_only(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    cfg = {"experiment": "tg", "evaluate": {"suite": "demo", "drift": True}}
+    assert not rd.finished(cfg)
+    rd.mark_finished(cfg)
+    assert rd.finished({"evaluate": {"drift": True, "suite": "demo"}, "experiment": "tg"})  # key order is not identity
+    assert not rd.finished({**cfg, "evaluate": {"suite": "demo", "drift": False}})  # another evaluation: not done
+    rd.done_path.write_text('{"config_sha256": "ab')  # torn by a kill mid-write (the write is atomic; a copy may not be)
+    assert not rd.finished(cfg)

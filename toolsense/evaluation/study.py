@@ -154,7 +154,7 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
 
 
 REPORT_FILES = ("results.json", "samples.jsonl", "samples.fingerprint.json", "drift.json", "config.yaml", "index.json",
-                "metrics.jsonl", "timings.jsonl")
+                "metrics.jsonl", "timings.jsonl", "done.json")
 """The files a report is rebuilt from (under a run: its evaluation, config and index; never weights)."""
 
 

@@ -11,6 +11,8 @@ dataclass the caller names, through :func:`toolsense.utils.config.to_config`)::
     <run>/metrics.jsonl  training metrics, one JSON per line
     <run>/checkpoints/   Trainer checkpoints per stage
     <run>/.lock          held (flock) by the process training into the run, released when it exits or dies
+    <run>/done.json      written when train.py has trained and evaluated the run to the end: the sha256 of
+                         its config, so a rerun of the same config skips it (even without model folders)
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ import contextlib
 import copy
 import fcntl
 import functools
+import json
 import os
+from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TypeVar
 
-from toolsense.utils.io import sha256_file
+from toolsense.utils.io import sha256_file, sha256_text
+from toolsense.utils.paths import atomic_write_text
 
 T = TypeVar("T")
 
@@ -47,6 +52,28 @@ class RunDir:
     @property
     def metrics_path(self) -> Path:
         return self.path / "metrics.jsonl"
+
+    @property
+    def done_path(self) -> Path:
+        return self.path / "done.json"
+
+    def finished(self, config: dict[str, Any]) -> bool:
+        """Whether this run was trained and evaluated to the end under ``config`` (done.json holds
+        its sha256): then a rerun has nothing to do, even where the model folders are gone (deleted
+        to save disk, or a results archive unpacked elsewhere). Another config is not finished."""
+        if not self.done_path.is_file():
+            return False
+        try:
+            return json.loads(self.done_path.read_text(encoding="utf-8")).get("config_sha256") == _config_sha256(config)
+        except (ValueError, AttributeError):  # a torn or foreign file: not finished, the rerun resumes
+            return False
+
+    def mark_finished(self, config: dict[str, Any]) -> None:
+        """Record (rank 0) that the run ended under ``config``; see :meth:`finished`."""
+        if int(os.environ.get("RANK", "0")) == 0:
+            atomic_write_text(self.done_path, json.dumps({
+                "config_sha256": _config_sha256(config),
+                "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=2))
 
     def stage(self, name: str) -> Path:
         """The model folder of ``name`` (stage1 | stage2)."""
@@ -122,6 +149,10 @@ class RunDir:
             return
         self.path.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(OmegaConf.create(data), self.config_path)
+
+
+def _config_sha256(config: dict[str, Any]) -> str:
+    return sha256_text(json.dumps(config, sort_keys=True, default=str))
 
 
 @functools.lru_cache(maxsize=256)
