@@ -39,7 +39,8 @@ def main(dict_cfg: DictConfig) -> float | None:
     identity = {k: v for k, v in to_plain(dict_cfg).items() if k not in NOT_RESULT}
     with rd.claim() as held:
         if held and rd.finished(identity):
-            log.info("%s: trained and evaluated earlier under this config (%s); skipped", run_dir, rd.done_path.name)
+            log.info("%s: trained and evaluated earlier under this config (done.json); skipped. Delete %s to redo "
+                     "what is missing", run_dir, rd.done_path)
             return None
         if held:
             loss = train_and_evaluate(cfg, run_dir)
