@@ -182,3 +182,27 @@ def test_reasons_list_a_finding_that_only_another_reading_disputes():
     lines = text.splitlines()
     assert lines[0] == "- **1. yes; architecture: direction only.** small catalog"
     assert lines[1].startswith("- **3. no.**") and len(lines) == 2  # 2 agrees (or was not run) in every reading
+
+
+def test_wall_time_says_which_invocations_it_misses_or_took_from_logs(tmp_path):
+    """A sweep killed mid-way writes its start but no end: its time is not counted, and the report
+    says so (≥) rather than passing a part for the whole; a row timed afterwards from logs is flagged."""
+    from toolsense.evaluation.reproduction.report import _fmt_wall
+    from toolsense.evaluation.study import study_wall_time, untimed_invocations
+    from toolsense.utils.jsonl import JsonlStore
+
+    store = JsonlStore(tmp_path / "timings.jsonl")
+    store.append({"sweep": "grid", "event": "start", "invocation": "a"})  # killed: no end row
+    store.append({"sweep": "grid", "seconds": 600.0, "interrupted": True, "invocation": "a", "timed_from": "its log"})  # timed later
+    store.append({"sweep": "grid", "event": "start", "invocation": "b"})
+    store.append({"sweep": "grid", "seconds": 1200.0, "returncode": 0, "invocation": "b"})
+    store.append({"sweep": "appendix_e", "seconds": 1289.2, "returncode": 0})  # a row written before start rows existed
+    store.append({"sweep": "architecture", "event": "start", "invocation": "c"})  # running or killed, never ended
+    store.append({"sweep": "architecture", "seconds": 300.0, "returncode": 0, "invocation": "d"})
+    assert study_wall_time(tmp_path) == {"grid": 1800.0, "appendix_e": 1289.2, "architecture": 300.0}
+    untimed = untimed_invocations(tmp_path)
+    assert untimed == {"grid": {"missing": 0, "from_log": 1}, "architecture": {"missing": 1, "from_log": 0}}
+    assert _fmt_wall(1800.0, untimed["grid"]) == "30 min (1 interrupted invocation timed from its log)"
+    assert _fmt_wall(300.0, untimed["architecture"]) == "≥ 5 min (1 invocation that did not end, not counted)"
+    assert _fmt_wall(None, {"missing": 2}) == "— (2 invocations that did not end, not counted)"
+    assert _fmt_wall(1289.2, {}) == "21 min"

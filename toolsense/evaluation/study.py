@@ -109,10 +109,14 @@ def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
         cmd = sweep_command(cfg, name)
         log.info("sweep %s: %s", name, " ".join(cmd[1:]))
         t0 = time.time()
+        invocation = f"{os.getpid()}-{t0:.0f}"
+        timings.append({"sweep": name, "event": "start", "invocation": invocation,
+                        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")})  # a start with no end: it was interrupted
         workers = 1 if name in cfg.evaluations else cfg.workers
         returncode = run_workers(cmd, workers, root / name)
         row = {"sweep": name, "seconds": round(time.time() - t0, 1), "returncode": returncode, "workers": workers,
-               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "overrides": cfg.sweeps.get(name) or cfg.evaluations[name]}
+               "invocation": invocation, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+               "overrides": cfg.sweeps.get(name) or cfg.evaluations[name]}
         timings.append(row)
         done.append(row)
         if returncode != 0:
@@ -181,14 +185,35 @@ def archive_results(root: str | Path, archive: str | Path) -> int:
 
 
 def study_wall_time(root: str | Path) -> dict[str, float]:
-    """Seconds per sweep from ``<root>/timings.jsonl``, summed over the study's invocations
-    (an interrupted study resumed later adds both parts)."""
-    path = Path(root) / "timings.jsonl"
+    """Seconds per sweep from ``<root>/timings.jsonl``, summed over the study's invocations that
+    have a time (an interrupted study resumed later adds both parts; see :func:`untimed_invocations`)."""
     out: dict[str, float] = {}
-    if path.exists():
-        for row in JsonlStore(path):
+    for row in _timing_rows(root):
+        if row.get("seconds") is not None:
             out[row["sweep"]] = out.get(row["sweep"], 0.0) + float(row["seconds"])
     return out
+
+
+def untimed_invocations(root: str | Path) -> dict[str, dict[str, int]]:
+    """Per sweep, the invocations its wall time misses or only estimates: ``missing`` started and
+    never ended (killed, or still running), so their time is not counted; ``from_log`` were
+    interrupted and timed afterwards from their logs' first and last timestamps (a row with
+    ``interrupted: true``)."""
+    rows = _timing_rows(root)
+    ended = {r.get("invocation") for r in rows if r.get("seconds") is not None}
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        key = "missing" if r.get("event") == "start" and r.get("invocation") not in ended else \
+            "from_log" if r.get("interrupted") and r.get("seconds") is not None else None
+        if key:
+            counts = out.setdefault(r["sweep"], {"missing": 0, "from_log": 0})
+            counts[key] += 1
+    return out
+
+
+def _timing_rows(root: str | Path) -> list[dict[str, Any]]:
+    path = Path(root) / "timings.jsonl"
+    return list(JsonlStore(path)) if path.exists() else []
 
 
 def register_configs() -> None:

@@ -68,7 +68,7 @@ def expected_runs(overrides: list[str]) -> int:
     return n
 
 
-def _setup(cfg, sweeps: dict[str, Sweep], wall: dict[str, float]) -> str:
+def _setup(cfg, sweeps: dict[str, Sweep], wall: dict[str, float], untimed: dict[str, dict[str, int]] | None = None) -> str:
     """One row per sweep of the study (run or not): runs found of those planned, and the settings
     its runs share, read from their config.yaml."""
     rows = []
@@ -84,7 +84,7 @@ def _setup(cfg, sweeps: dict[str, Sweep], wall: dict[str, float]) -> str:
         rows.append([name, SWEEP_ROLES.get(name, ""), runs, str(model), _n_tools(sw) if sw else "—",
                      f"{s1.get('max_steps')} / {s2.get('max_steps')} × {tr.get('effective_batch')}" if c else "—",
                      f"{tu.get('method')}, embedding rows {tu.get('embedding_rows')}, ×{tu.get('embedding_lr_scale')} lr" if c else "—",
-                     _stage2_styles(c), _fmt_min(wall.get(name))])
+                     _stage2_styles(c), _fmt_wall(wall.get(name), (untimed or {}).get(name, {}))])
     return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch", "tuning (first run)",
                            "Stage-2 queries", "wall time"], rows)
 
@@ -108,6 +108,14 @@ def compact_table(comp: dict[str, Any], k: int) -> str:
 
 def _fmt_min(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds / 60:.0f} min"
+
+
+def _fmt_wall(seconds: float | None, untimed: dict[str, int]) -> str:
+    """A sweep's wall time, saying which invocations it misses (``≥``) or took from logs."""
+    text = ("≥ " if untimed.get("missing") and seconds else "") + _fmt_min(seconds)
+    notes = [f"{n} interrupted invocation{'s' * (n > 1)} timed from {'their' if n > 1 else 'its'} log" for n in [untimed.get("from_log", 0)] if n]
+    notes += [f"{n} invocation{'s' * (n > 1)} that did not end, not counted" for n in [untimed.get("missing", 0)] if n]
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _findings_table(main: list[Finding], seconds: dict[str, list[Finding]]) -> str:
@@ -153,7 +161,8 @@ def _plots(sweeps: dict[str, Sweep], plots_dir: Path, report: Path) -> list[str]
     return lines
 
 
-def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str, list[Finding]], wall: dict[str, float]) -> str:
+def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str, list[Finding]], wall: dict[str, float],
+           untimed: dict[str, dict[str, int]] | None = None) -> str:
     """The report's Markdown (cfg: a StudyConfig; seconds: sweep name -> its findings read as a grid)."""
     report = Path(cfg.report)
     labelled = {f"{name}: {run_config(sweeps[name]).get('model', {}).get('name_or_path')}": f for name, f in seconds.items()}
@@ -169,7 +178,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         f"Recall and IS are at k = {cfg.k}; intervals pool seeds and items (paired bootstrap for differences, {cfg.resamples} resamples).\n",
         "## Findings\n", _findings_table(main, labelled),
         "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes), seconds),
-        "\n## What ran\n", _setup(cfg, sweeps, wall),
+        "\n## What ran\n", _setup(cfg, sweeps, wall, untimed),
     ]
     for name, sw in sweeps.items():
         if sw.comp:
@@ -184,7 +193,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
 def write_report(cfg) -> dict[str, Any]:
     """``cfg.report`` (Markdown) and ``<root>/reproduction.json`` (the findings with their
     details) from the results under ``cfg.root`` (cfg: a StudyConfig); plots into ``cfg.plots_dir``."""
-    from toolsense.evaluation.study import study_wall_time
+    from toolsense.evaluation.study import study_wall_time, untimed_invocations
 
     found = load_sweeps(cfg.root, cfg.k, cfg.resamples)
     order = [*cfg.sweeps, *cfg.evaluations]
@@ -193,11 +202,11 @@ def write_report(cfg) -> dict[str, Any]:
         raise FileNotFoundError(f"{cfg.root}: no evaluation results under any sweep (did the study's evaluate.suite run?)")
     main = study_findings(sweeps, cfg.k, cfg.resamples, "grid")
     seconds = {name: f for name in SECOND_READINGS if (f := study_findings(sweeps, cfg.k, cfg.resamples, name))}
-    wall = study_wall_time(cfg.root)
+    wall, untimed = study_wall_time(cfg.root), untimed_invocations(cfg.root)
     report = Path(cfg.report)
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(render(cfg, sweeps, main, seconds, wall), encoding="utf-8")
-    summary = {"root": str(cfg.root), "k": cfg.k, "git_sha": git_sha(), "wall_seconds": wall,
+    report.write_text(render(cfg, sweeps, main, seconds, wall, untimed), encoding="utf-8")
+    summary = {"root": str(cfg.root), "k": cfg.k, "git_sha": git_sha(), "wall_seconds": wall, "untimed_invocations": untimed,
                "findings": [asdict(f) for f in main], **{name: [asdict(x) for x in f] for name, f in seconds.items()}}
     write_json(Path(cfg.root) / "reproduction.json", summary)
     return summary
