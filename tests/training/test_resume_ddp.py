@@ -45,6 +45,9 @@ def test_killed_run_resumes_from_checkpoint(tmp_path):
     assert logged[-(30 - resumed_at):] == list(range(resumed_at + 1, 31))  # the rerun trained only the rest
 
     again = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "trained and evaluated earlier under this config (done.json); skipped" in again.stdout + again.stderr
+    (run_dir / "done.json").unlink()  # without the run's mark, the stage folder itself is what is skipped
+    again = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and f"stage1: {run_dir / 'stage1'} exists, skipping" in again.stdout + again.stderr
     other = subprocess.run([*cmd, "stage1.learning_rate=1"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
     assert other.returncode != 0 and "holds a different config (sections ['stage1'] differ)" in other.stdout + other.stderr
