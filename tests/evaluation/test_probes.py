@@ -11,6 +11,7 @@ from toolsense.evaluation import probes
 from toolsense.evaluation.outputs import results_table
 from toolsense.evaluation.probe_stats import balanced_correct, centred_predictions, distribution, flag_text, majority_rate, rotation, top_answer
 from toolsense.evaluation.probes import evaluate_probe, permutation, probe_prompt, score_answers, summarize_probe
+from toolsense.evaluation.runs import DEBIASED, item_values
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +207,12 @@ def test_real_probe_path_in_every_mode_reports_consistent_diagnostics(ev, tmp_pa
             preds, _ = centred_predictions([r["scores"] for r in rows])
             calib = sum(answers[p] == r["gold"] for p, r in zip(preds, rows)) / 12
             assert res["metrics"]["calibrated_accuracy"]["value"] == pytest.approx(calib)
+        debiased = [key for key in DEBIASED if key in res["metrics"]]
+        assert debiased == (["circular_mean", "circular_all", "balanced_accuracy"] if kind == "mcq" else ["calibrated_accuracy"])
+        for key in debiased:  # item by item from samples.jsonl (seeds pooled, runs paired): the same accuracy
+            per = item_values(tmp_path / mode / "results.json", key)
+            assert sorted(per) == sorted(r["item_id"] for r in rows)
+            assert sum(per.values()) / 12 == pytest.approx(res["metrics"][key]["value"])
     card = json.loads((tmp_path / "card" / "samples.jsonl").read_text().splitlines()[0])
     assert "API description: " in card["prompt"]
 

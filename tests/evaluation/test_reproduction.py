@@ -81,6 +81,52 @@ def test_realistic_collapse_compares_dense_with_the_best_parametric_row():
     assert F.realistic_collapse({"grid": fake_sweep(cells, schemes)}, 5, 100).verdict == "no"
 
 
+def _probe_cells(token_acc, token_bal, card_bal, qa_calib=(0.5, 0.4, 0.6)):
+    """Probe cells of one row: raw and debiased token MCQ, a card ceiling (balanced), QA at chance."""
+    est = lambda v: {"value": v[0], "lo": v[1], "hi": v[2]}  # noqa: E731
+    return {"mcq token acc": {**est(token_acc), "chance": 0.25}, "mcq token bal": est(token_bal),
+            "mcq card acc": {**est((0.2, 0.1, 0.3)), "chance": 0.25}, "mcq card bal": est(card_bal),
+            "qa token acc": {**est((0.5, 0.4, 0.6)), "chance": 0.5}, "qa token calib": est(qa_calib),
+            "qa card acc": {**est((0.5, 0.4, 0.6)), "chance": 0.5}, "qa card calib": est((0.5, 0.4, 0.6))}
+
+
+def test_probe_findings_are_judged_on_the_debiased_token_score():
+    """A one-letter answerer's raw accuracy sits below (or above) chance by the label mix alone:
+    finding 4 reads the position-balanced / calibrated score where the run has one."""
+    below_raw = {"tg-lora": _probe_cells((0.09, 0.0, 0.19), (0.22, 0.09, 0.38), (0.44, 0.28, 0.59))}
+    f = F.probes_near_chance({"grid": fake_sweep(below_raw, {"tg-lora": "flat"})}, 5, 100)
+    assert f.verdict == "yes" and f.details["judged_on"] == ["debiased", "debiased"]
+    knows = {"tg-lora": _probe_cells((0.25, 0.1, 0.4), (0.6, 0.45, 0.75), (0.44, 0.28, 0.59))}
+    assert F.probes_near_chance({"grid": fake_sweep(knows, {"tg-lora": "flat"})}, 5, 100).verdict == "no"
+    no_ceiling = {"tg-lora": _probe_cells((0.25, 0.1, 0.4), (0.6, 0.45, 0.75), (0.25, 0.1, 0.4))}
+    assert F.probes_near_chance({"grid": fake_sweep(no_ceiling, {"tg-lora": "flat"})}, 5, 100).verdict == "untestable"
+    raw_only = {"tg-lora": {k: v for k, v in below_raw["tg-lora"].items() if not k.endswith(("bal", "calib")) or "card" in k}}
+    f = F.probes_near_chance({"grid": fake_sweep(raw_only, {"tg-lora": "flat"})}, 5, 100)
+    assert f.verdict == "no" and f.details["judged_on"] == ["raw", "raw"]  # without a debiased score: the raw one
+
+
+def test_published_probe_model_results_are_judged_on_balanced_scores(tmp_path):
+    """The shipped results (docs/reproduction_results.tar.xz): Qwen's TG token MCQ is 9.4% raw (its
+    favoured letter is seldom the gold) and 21.9% position-balanced, item by item from the samples;
+    finding 4 holds on the balanced score. TG-3FM's training took the card ceiling to chance, so
+    finding 5 has no pair of runs that can answer and is untestable, whatever the raw +18.8 pp."""
+    import tarfile
+
+    archive = ROOT / "docs" / "reproduction_results.tar.xz"
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path, members=[m for m in tar.getmembers() if m.name.startswith("reproduce/probe_model/")])
+    sweep = Sweep("probe_model", tmp_path / "reproduce" / "probe_model", 5, 200)
+    tg = sweep.cell("tg-lora", "mcq token acc")
+    assert tg["value"] == pytest.approx(3 / 32) and tg["hi"] < 0.25  # raw: below chance, by the letter prior
+    assert sweep.cell("tg-lora", "mcq token bal")["value"] == pytest.approx(7 / 32)
+    f4 = F.probes_near_chance({"grid": sweep}, 5, 200)
+    assert f4.verdict == "yes" and f4.details["judged_on"] == ["debiased", "debiased"]
+    f5 = F.formats_and_lora_retain({"grid": sweep}, 5, 200)
+    assert f5.details["formats"]["value"] == pytest.approx(0.0) and f5.details["raw"]["formats"]["value"] == pytest.approx(6 / 32)
+    assert f5.details["ceiling_above_chance"] == {"tg-lora": True, "tg_3fm-lora": False}
+    assert f5.verdict == "untestable" and "at chance: tg_3fm-lora" in f5.why
+
+
 def test_findings_without_their_configurations_are_na_with_a_reason():
     cells, schemes = _grid_cells()
     sw = {"grid": fake_sweep(cells, schemes)}

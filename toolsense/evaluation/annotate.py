@@ -24,7 +24,8 @@ from typing import Any, Sequence
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import AnnotateConfig
 from toolsense.evaluation.outputs import markdown_table, write_json
-from toolsense.evaluation.probes import LETTERS, permutation
+from toolsense.evaluation.probe_stats import LETTERS
+from toolsense.evaluation.probes import permutation
 from toolsense.evaluation.stats import fleiss_kappa
 from toolsense.utils.io import DataError
 

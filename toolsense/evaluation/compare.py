@@ -154,7 +154,7 @@ def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tup
             cols[f"{benchmark_label(res)} {res['system']} {short}"] = (
                 "accuracy", est and {**est, **_probe_extras(res), **({"flag": flag} if flag else {})})
         elif est is not None:
-            cols[f"{benchmark_label(res)} {res['system']} {short}"] = (None, est)
+            cols[f"{benchmark_label(res)} {res['system']} {short}"] = (key, est)
     return cols
 
 

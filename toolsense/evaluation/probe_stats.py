@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from toolsense.evaluation.metrics import accuracy
 from toolsense.evaluation.outputs import fmt
 
 
@@ -78,14 +77,6 @@ def rotation(perm: Sequence[int], r: int) -> list[int]:
     return [perm[(j + r) % n] for j in range(n)]
 
 
-def circular_metrics(correct: Sequence[Sequence[bool]], resamples: int, seed: int) -> dict[str, dict]:
-    """``correct[i][r]``: item i right under rotation r. Rotation-averaged accuracy and
-    all-rotations-correct accuracy, each with its bootstrap interval over items."""
-    per_item = [sum(c) / len(c) for c in correct]
-    return {"circular_mean": accuracy(per_item, resamples, seed),
-            "circular_all": accuracy([all(c) for c in correct], resamples, seed)}
-
-
 def balanced_correct(rotations: Sequence[Sequence[dict]], answers: Sequence[str], tol: float = 1e-6) -> list[float]:
     """Per item, the credit of the option with the highest log-probability summed over its
     rotations: 1 when it is the gold option alone, 1/k when the gold is one of k options tied at
@@ -103,6 +94,37 @@ def balanced_correct(rotations: Sequence[Sequence[dict]], answers: Sequence[str]
         top = [o for o, t in enumerate(total) if t >= max(total) - tol]
         out.append(1.0 / len(top) if gold_opt in top else 0.0)
     return out
+
+
+LETTERS = "ABCDEFGH"
+"""MCQ answer letters, in slot order."""
+
+
+def probe_answers(kind: str, n_options: int) -> list[str]:
+    """The allowed answers of a probe: ``n_options`` letters (MCQ), or Yes, No (QA)."""
+    return list(LETTERS[:n_options]) if kind == "mcq" else ["Yes", "No"]
+
+
+def debiased_correct(rows: Sequence[dict], kind: str, answers: Sequence[str]) -> dict[str, list[float]]:
+    """Per-item credit (in ``rows`` order) under each debiased reading the rows allow: MCQ rows
+    with ``rotations`` give ``circular_mean`` (share of rotations right), ``circular_all`` (right
+    under all) and ``balanced_accuracy`` (:func:`balanced_correct`); QA rows with ``scores`` give
+    ``calibrated_accuracy`` (:func:`centred_predictions` over these rows). Empty when the rows
+    were scored without debiasing. The mean of a list is the accuracy in results.json; the lists
+    let seeds be pooled and runs paired item by item."""
+    if not rows:
+        return {}
+    if kind == "mcq":
+        if not all("rotations" in r for r in rows):
+            return {}
+        rots = [r["rotations"] for r in rows]
+        right = [[bool(x["correct"]) for x in rot] for rot in rots]
+        return {"circular_mean": [sum(c) / len(c) for c in right], "circular_all": [float(all(c)) for c in right],
+                "balanced_accuracy": balanced_correct(rots, answers)}
+    if not all("scores" in r for r in rows):
+        return {}
+    preds, _ = centred_predictions([r["scores"] for r in rows])
+    return {"calibrated_accuracy": [float(answers[p] == r["gold"]) for p, r in zip(preds, rows)]}
 
 
 def centred_predictions(yes_no_logp: Sequence[Sequence[float]]) -> tuple[list[int], float]:

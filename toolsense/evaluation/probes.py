@@ -29,12 +29,11 @@ from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.metrics import accuracy
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
 from toolsense.decoding.retrieval import encode
-from toolsense.evaluation.probe_stats import (balanced_correct, centred_predictions, circular_metrics, distribution, majority_rate,
-                                              rotation, top_answer)
+from toolsense.evaluation.probe_stats import (LETTERS, centred_predictions, debiased_correct, distribution, majority_rate,
+                                              probe_answers, rotation, top_answer)
 from toolsense.utils.warnings import summarise
 
 log = logging.getLogger(__name__)
-LETTERS = "ABCDEFGH"
 
 
 def permutation(item: ProbeItem, kind: str, seed: int) -> list[int]:
@@ -147,17 +146,18 @@ def summarize_probe(rows: Sequence[dict], kind: str, answers: Sequence[str], cfg
         "metrics": {"accuracy": accuracy([r["correct"] for r in rows], resamples, seed) if rows else none},
         "debias": {"method": "none"},
     }
-    if cfg.debias == "circular" and rows and kind == "mcq":
+    credits = debiased_correct(rows, kind, answers) if cfg.debias == "circular" else {}
+    if not credits:
+        return out
+    for key, credit in credits.items():
+        out["metrics"][key] = accuracy(credit, resamples, seed)
+    if kind == "mcq":
         rots = [r["rotations"] for r in rows]
-        out["metrics"].update(circular_metrics([[x["correct"] for x in rot] for rot in rots], resamples, seed))
-        out["metrics"]["balanced_accuracy"] = accuracy(balanced_correct(rots, answers), resamples, seed)
         out["debias"] = {"method": "circular", "rotations": len(rots[0]),
                          "answer_distribution": distribution([x["pred"] for rot in rots for x in rot], answers)}
-    elif cfg.debias == "circular" and rows:
+    else:
         preds, offset = centred_predictions([r["scores"] for r in rows])
-        gold = [answers.index(r["gold"]) for r in rows]
         calibrated = distribution([answers[p] for p in preds], answers)
-        out["metrics"]["calibrated_accuracy"] = accuracy([p == g for p, g in zip(preds, gold)], resamples, seed)
         out["debias"] = {"method": "mean-centred log-odds", "offset_log_odds_yes": offset,
                          "answer_distribution": calibrated, "top_answer": top_answer(calibrated, cfg.flag_share)}
     return out
@@ -174,7 +174,7 @@ def evaluate_probe(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig,
     if missing:
         summarise(log, missing, f"probe tools of {bench.name} not in the index (their {len(bench.items) - len(known)} "
                   "items are skipped)", out_dir / "missing_tools.txt")
-    answers = list(LETTERS[: len(bench.items[0].options)]) if kind == "mcq" else ["Yes", "No"]
+    answers = probe_answers(kind, len(bench.items[0].options))
     n_rot = _rotations(kind, cfg, len(answers))
     per_batch = max(1, cfg.batch_size // n_rot)
     with SampleLog(out_dir / "samples.jsonl") as samples:

@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from toolsense.evaluation.probe_stats import debiased_correct, probe_answers
 from toolsense.utils.io import DataError
 
 NOT_CONFIGURATION = ("output_dir", "evaluate", "logger", "launcher")
@@ -108,7 +109,8 @@ def _samples(path: str) -> dict[str, dict]:
 
 def item_values(result_path: str | Path, metric: str) -> dict[str, tuple[float, float] | float] | None:
     """Per-item values of ``metric`` from the ``samples.jsonl`` beside ``result_path``, keyed by
-    item id: probe ``accuracy`` → 0/1 correctness; ``Rc@k``/``Rf@k``/recall/NDCG → the item's
+    item id: probe ``accuracy`` → 0/1 correctness; a debiased probe metric (:data:`DEBIASED`) →
+    the item's credit under it; ``Rc@k``/``Rf@k``/recall/NDCG → the item's
     value; ``IS@k`` → (free-form hit, constrained hit) pairs (IS is a ratio of means). None when
     the file is absent or the metric has no per-item value (the caller then has no interval)."""
     path = Path(result_path).with_name("samples.jsonl")
@@ -119,6 +121,8 @@ def item_values(result_path: str | Path, metric: str) -> dict[str, tuple[float, 
     try:
         if metric == "accuracy":
             return {i: float(bool(r["correct"])) for i, r in rows.items()}
+        if metric in DEBIASED:
+            return _debiased_values(Path(result_path), rows, metric)
         if name == "IS":
             return {i: (float(r["metrics"][f"f_hit@{k}"]), float(r["metrics"][f"c_hit@{k}"])) for i, r in rows.items()}
         if name in ITEM_KEYS:
@@ -126,6 +130,20 @@ def item_values(result_path: str | Path, metric: str) -> dict[str, tuple[float, 
     except KeyError as e:
         raise DataError(f"{path}: an item lacks field {e.args[0]!r} needed for {metric}") from None
     return None
+
+
+DEBIASED = ("circular_mean", "circular_all", "balanced_accuracy", "calibrated_accuracy")
+"""Probe metrics read item by item from the scores in samples.jsonl (probe_stats.debiased_correct)."""
+
+
+def _debiased_values(result_path: Path, rows: dict[str, dict], metric: str) -> dict[str, float] | None:
+    """Per-item credit of a debiased probe metric; the probe's kind comes from its results.json."""
+    if not rows or not result_path.exists():
+        return None
+    kind = json.loads(result_path.read_text(encoding="utf-8")).get("kind")
+    first = next(iter(rows.values()))
+    credit = debiased_correct(list(rows.values()), kind, probe_answers(kind, len(first.get("scores") or ())))
+    return dict(zip(rows, credit[metric])) if metric in credit else None
 
 
 def gold_majority_rate(result_path: str | Path) -> float | None:

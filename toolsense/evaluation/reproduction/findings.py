@@ -106,10 +106,16 @@ def _ceiling_above_chance(g: Sweep, row: str, bench: str) -> bool:
     return any(e and e.get("lo") is not None and e["lo"] > chance for e in (card["acc"], card["debiased"]))
 
 
-def _near(est: dict | None) -> bool | None:
+def _near(est: dict | None, chance: float) -> bool | None:
     if not est or est.get("lo") is None:
         return None
-    return est["lo"] <= est["chance"] <= est["hi"]
+    return est["lo"] <= chance <= est["hi"]
+
+
+DEBIASED_COL = {"mcq": ("bal", "balanced_accuracy"), "qa": ("calib", "calibrated_accuracy")}
+"""A probe's debiased token column and its per-item metric: what findings 4 and 5 are judged on
+where the run has it, since a one-letter (or one-word) answerer's raw accuracy is the share of
+gold answers at its favourite slot, below or above chance by the label mix alone."""
 
 
 def probes_near_chance(sw: dict[str, Sweep], k: int, resamples: int) -> Finding:
@@ -120,11 +126,13 @@ def probes_near_chance(sw: dict[str, Sweep], k: int, resamples: int) -> Finding:
     if not rows or not g.cell(rows[0], "mcq token acc"):
         f.why = "no TG probe results"
         return f
-    parts, near, ceiling_ok = [], [], []
+    parts, near, ceiling_ok, judged_on = [], [], [], []
     for row in rows:
         for bench in ("mcq", "qa"):
             tok, card = _probe(g, row, bench, "token"), _probe(g, row, bench, "card")
-            near.append(_near(tok["acc"]))
+            judged = tok["debiased"] if tok["debiased"] and tok["debiased"].get("lo") is not None else tok["acc"]
+            near.append(_near(judged, tok["acc"]["chance"]))
+            judged_on.append("debiased" if judged is tok["debiased"] else "raw")
             ceiling_ok.append(_ceiling_above_chance(g, row, bench))
             deb = ("balanced" if g.cell(row, "mcq token bal") else "circular") if bench == "mcq" else "calibrated"
             parts.append(f"{row} {bench.upper()} {pct(tok['acc'])} (chance {100 * tok['acc']['chance']:.0f}, {deb} "
@@ -135,7 +143,9 @@ def probes_near_chance(sw: dict[str, Sweep], k: int, resamples: int) -> Finding:
         f.why = "the card ceiling is at chance too: with the tool's description in the prompt the model still cannot answer"
     else:
         f.verdict = "yes" if all(n is not False for n in near) else "no"
-    f.details = {"near_chance": near, "ceiling_above_chance": ceiling_ok}
+    f.details = {"near_chance": near, "judged_on": judged_on, "ceiling_above_chance": ceiling_ok,
+                 "rule": "yes when every TG token score's 95% interval holds chance: the debiased score "
+                         "(MCQ position-balanced, QA calibrated) where the run has one, else the raw accuracy"}
     return f
 
 
@@ -148,18 +158,28 @@ def formats_and_lora_retain(sw: dict[str, Sweep], k: int, resamples: int) -> Fin
         return f
     fmt = [(g, a, g, b) for t in ("lora", "full") for a in g.rows("tg", t) for b in g.rows("tg_3fm", t)]
     tun = [(g, a, g, b) for e in ("tg", "tg_h", "tg_3fm", "tg_5fm") for a in g.rows(e, "full") for b in g.rows(e, "lora")]
-    est = {name: paired(pairs, "mcq token acc", "accuracy", resamples) for name, pairs in (("formats", fmt), ("tuning", tun))}
+    short, metric = DEBIASED_COL["mcq"]
+    debiased = all(g.cell(r, f"mcq token {short}") for r in g.rows() if g.cell(r, "mcq token acc"))
+    col, metric, what = (f"mcq token {short}", metric, "position-balanced") if debiased else ("mcq token acc", "accuracy", "raw")
+    est = {name: paired(pairs, col, metric, resamples) for name, pairs in (("formats", fmt), ("tuning", tun))}
     if not any(est.values()):
         f.why = "needs TG and TG-3FM, or LoRA and FFT, with probe results"
         return f
-    f.ours = (f"MCQ token accuracy after Stage 2: TG-3FM − TG {pct(est['formats'], True)}; LoRA − FFT {pct(est['tuning'], True)} "
-              "(paired over probe items and seeds)")
+    raw = {name: paired(pairs, "mcq token acc", "accuracy", resamples) for name, pairs in (("formats", fmt), ("tuning", tun))}
+    f.ours = (f"MCQ token accuracy after Stage 2, {what}: TG-3FM − TG {pct(est['formats'], True)}; LoRA − FFT "
+              f"{pct(est['tuning'], True)}" + (f" (raw: {pct(raw['formats'], True)}; {pct(raw['tuning'], True)})" if debiased else "")
+              + " (paired over probe items and seeds)")
     verdicts = [verdict(e) for e in est.values() if e]
     f.verdict = "yes" if all(v == "yes" for v in verdicts) else ("no" if "no" in verdicts else "direction only")
-    rows = [r for r in g.rows() if g.cell(r, "mcq card acc")]
-    if rows and not any(_ceiling_above_chance(g, r, "mcq") for r in rows):
-        f.verdict, f.why = "untestable", "the card ceiling is at chance: differences between near-constant answerers carry no knowledge"
-    f.details = est
+    # a difference says something only between two runs that can answer from the card at all
+    compared = [(a, b) for _, a, _, b in fmt + tun if g.cell(a, "mcq card acc") and g.cell(b, "mcq card acc")]
+    ceiling = {r: _ceiling_above_chance(g, r, "mcq") for pair in compared for r in pair}
+    if compared and not any(ceiling[a] and ceiling[b] for a, b in compared):
+        at_chance = sorted(r for r, ok in ceiling.items() if not ok)
+        which = f"all {len(at_chance)} runs" if len(at_chance) == len(ceiling) else ", ".join(at_chance)
+        f.verdict, f.why = "untestable", (f"no compared pair has both runs' card ceiling above chance (at chance: {which}): "
+                                          "differences between runs that cannot answer carry no knowledge")
+    f.details = {**est, "judged_on": what, "raw": raw, "ceiling_above_chance": ceiling}
     return f
 
 

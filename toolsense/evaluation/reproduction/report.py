@@ -175,6 +175,9 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "Verdicts: **yes** — our estimate has the paper's sign and its 95% interval excludes no effect; **direction only** — "
         "the sign holds, the interval includes no effect; **no** — the opposite; **untestable** — the probe ceiling (card mode, "
         "the tool's description in the prompt) is itself at chance; **n/a** — the sweep lacks the configurations compared. "
+        "Findings 4 and 5 are judged on the debiased token score (MCQ position-balanced, QA calibrated) where a run has one, "
+        "the raw accuracy shown beside it: a model that gives one answer to most items scores the share of gold answers in "
+        "that slot, above or below chance by the label mix alone. "
         f"Recall and IS are at k = {cfg.k}; intervals pool seeds and items (paired bootstrap for differences, {cfg.resamples} resamples).\n",
         "## Findings\n", _findings_table(main, labelled),
         "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes), seconds),
