@@ -88,14 +88,18 @@ def flat_vs_hierarchical_is(sw: dict[str, Sweep], k: int, resamples: int) -> Fin
     return f
 
 
+DEBIASED_COL = {"mcq": ("bal", "balanced_accuracy"), "qa": ("calib", "calibrated_accuracy")}
+"""A probe's debiased token column and its per-item metric: what findings 4 and 5 are judged on
+where the run has it, since a one-letter (or one-word) answerer's raw accuracy is the share of
+gold answers at its favourite slot, below or above chance by the label mix alone."""
+
+
 def _probe(g: Sweep, row: str, bench: str, mode: str) -> dict[str, Any]:
     """A probe cell and its debiased one: MCQ position-balanced (else circular) accuracy, QA calibrated."""
-    acc = g.cell(row, f"{bench} {mode} acc")
-    if bench == "mcq":
-        deb = g.cell(row, f"mcq {mode} bal") or g.cell(row, f"mcq {mode} circ")
-    else:
-        deb = g.cell(row, f"{bench} {mode} calib")
-    return {"acc": acc, "debiased": deb}
+    deb = g.cell(row, f"{bench} {mode} {DEBIASED_COL[bench][0]}")
+    if deb is None and bench == "mcq":
+        deb = g.cell(row, f"mcq {mode} circ")
+    return {"acc": g.cell(row, f"{bench} {mode} acc"), "debiased": deb}
 
 
 def _ceiling_above_chance(g: Sweep, row: str, bench: str) -> bool:
@@ -110,12 +114,6 @@ def _near(est: dict | None, chance: float) -> bool | None:
     if not est or est.get("lo") is None:
         return None
     return est["lo"] <= chance <= est["hi"]
-
-
-DEBIASED_COL = {"mcq": ("bal", "balanced_accuracy"), "qa": ("calib", "calibrated_accuracy")}
-"""A probe's debiased token column and its per-item metric: what findings 4 and 5 are judged on
-where the run has it, since a one-letter (or one-word) answerer's raw accuracy is the share of
-gold answers at its favourite slot, below or above chance by the label mix alone."""
 
 
 def probes_near_chance(sw: dict[str, Sweep], k: int, resamples: int) -> Finding:
@@ -165,7 +163,8 @@ def formats_and_lora_retain(sw: dict[str, Sweep], k: int, resamples: int) -> Fin
     if not any(est.values()):
         f.why = "needs TG and TG-3FM, or LoRA and FFT, with probe results"
         return f
-    raw = {name: paired(pairs, "mcq token acc", "accuracy", resamples) for name, pairs in (("formats", fmt), ("tuning", tun))}
+    raw = {name: paired(pairs, "mcq token acc", "accuracy", resamples) for name, pairs in (("formats", fmt), ("tuning", tun))} \
+        if debiased else est
     f.ours = (f"MCQ token accuracy after Stage 2, {what}: TG-3FM − TG {pct(est['formats'], True)}; LoRA − FFT "
               f"{pct(est['tuning'], True)}" + (f" (raw: {pct(raw['formats'], True)}; {pct(raw['tuning'], True)})" if debiased else "")
               + " (paired over probe items and seeds)")
