@@ -81,23 +81,31 @@ def metric_plot(comp: dict[str, Any], suffix: str, rows: Sequence[str], path: Pa
     return _save(fig, path)
 
 
+PROBE_PLOTTED = (" acc", " bal", " calib")
+"""Probe columns plotted: raw accuracy, and the debiased score a one-answer model cannot game
+(MCQ position-balanced, QA calibrated) beside it."""
+
+
 def probe_plot(comp: dict[str, Any], rows: Sequence[str], path: Path) -> Path | None:
-    """Probe accuracy per probe column and configuration, with chance (dashed) and the majority
-    rate (dotted) of each probe drawn across its group."""
-    cols = [c for c in comp["columns"] if c.endswith(" acc") and not c.startswith("retention ")]
+    """Probe accuracy, raw and debiased, per probe column and configuration, with chance
+    (dashed) and, for raw accuracy, the majority rate (dotted) drawn across each group."""
+    cols = [c for c in comp["columns"] if c.endswith(PROBE_PLOTTED) and not c.startswith("retention ")]
     rows = [r for r in rows if any(_value(comp["cells"][r].get(c)) is not None for c in cols)]
     if not cols or not rows:
         return None
     fig, ax = _plt().subplots(figsize=(2.5 + 1.2 * len(cols), 3.6))
     cells = comp["cells"]
-    xs = grouped_bars(ax, [c[:-4] for c in cols], {r: [_value(cells[r].get(c)) for c in cols] for r in rows},
+    xs = grouped_bars(ax, cols, {r: [_value(cells[r].get(c)) for c in cols] for r in rows},
                       {r: [_err(cells[r].get(c)) for c in cols] for r in rows})
+    labelled: set[str] = set()
     for x, c in zip(xs, cols):
-        ref = next((cells[r][c] for r in rows if cells[r].get(c)), {})
-        if ref.get("chance") is not None:
-            ax.hlines(ref["chance"], x - 0.45, x + 0.45, colors="k", linestyles="dashed", label="chance" if x == xs[0] else None)
-        if ref.get("majority_rate") is not None:
-            ax.hlines(ref["majority_rate"], x - 0.45, x + 0.45, colors="r", linestyles="dotted", label="majority" if x == xs[0] else None)
+        raw = f"{c.rpartition(' ')[0]} acc"  # chance and majority rate live on the probe's raw cell
+        ref = next((cells[r][raw] for r in rows if cells[r].get(raw)), {})
+        lines = [("chance", ref.get("chance"), "k", "dashed"), ("majority", ref.get("majority_rate") if c == raw else None, "r", "dotted")]
+        for name, y, colour, style in lines:
+            if y is not None:
+                ax.hlines(y, x - 0.45, x + 0.45, colors=colour, linestyles=style, label=None if name in labelled else name)
+                labelled.add(name)
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1)
     _legend(ax)
