@@ -11,7 +11,8 @@ from toolsense.evaluation import probes
 from toolsense.evaluation.outputs import results_table
 from toolsense.evaluation.probe_stats import balanced_correct, centred_predictions, distribution, flag_text, majority_rate, rotation, top_answer
 from toolsense.evaluation.probes import evaluate_probe, permutation, probe_prompt, score_answers, summarize_probe
-from toolsense.evaluation.runs import DEBIASED, item_values
+from toolsense.evaluation.probe_stats import DEBIASED
+from toolsense.evaluation.runs import item_values
 
 
 @pytest.fixture(scope="module")

@@ -105,6 +105,10 @@ def probe_answers(kind: str, n_options: int) -> list[str]:
     return list(LETTERS[:n_options]) if kind == "mcq" else ["Yes", "No"]
 
 
+DEBIASED = ("circular_mean", "circular_all", "balanced_accuracy", "calibrated_accuracy")
+"""The debiased probe metrics :func:`debiased_correct` can give, item by item."""
+
+
 def debiased_correct(rows: Sequence[dict], kind: str, answers: Sequence[str]) -> dict[str, list[float]]:
     """Per-item credit (in ``rows`` order) under each debiased reading the rows allow: MCQ rows
     with ``rotations`` give ``circular_mean`` (share of rotations right), ``circular_all`` (right

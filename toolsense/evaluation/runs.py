@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from toolsense.evaluation.probe_stats import debiased_correct, probe_answers
+from toolsense.evaluation.probe_stats import DEBIASED, debiased_correct, probe_answers
 from toolsense.utils.io import DataError
 
 NOT_CONFIGURATION = ("output_dir", "evaluate", "logger", "launcher")
@@ -132,18 +132,20 @@ def item_values(result_path: str | Path, metric: str) -> dict[str, tuple[float, 
     return None
 
 
-DEBIASED = ("circular_mean", "circular_all", "balanced_accuracy", "calibrated_accuracy")
-"""Probe metrics read item by item from the scores in samples.jsonl (probe_stats.debiased_correct)."""
-
-
 def _debiased_values(result_path: Path, rows: dict[str, dict], metric: str) -> dict[str, float] | None:
-    """Per-item credit of a debiased probe metric; the probe's kind comes from its results.json."""
+    """Per-item credit of a debiased probe metric (all of a probe's metrics computed once per file)."""
     if not rows or not result_path.exists():
         return None
-    kind = json.loads(result_path.read_text(encoding="utf-8")).get("kind")
-    first = next(iter(rows.values()))
-    credit = debiased_correct(list(rows.values()), kind, probe_answers(kind, len(first.get("scores") or ())))
+    credit = _debiased_credits(str(result_path), result_path.stat().st_mtime_ns)
     return dict(zip(rows, credit[metric])) if metric in credit else None
+
+
+@functools.lru_cache(maxsize=256)
+def _debiased_credits(result_path: str, mtime_ns: int) -> dict[str, list[float]]:
+    """probe_stats.debiased_correct over a probe's samples; its kind from its results.json."""
+    kind = json.loads(Path(result_path).read_text(encoding="utf-8")).get("kind")
+    rows = list(_samples(str(Path(result_path).with_name("samples.jsonl"))).values())
+    return debiased_correct(rows, kind, probe_answers(kind, len(rows[0].get("scores") or ())))
 
 
 def gold_majority_rate(result_path: str | Path) -> float | None:
