@@ -23,6 +23,8 @@ import fcntl
 import functools
 import json
 import os
+import socket
+import sys
 from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,25 +115,38 @@ class RunDir:
         return "-".join(str(p) for p in parts if p) or self.path.name
 
     @contextlib.contextmanager
-    def claim(self) -> Iterator[bool]:
+    def claim(self, wait: bool = False) -> Iterator[bool]:
         """Hold the run for this process while the block runs: yields True when held, False when
-        another process holds it (two processes training into one run would corrupt it). The OS
-        releases the lock when the holder exits or is killed, so a crashed run is never stuck.
-        The ranks of one distributed job share the run: with WORLD_SIZE > 1 nothing is locked."""
+        another process holds it (two processes training into one run would corrupt it); with
+        ``wait`` it blocks until the holder is gone instead. The OS releases the lock when the
+        holder exits or is killed, so a crashed run is never stuck. The holder writes who it is
+        into ``.lock`` (:meth:`holder`). The ranks of one distributed job share the run: with
+        WORLD_SIZE > 1 nothing is locked."""
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
             yield True
             return
         self.path.mkdir(parents=True, exist_ok=True)
         with open(self.path / ".lock", "a") as fh:
             try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
                 yield False
                 return
+            fh.truncate(0)  # only the holder writes; the program's name only (arguments may carry secrets)
+            fh.write(f"pid {os.getpid()} on {socket.gethostname()} ({Path(sys.argv[0] or 'python').name})\n")
+            fh.flush()
             try:
                 yield True
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def holder(self) -> str:
+        """Who holds the run, as its holder wrote it in ``.lock`` ("pid N on host (program)"),
+        for the message of a process that was refused; "" when unknown."""
+        try:
+            return (self.path / ".lock").read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return ""
 
     def write_config(self, data: dict[str, Any], ignore: Iterable[str] = ()) -> None:
         """Save ``data`` (plain, resolved) as config.yaml on rank 0; a run directory that holds
@@ -149,6 +164,20 @@ class RunDir:
             return
         self.path.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(OmegaConf.create(data), self.config_path)
+
+
+BUSY_ENV = "TOOLSENSE_BUSY"
+BUSY_POLICIES = ("fail", "skip", "wait")
+"""What a process does when another holds its folder, from ``$TOOLSENSE_BUSY``: ``fail`` (the
+default: stop naming the holder), ``skip`` (a sweep worker moves on), ``wait`` (block until free)."""
+
+
+def busy_policy() -> str:
+    """``$TOOLSENSE_BUSY`` checked against :data:`BUSY_POLICIES` (unset = ``fail``)."""
+    value = os.environ.get(BUSY_ENV, "").strip() or "fail"
+    if value not in BUSY_POLICIES:
+        raise ValueError(f"{BUSY_ENV}={value!r}: choose from {list(BUSY_POLICIES)}")
+    return value
 
 
 def _config_sha256(config: dict[str, Any]) -> str:
@@ -169,4 +198,4 @@ def _load_yaml(path: Path) -> dict[str, Any]:
         return {}
     return copy.deepcopy(_load_cached(str(path), path.stat().st_mtime_ns))
 
-__all__ = ["RunDir"]
+__all__ = ["BUSY_ENV", "BUSY_POLICIES", "RunDir", "busy_policy"]
