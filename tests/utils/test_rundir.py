@@ -18,11 +18,40 @@ def test_write_read_sections_label_and_refusal(tmp_path):
     assert rd.section("model", ModelConfig).name_or_path == "tiny_random"  # the unknown "old" key is ignored
     assert isinstance(rd.section("catalog", CatalogConfig), CatalogConfig)
     rd.write_config({**data, "output_dir": "b"}, ignore=("output_dir",))  # a rerun elsewhere: accepted
-    with pytest.raises(ValueError, match=r"holds a different config \(sections \['model'\] differ\)"):
+    (tmp_path / "run" / "metrics.jsonl").write_text('{"step": 1}\n')  # something was trained under the config
+    with pytest.raises(ValueError, match=r"holds a different config \(model.name_or_path, model.old differ\); it has trained "
+                                         r"metrics.jsonl under it"):
         rd.write_config({**data, "model": {"name_or_path": "other"}}, ignore=("output_dir",))
     cfg = rd.config()
     cfg["experiment"] = "mutated"
     assert rd.config()["experiment"] == "tg_3fm"  # callers get a copy of the cached file
+
+
+def test_a_folder_where_nothing_was_produced_is_reclaimed(tmp_path):
+    """A start that failed before training (config.yaml and perhaps index.json written) does not
+    lock the folder: the corrected config replaces it, and the stale index goes."""
+    rd = RunDir(tmp_path / "run")
+    first = {"trainer": {"effective_batch": 5, "per_device_batch": 2}, "stage1": {"learning_rate": 1e-3}}
+    rd.write_config(first)
+    rd.index_path.write_text("{}")
+    (rd.path / "checkpoints" / "stage1").mkdir(parents=True)  # folders without a file are nothing produced
+    fixed = {"trainer": {"effective_batch": 4, "per_device_batch": 2}, "stage1": {"learning_rate": 1e-3}}
+    rd.write_config(fixed)
+    assert rd.config() == fixed and not rd.index_path.exists()
+    (rd.path / "checkpoints" / "stage1" / "checkpoint-2").mkdir()
+    (rd.path / "checkpoints" / "stage1" / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"\(trainer.effective_batch differ\); it has trained checkpoints under it"):
+        rd.write_config(first)
+
+
+def test_config_diff_names_dotted_fields():
+    from toolsense.utils.rundir import config_diff
+
+    old = {"stage1": {"learning_rate": 1e-3, "epochs": 1}, "trainer": {"seed": 0}, "memorization": {"formats": ["desc2tok"]}}
+    new = {"stage1": {"learning_rate": 2e-3, "epochs": 1}, "trainer": {"seed": 0, "extra": {"a": 1}},
+           "memorization": {"formats": ["desc2tok", "mcts"]}}
+    assert config_diff(old, new) == ["memorization.formats", "stage1.learning_rate", "trainer.extra"]
+    assert config_diff(old, old) == []
 
 
 def test_require_names_what_is_missing(tmp_path):

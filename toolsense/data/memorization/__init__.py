@@ -24,13 +24,22 @@ def check_formats(formats: list[str], scheme: str) -> None:
             )
 
 
+def repeat_examples(examples: list[Example], passes: float, rng: random.Random) -> list[Example]:
+    """``passes`` copies of ``examples``: ``int(passes)`` whole copies, then a seeded subset of
+    ``round(frac x len)`` examples for the fractional part (so 0.5 keeps half, 1.5 one copy and a half)."""
+    whole, frac = int(passes), passes - int(passes)
+    return examples * whole + rng.sample(examples, round(frac * len(examples)))
+
+
 def build_memorization_examples(catalog: Catalog, index: ToolIndex, cfg: MemorizationConfig) -> list[Example]:
-    """Every configured format's examples, concatenated and shuffled with ``cfg.seed``."""
+    """Every configured format's examples, each repeated ``cfg.format_epochs`` times (default
+    once), concatenated and shuffled with ``cfg.seed``."""
     check_formats(cfg.formats, index.scheme)
+    rng = random.Random(cfg.seed)
     out: list[Example] = []
     for name in cfg.formats:
-        out.extend(MEMORIZATION_FORMATS.get(name).build(catalog, index, cfg))
-    random.Random(cfg.seed).shuffle(out)
+        out.extend(repeat_examples(MEMORIZATION_FORMATS.get(name).build(catalog, index, cfg), cfg.format_epochs.get(name, 1.0), rng))
+    rng.shuffle(out)
     return out
 
 

@@ -35,11 +35,23 @@ class MemorizationConfig:
     """hier_node: at most this many names in an answer (the rest are elided with '...')."""
     seed: int = 0
     """Seed of the candidate shuffles (mcts) and of the example order."""
+    format_epochs: dict[str, float] = field(default_factory=dict)
+    """Passes over one format's examples per Stage-1 epoch (a format not named: 1.0). Formats
+    differ in size (desc2tok, tok2desc, mcts: one example per tool; hier_next: one per level of a
+    tool's path; hier_node: one per internal node), so with ``stage1.epochs`` (``stage1.max_steps=-1``)
+    each format is seen ``stage1.epochs x format_epochs[format]`` times, whatever the mix: TG, TG-3FM
+    and TG-5FM at ``stage1.epochs=1`` each see every one of their formats once. A whole part repeats
+    the examples; a fraction keeps a seeded subset (0.5: half, drawn with ``seed``)."""
 
     def __post_init__(self) -> None:
         if not self.formats:
             raise ValueError("memorization.formats is empty; name at least one Stage-1 format")
         if len(set(self.formats)) != len(self.formats):
             raise ValueError(f"memorization.formats lists a format twice: {self.formats}")
+        for name, passes in self.format_epochs.items():
+            if name not in self.formats:
+                raise ValueError(f"memorization.format_epochs.{name}: {name!r} is not in memorization.formats={list(self.formats)}")
+            if not passes > 0:
+                raise ValueError(f"memorization.format_epochs.{name} must be > 0 (passes per Stage-1 epoch), got {passes}")
         if self.mcts_negatives < 1:
             raise ValueError(f"memorization.mcts_negatives must be >= 1, got {self.mcts_negatives}")
