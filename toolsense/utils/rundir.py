@@ -150,20 +150,52 @@ class RunDir:
 
     def write_config(self, data: dict[str, Any], ignore: Iterable[str] = ()) -> None:
         """Save ``data`` (plain, resolved) as config.yaml on rank 0; a run directory that holds
-        a config differing outside the ``ignore`` sections is refused (rerunning the same command
-        resumes; another config needs another directory)."""
+        a config differing outside the ``ignore`` sections is refused, naming each differing dotted
+        field (rerunning the same command resumes; another config needs another directory). A run
+        in which nothing was produced yet (:meth:`produced` is empty: a start that failed before
+        training) is reclaimed: its config is replaced, and an index built under it removed."""
         from omegaconf import OmegaConf
 
         if int(os.environ.get("RANK", "0")) != 0:  # other ranks must not read a half-written file
             return
         if self.config_path.exists():
-            old, skip = self.config(), set(ignore)
-            diff = sorted(k for k in set(old) | set(data) if k not in skip and old.get(k) != data.get(k))
-            if diff:
-                raise ValueError(f"{self.config_path} holds a different config (sections {diff} differ); use a new output_dir")
-            return
+            skip = set(ignore)
+            old = {k: v for k, v in self.config().items() if k not in skip}
+            diff = config_diff(old, {k: v for k, v in data.items() if k not in skip})
+            if not diff:
+                return
+            if self.produced():
+                shown = ", ".join(diff[:8]) + (f" and {len(diff) - 8} more" if len(diff) > 8 else "")
+                raise ValueError(f"{self.config_path} holds a different config ({shown} differ); it has trained "
+                                 f"{', '.join(self.produced())} under it: use a new output_dir")
+            self.index_path.unlink(missing_ok=True)  # built under the old config: rebuilt under the new one
         self.path.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(OmegaConf.create(data), self.config_path)
+
+    def produced(self) -> list[str]:
+        """What training or evaluation has written here beyond config.yaml and index.json (both
+        derived from the config alone): model folders, checkpoints, metrics, done.json, eval/."""
+        names = ("stage1", "stage2", "stage1.tmp", "stage2.tmp", "checkpoints", "metrics.jsonl", "done.json", "eval")
+        return [n for n in names if (self.path / n).exists() and not _empty_dir(self.path / n)]
+
+
+def _empty_dir(path: Path) -> bool:
+    return path.is_dir() and not any(p.is_file() for p in path.rglob("*"))
+
+
+def config_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """The dotted fields where two plain configs differ (``stage1.learning_rate``), sorted; a list
+    that differs is named as a whole, a key only one side has is named with its subtree."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new), key=str):
+            name = f"{prefix}.{k}" if prefix else str(k)
+            if k not in old or k not in new:
+                out.append(name)
+            else:
+                out += config_diff(old[k], new[k], name)
+        return out
+    return [] if old == new else [prefix or "<config>"]
 
 
 BUSY_ENV = "TOOLSENSE_BUSY"
@@ -198,4 +230,4 @@ def _load_yaml(path: Path) -> dict[str, Any]:
         return {}
     return copy.deepcopy(_load_cached(str(path), path.stat().st_mtime_ns))
 
-__all__ = ["BUSY_ENV", "BUSY_POLICIES", "RunDir", "busy_policy"]
+__all__ = ["BUSY_ENV", "BUSY_POLICIES", "RunDir", "busy_policy", "config_diff"]
