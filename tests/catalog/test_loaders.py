@@ -135,6 +135,13 @@ def test_virtual_token_list_errors(tmp_path):
         load_virtual_tokens(path)
 
 
+@pytest.mark.parametrize("name, text", [("empty.jsonl", ""), ("blank.jsonl", "\n  \n\n"), ("toks.txt", "<<Finish>>\n\n")])
+def test_a_catalog_without_tools_is_refused_naming_the_file(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(DataError, match=rf"{name.replace('.', '[.]')}: the catalog holds no tools"):
+        load_catalog(tmp_path / name)
+
+
 def test_gzip_catalog(tmp_path):
     import gzip
 

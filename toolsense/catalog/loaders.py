@@ -179,12 +179,18 @@ def _toolbench_format(path: Path, on_duplicate: DuplicatePolicy = "error") -> Ca
 
 def load_catalog(path: str | Path, format: str = "auto", on_duplicate: DuplicatePolicy = "error") -> Catalog:
     """Load any supported catalog file; ``format="auto"`` decides from the file name
-    (``.txt`` → token list, ``.json`` → ToolBench query file, else ToolSense JSONL)."""
+    (``.txt`` → token list, ``.json`` → ToolBench query file, else ToolSense JSONL). A file that
+    yields no tool (0 bytes, blank lines only) is a :class:`DataError` naming it: training and
+    evaluation both load catalogs here, so neither meets an empty one later."""
     path = Path(path)
     if format == "auto":
         name = path.name.removesuffix(".gz")
         format = "virtual_tokens" if name.endswith(".txt") else "toolbench" if name.endswith(".json") else "toolsense"
-    return CATALOG_FORMATS.get(CATALOG_FORMATS.check(format, "catalog.format", extra=("auto",)))(path, on_duplicate)
+    catalog = CATALOG_FORMATS.get(CATALOG_FORMATS.check(format, "catalog.format", extra=("auto",)))(path, on_duplicate)
+    if not len(catalog):
+        raise DataError(f"{path}: the catalog holds no tools (the file is empty or has only blank lines, or, for a token list, "
+                        f"no <<Service&&API>> token); nothing can be trained or evaluated on it")
+    return catalog
 
 
 def load_demo_catalog() -> Catalog:
