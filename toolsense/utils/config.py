@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import typing
 from typing import Any, Mapping, TypeVar
 
@@ -55,8 +56,11 @@ def _dataclass(cls: type, data: Any, where: str, ignore_unknown: bool) -> Any:
     try:
         return cls(**kwargs)
     except (TypeError, ValueError, KeyError) as e:
-        msg = e.args[0] if e.args else str(e)
-        raise ValueError(msg if not where or where in str(msg) else f"{where}: {msg}") from None
+        msg = str(e.args[0] if e.args else e)
+        head = re.match(r"(\w+)[=:.\[]", msg)
+        if where and where not in msg:  # "field=value: ..." of one of cls's fields gets its dotted path
+            msg = f"{where}.{msg}" if head and head.group(1) in names else f"{where}: {msg}"
+        raise ValueError(msg) from None
 
 
 def _join(where: str, key: Any) -> str:
