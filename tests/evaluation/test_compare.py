@@ -201,3 +201,25 @@ def test_run_compare_writes_table_csv_json_and_plots(tmp_path, capsys):
             assert im.format == "PNG" and im.size[0] > 100
         assert (tmp_path / "out" / p.split("/")[-1]).stat().st_size > 5000
     assert "wrote" in capsys.readouterr().out
+
+
+def test_results_find_their_run_wherever_they_lie(tmp_path):
+    """A result records its run relative to its own folder (context.portable_source); the old
+    absolute form, a path of the machine that trained it, is located by where the result lies:
+    unpacked anywhere, its run is found and its rows are the same."""
+    from toolsense.evaluation.context import portable_source
+    from toolsense.evaluation.runs import run_dir_of
+
+    run = _run(tmp_path / "here", "0_tg-lora", "tg", "lora", 0.4, 0.3)
+    res_dir = run / "eval" / "standard" / "model"
+    src = portable_source({"run": str(run), "stage": "stage2", "model": "m"}, res_dir)
+    assert src == {"run": "../../..", "stage": "stage2", "model": "m"}
+    assert portable_source({"run": None, "stage": "untrained", "model": "m"}, res_dir)["run"] is None
+    assert run_dir_of({"source": src, "_path": str(res_dir / "results.json")}) == str(run.resolve())
+    moved = {"source": {"run": "/another/machine/outputs/grid/0_tg-lora"}, "_path": str(res_dir / "results.json")}
+    assert run_dir_of(moved) == str(run.resolve())  # the old absolute form: the ancestor of that name
+    elsewhere = {"source": {"run": "/another/machine/0_other"}, "_path": str(res_dir / "results.json")}
+    assert run_dir_of(elsewhere) == "/another/machine/0_other"  # no such ancestor: as recorded
+    assert run_dir_of({"source": {"baseline": {"kind": "bm25"}}, "_path": "x"}) is None
+    comp = comparison(collect([tmp_path / "here"]), ["Rc@1"])
+    assert comp["rows"] == ["tg-lora", "bm25"]  # the run's config.yaml read through the located run

@@ -32,7 +32,7 @@ def test_sweep_trains_evaluates_and_compares(tmp_path, launcher):
     assert runs == ["0_tg-lora", "1_tg_5fm-lora"]
     for run in runs:
         res = json.loads((sweep / run / "eval" / "generated" / "model" / "results.json").read_text())
-        assert res["n"] == 16 and res["source"]["run"] == str(sweep / run)
+        assert res["n"] == 16 and res["source"]["run"] == "../../.."  # the run, relative to the results file
         assert 0.0 <= res["metrics"]["Rc@1"]["value"] <= 1.0
     table = (sweep / "comparison.md").read_text().splitlines()
     assert table[0].startswith("| system | generated Rc@1 | generated Rf@1 | generated IS@1 | generated Rc@10 | generated Rf@10 |")

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 
 from toolsense.evaluation.outputs import benchmark_label, markdown_table, write_json
 from toolsense.evaluation.probe_stats import flag_text
-from toolsense.evaluation.runs import distinct_labels, gold_majority_rate, item_values, run_info
+from toolsense.evaluation.runs import distinct_labels, gold_majority_rate, item_values, run_dir_of, run_info
 from toolsense.evaluation.stats import cohens_d, drift_ratio, mean_sd, paired_bootstrap_diff, pooled_bootstrap
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
@@ -102,9 +102,10 @@ def row_key(res: dict[str, Any]) -> tuple[str, bool, str | None, str]:
     src = res.get("source") or {}
     if "baseline" in src:
         return str(res["system"]), True, None, ""
-    if src.get("run"):
+    run = run_dir_of(res)
+    if run:
         stage = src.get("stage") or "stage2"
-        return run_info(src["run"]).identity + "|" + stage, False, str(Path(src["run"]).resolve()), stage
+        return run_info(run).identity + "|" + stage, False, run, stage
     return str(src.get("model") or res["system"]), False, None, ""
 
 
@@ -234,10 +235,10 @@ def retention(entries: dict[tuple[str, str], list], rows_meta: dict[str, dict], 
             before, after = entries.get((label, col)), entries.get((m["base"], col))
             if not before or not after or not col.endswith(" acc"):
                 continue
-            by_run = {r["source"]["run"]: r for _, r in before}
+            by_run = {run_dir_of(r): r for _, r in before}
             xs, ys = [], []
             for _, r2 in after:
-                r1 = by_run.get(r2["source"]["run"])
+                r1 = by_run.get(run_dir_of(r2))
                 a, b = (item_values(r1["_path"], "accuracy") if r1 else None), item_values(r2["_path"], "accuracy")
                 if a is None or b is None:
                     continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -56,12 +57,16 @@ def pick_device(device: Optional[str]) -> torch.device:
 
 
 def load_run(run_dir: str | Path, stage: str = "stage2", device: Optional[str] = None,
-             dtype: Optional[str] = None) -> EvalModel:
-    """Load ``<run>/<stage>`` with the run's own model, catalog, index and prompt sections."""
+             dtype: Optional[str] = None, attn_implementation: Optional[str] = None) -> EvalModel:
+    """Load ``<run>/<stage>`` with the run's own model, catalog, index and prompt sections;
+    ``dtype`` / ``attn_implementation`` (evaluate.py's ``model.attn_implementation=``) replace
+    the run's (a run trained under flash attention need not be evaluated under it)."""
     rd = RunDir(run_dir).require(stage)
     mcfg = rd.section("model", ModelConfig)
     if dtype:
         mcfg.dtype = dtype
+    if attn_implementation:
+        mcfg.attn_implementation = attn_implementation
     catalog = load_from_config(rd.section("catalog", CatalogConfig))
     index = ToolIndex.load(rd.index_path, catalog)
     prompts = rd.section("prompts", PromptConfig)
@@ -82,3 +87,13 @@ def load_untrained(model_cfg: ModelConfig, catalog_cfg: CatalogConfig, index_cfg
     source = {"run": None, "stage": "untrained", "model": model_cfg.name_or_path}
     return EvalModel(model, tok, index, catalog, prompts or PromptConfig(), source,
                      sha256_text(json.dumps(index.to_dict(), sort_keys=True, ensure_ascii=False)))
+
+
+def portable_source(source: dict[str, Any], results_dir: str | Path) -> dict[str, Any]:
+    """``source`` as a result written into ``results_dir`` records it: the run directory relative
+    to that folder (``../../..`` for ``<run>/eval/<bench>/<system>/``), never an absolute path of
+    this machine, so results moved or unpacked elsewhere still find their run (runs.run_dir_of)."""
+    if not source.get("run"):
+        return dict(source)
+    rel = os.path.relpath(Path(source["run"]).resolve(), Path(results_dir).resolve())
+    return {**source, "run": Path(rel).as_posix()}

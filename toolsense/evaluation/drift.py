@@ -11,6 +11,7 @@ rows Stage 1 starts from.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +129,7 @@ def run_drift(run_dir: str | Path, cfg: DriftConfig, out_dir: str | Path) -> dic
     base_ids = torch.randperm(n_base, generator=gen)[: cfg.sample_size]
     pair_ids = virt_ids if len(virt_ids) <= cfg.max_pairs_tokens else virt_ids[torch.randperm(len(virt_ids), generator=gen)[: cfg.max_pairs_tokens]]
     summary = compare(mats, virt_ids, base_ids, pair_ids)
-    summary.update(run=str(run), checkpoints=cfg.checkpoints, n_virtual=len(virt_ids), n_base_sample=len(base_ids), seed=cfg.seed)
+    summary.update(run=Path(os.path.relpath(run.resolve(), out_dir.resolve())).as_posix(), checkpoints=cfg.checkpoints, n_virtual=len(virt_ids), n_base_sample=len(base_ids), seed=cfg.seed)
     summary["flat"] = {f"{p['from']}->{p['to']}/{m}/{k}": v for p in summary["pairs"] for m in ("input", "output")
                        if m in p for k, v in p[m].items()}
     write_json(out_dir / "drift.json", summary)

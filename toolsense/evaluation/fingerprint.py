@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 FINGERPRINT_FILE = "samples.fingerprint.json"
 CHECKPOINT_HASH_CACHE = "toolsense_checkpoint_sha256.json"
-DECODING_IGNORED = ("batch_size", "resamples", "seed")
+DECODING_IGNORED = ("batch_size", "resamples", "seed", "min_hits")
 
 
 class FingerprintMismatch(ValueError):
@@ -83,11 +83,12 @@ def benchmark_identity(bench: Any) -> dict[str, Any]:
 
 
 def model_identity(ev: Any) -> dict[str, Any]:
-    """Who answers: run directory, stage and checkpoint hash (or the base model's name when
-    there is no run), the loaded dtype, the index and the prompts."""
+    """Who answers: run directory (its folder name: the checkpoint hash says which weights, and
+    a folder moved to another machine still matches), stage and checkpoint hash (or the base
+    model's name when there is no run), the loaded dtype, the index and the prompts."""
     src = ev.source
     run = Path(src["run"]).resolve() if src.get("run") else None
-    return {"run": str(run) if run else None, "stage": src["stage"], "model": src["model"],
+    return {"run": run.name if run else None, "stage": src["stage"], "model": src["model"],
             "checkpoint_sha256": checkpoint_sha256(run / src["stage"]) if run else None,
             "dtype": str(next(ev.model.parameters()).dtype), "index_sha256": ev.index_sha256,
             "prompts": dataclasses.asdict(ev.prompts)}
@@ -133,11 +134,20 @@ def _conflict(out_dir: Path, wanted: dict[str, Any]) -> list[str]:
             stored = json.loads(fp_path.read_text(encoding="utf-8"))["fingerprint"]
         except (json.JSONDecodeError, KeyError, TypeError) as e:
             return [f"{fp_path} is unreadable ({e})"]
-        return differences(stored, wanted)
+        return differences(_portable(stored), wanted)
     if own_files(out_dir):
         return [f"{', '.join(p.name for p in own_files(out_dir))} without {FINGERPRINT_FILE} "
                 "(written by an older toolsense or by hand): what produced them is unknown"]
     return []
+
+
+def _portable(stored: Any) -> Any:
+    """A fingerprint written before runs were named by folder (``system.run`` an absolute path
+    of the machine that wrote it) read as one written now, so such folders still resume."""
+    system = stored.get("system") if isinstance(stored, dict) else None
+    if isinstance(system, dict) and isinstance(system.get("run"), str) and Path(system["run"]).is_absolute():
+        return {**stored, "system": {**system, "run": Path(system["run"]).name}}
+    return stored
 
 
 def claim(plan: Sequence[tuple[Path, dict[str, Any]]], overwrite: bool = False) -> None:

@@ -8,15 +8,17 @@ Layout under ``output_dir``::
     <benchmark>/<system>/samples.fingerprint.json      what produced them (resume only on a match)
     results.json                                        all of them + the resolved config
     table.md                                            the combined table (also printed)
+    .lock                                               held by the evaluating process (one per folder)
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from omegaconf import DictConfig
 
@@ -24,7 +26,7 @@ from toolsense.catalog.config import load_from_config
 from toolsense.evaluation.baselines import build_baseline
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.evaluation.config import BaselineConfig, DecodingConfig, EvaluateConfig, ProbeConfig, Task, register_configs
-from toolsense.evaluation.context import EvalModel, load_run, load_untrained
+from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identity, claim, decoding_identity,
                                               model_identity)
@@ -34,13 +36,14 @@ from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.tasks import evaluate_ranking
 from toolsense.tracking import eval_metrics, evaluation_tracker, namespaced
 from toolsense.utils.config import as_plain, to_config
+from toolsense.utils.rundir import RunDir, busy_policy
 
 log = logging.getLogger(__name__)
 
 
 def load_model_under_test(cfg: EvaluateConfig) -> EvalModel:
     if cfg.run:
-        return load_run(cfg.run, cfg.stage or "stage2", cfg.device, cfg.dtype)
+        return load_run(cfg.run, cfg.stage or "stage2", cfg.device, cfg.dtype, cfg.model.attn_implementation)
     return load_untrained(cfg.model, cfg.catalog, cfg.index, cfg.prompts, cfg.device)
 
 
@@ -64,7 +67,7 @@ def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, cat
             for bl_label, bc in baselines_cfg.items():
                 plan[out / label / bl_label] = {
                     "evaluation": "retrieval", "benchmark": b, "decoding": {"top": dec.beam_width, "ks": dec.ks},
-                    "system": {"baseline": {"kind": bc.kind, "encoder": bc.encoder}, "catalog_sha256": baseline_catalog}}
+                    "system": {"baseline": bc.identity(), "catalog_sha256": baseline_catalog}}
         elif model is not None:
             for mode in probe.modes:
                 plan[out / label / mode] = {"evaluation": bench.kind, "system": model, "benchmark": b, "mode": mode,
@@ -105,7 +108,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
             if retriever is not None:
                 d = out / label / "model"
                 res = evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), dec, d,
-                                       {**provenance, "fingerprint": plan.get(d)}, shard)
+                                       {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d)}, shard)
                 if res is not None:
                     results.append(res)
             if not shard.main:
@@ -120,7 +123,8 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
             for mode in probe.modes:
                 d = out / label / mode
                 res = evaluate_probe(ev, bench, mode, probe, d, dec.resamples, dec.seed)
-                res.update(config=provenance["config"], is_sample=bench.is_sample, fingerprint=plan[d])
+                res.update(config=provenance["config"], is_sample=bench.is_sample, fingerprint=plan[d],
+                           source=portable_source(ev.source, d))
                 write_json(d / "results.json", res)
                 results.append(res)
     return results
@@ -131,7 +135,9 @@ def run(cfg: EvaluateConfig | DictConfig | Mapping, output_dir: str | Path | Non
     (an ablation table over earlier evaluations, see compare.py) or ``task=annotate|kappa``
     (rating sheets and Fleiss' κ, annotate.py); writes ``results.json`` and ``table.md`` under
     ``output_dir`` (default ``cfg.output_dir``, else outputs/evaluate), prints the table,
-    returns the summary. A mapping is converted by the one converter."""
+    returns the summary. A mapping is converted by the one converter. The folder is held by
+    one process at a time (:func:`holding`; ``TOOLSENSE_BUSY=fail|skip|wait``); a skipped run
+    returns ``{"skipped": <output_dir>}``."""
     cfg = to_config(EvaluateConfig, cfg)
     out = Path(output_dir or cfg.output_dir or "outputs/evaluate")
     out.mkdir(parents=True, exist_ok=True)
@@ -140,6 +146,36 @@ def run(cfg: EvaluateConfig | DictConfig | Mapping, output_dir: str | Path | Non
         if cfg.task == Task.evaluate:
             evaluate(cfg, out, shard)
         return {}
+    with holding(out) as held:
+        return _run_task(cfg, out, shard) if held else {"skipped": str(out)}
+
+
+@contextlib.contextmanager
+def holding(out: Path) -> Iterator[bool]:
+    """One evaluate.py per output folder: ``<out>/.lock`` held (RunDir.claim, released when the
+    process exits or dies) while it writes there — two processes would each log every item.
+    When another process holds it, ``TOOLSENSE_BUSY`` decides: ``fail`` (default) raises naming
+    the holder (pid, host), ``skip`` yields False (nothing is done), ``wait`` blocks until free."""
+    rd, policy = RunDir(out), busy_policy()
+    with rd.claim() as held:
+        if held:
+            yield True
+            return
+    who = rd.holder() or "a process that did not record itself"
+    if policy == "skip":
+        log.warning("%s: %s is evaluating into this folder; skipped (TOOLSENSE_BUSY=skip)", out, who)
+        yield False
+        return
+    if policy == "fail":
+        raise RuntimeError(f"{out}: another process is evaluating into this folder ({who}; it holds {rd.path / '.lock'}); "
+                           "wait for it, set TOOLSENSE_BUSY=wait to wait, or use another output_dir")
+    log.warning("%s: waiting for %s to finish (TOOLSENSE_BUSY=wait)", out, who)
+    with rd.claim(wait=True) as held:
+        yield held
+
+
+def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
+    """:func:`run`'s work on rank 0, with the output folder held."""
     t0 = time.time()
     if cfg.task in (Task.annotate, Task.kappa):
         return rating_task(cfg, out)

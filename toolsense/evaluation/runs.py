@@ -63,6 +63,29 @@ def run_info(run: str) -> RunInfo:
     return RunInfo(label, json.dumps(flat, sort_keys=True, default=str), scheme, flat)
 
 
+def run_dir_of(result: dict[str, Any]) -> str | None:
+    """The training run behind a result (``source.run``), located from where the result lies, so
+    an archive unpacked on another machine finds its runs: a relative ``source.run`` (what
+    results hold now) is resolved against the results file's folder; the old absolute form (a
+    path of the machine that trained it) is read as the results file's nearest ancestor of the
+    same name that holds a ``config.yaml`` (``<run>/eval/<bench>/<system>/results.json``), and
+    only where none is found as the recorded path itself. None for untrained models and
+    baselines. ``result["_path"]`` is the results file (compare.collect sets it)."""
+    recorded = (result.get("source") or {}).get("run")
+    if not recorded:
+        return None
+    here = Path(result["_path"]).parent if result.get("_path") else None
+    if here is None:
+        return str(recorded)
+    if not Path(recorded).is_absolute():
+        return str((here / recorded).resolve())
+    name = Path(recorded).name
+    for parent in (here, *here.parents):
+        if parent.name == name and (parent / "config.yaml").is_file():
+            return str(parent.resolve())
+    return str(recorded)
+
+
 def distinct_labels(infos: Iterable[RunInfo]) -> dict[str, str]:
     """``identity -> row label``: ``experiment-tuning``, and where configurations share it (an
     ablation sweeping one key, e.g. memorization.formats), the keys whose values tell them apart."""

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import yaml
 
 from toolsense.evaluation.compare import collect, comparison
-from toolsense.evaluation.runs import item_values
+from toolsense.evaluation.runs import item_values, run_dir_of
 from toolsense.evaluation.stats import paired_bootstrap_diff
 
 
@@ -75,7 +75,7 @@ def _finished(result: dict) -> bool:
     """A result of a run counts once the run's Stage-2 evaluation has finished (its combined
     ``eval/results.json`` exists): a run still training or evaluating, or killed midway, is left
     out whole rather than shown with half its columns. Untrained evaluations and baselines count."""
-    run = (result.get("source") or {}).get("run")
+    run = run_dir_of(result)
     return not run or (Path(run) / "eval" / "results.json").exists()
 
 
