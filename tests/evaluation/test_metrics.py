@@ -4,7 +4,7 @@ import pytest
 
 import numpy as np
 
-from toolsense.evaluation.metrics import (Estimate, aggregate, bootstrap_indices, hit_at, internalization_score, is_ci,
+from toolsense.evaluation.metrics import (Estimate, aggregate, bootstrap_indices, hit_at, internalization_score, is_ci, wilson_ci,
                                           is_delta_variance, item_metrics, mean_ci, ndcg_at, recall_at)
 
 Z = 1.959964
@@ -32,40 +32,45 @@ def test_is_degenerate_cases():
     assert internalization_score(0.5, 0.5) == 1.0
     assert internalization_score(0.2, 0.8) == pytest.approx(0.25)
     idx = bootstrap_indices(4, 50, 0)
-    assert is_ci([1, 0, 1, 0], [0, 0, 0, 0], idx) == Estimate(0.0, 0.0, 0.0)  # Rc = 0
-    assert is_ci([1, 1, 0, 0], [1, 1, 0, 0], np.array([[0, 1, 2, 3]] * 3)) == Estimate(1.0, 1.0, 1.0)  # no spread
+    none = is_ci([1, 0, 1, 0], [0, 0, 0, 0], idx)  # Rc = 0: no information, not a zero-width 0
+    assert (none["value"], none["lo"], none["hi"], none["hits"], none["few_hits"]) == (0.0, 0.0, 1.0, 0, True)
+
+
+def test_flat_is_is_a_conditional_proportion_with_a_wilson_interval():
+    """Free-form hits a subset of the constrained ones (a flat index): IS = P(free | constrained).
+    3 of 3 hits gives 1.00 with the Wilson interval [0.4385, 1] — not the zero-width [1, 1] a
+    bootstrap of three identical hits gives; 8 of 10 gives [0.4902, 0.9433] (by hand:
+    centre (0.8 + z²/20) / (1 + z²/10) = 0.71674, half-width 1.41601 · sqrt(0.016 + z²/400) = 0.22658)."""
+    est = is_ci([1, 1, 1, 0], [1, 1, 1, 0], np.array([[0, 1, 2, 3]] * 3))
+    assert est["method"] == "wilson" and est["value"] == 1.0 and est["hi"] == 1.0
+    assert est["lo"] == pytest.approx(0.438502, abs=1e-5)
+    assert est["hits"] == 3 and est["few_hits"]  # under min_hits = 10: flagged
+    f, c = [1] * 8 + [0] * 2 + [0] * 5, [1] * 10 + [0] * 5
+    est = is_ci(f, c, bootstrap_indices(15, 200, 0), min_hits=10)
+    assert est["value"] == pytest.approx(0.8) and not est["few_hits"] and est["hits"] == 10
+    assert (est["lo"], est["hi"]) == (pytest.approx(0.490161, abs=1e-5), pytest.approx(0.943319, abs=1e-5))
+    assert wilson_ci(8, 10) == (pytest.approx(0.490161, abs=1e-5), pytest.approx(0.943319, abs=1e-5))
+    # 24 of 25 (Gemma's flat 0.96): the delta method gave [0.90, 1.02]; the proportion's interval stays below 1
+    est = is_ci([1] * 24 + [0] * 6, [1] * 25 + [0] * 5, bootstrap_indices(30, 200, 0))
+    assert est["value"] == pytest.approx(0.96) and est["hi"] < 1.0 and est["lo"] == pytest.approx(0.8046, abs=1e-3)
 
 
 def test_is_delta_method_uses_the_paired_bootstrap_covariance():
-    """Hits f = [1,0,0,1], c = [1,1,0,1] (Rf = 1/2, Rc = 3/4, IS = 2/3) over four hand-picked
-    resamples: means of f (1/2, 1/2, 1/2, 1), of c (3/4, 1, 1/2, 1). Sample moments: Var(Rf) = 1/16,
-    Var(Rc) = 11/192, Cov = 1/32, so Var(IS) = (1/16)/(9/16) + (1/4)(11/192)/(81/256)
-    − 2(1/2)(1/32)/(27/64) = 27/243 + 11/243 − 18/243 = 20/243 (38/243 without the covariance).
-    The upper end, 1.229, stays above 1 (no clipping)."""
-    f, c = [1, 0, 0, 1], [1, 1, 0, 1]
-    idx = np.array([[0, 1, 2, 3], [0, 0, 1, 1], [2, 2, 3, 3], [0, 3, 0, 3]])
+    """Var(IS) by the delta method, by hand: Rf = 1/2, Rc = 3/4, Var(Rf) = 1/16, Var(Rc) = 11/192,
+    Cov = 1/32 give (1/16)/(9/16) + (1/4)(11/192)/(81/256) − 2(1/2)(1/32)/(27/64)
+    = 27/243 + 11/243 − 18/243 = 20/243 (38/243 without the covariance). is_ci uses it where a
+    free-form hit has no constrained hit (f = [1,0,1,1], c = [1,1,0,1]: IS = 1) over four
+    hand-picked resamples: means of f (3/4, 1/2, 1, 1), of c (3/4, 1, 1/2, 1)."""
     assert is_delta_variance(0.5, 0.75, 1 / 16, 11 / 192, 1 / 32) == pytest.approx(20 / 243)
+    f, c = [1, 0, 1, 1], [1, 1, 0, 1]
+    idx = np.array([[0, 1, 2, 3], [0, 0, 1, 1], [2, 2, 3, 3], [0, 3, 0, 3]])
+    mf, mc = np.asarray(f, float)[idx].mean(1), np.asarray(c, float)[idx].mean(1)
+    cov = np.cov(mf, mc, ddof=1)
+    se = math.sqrt(is_delta_variance(0.75, 0.75, cov[0, 0], cov[1, 1], cov[0, 1]))
     est = is_ci(f, c, idx)
-    se = math.sqrt(20 / 243)
-    assert est.value == pytest.approx(2 / 3)
-    assert est.lo == pytest.approx(2 / 3 - Z * se) and est.hi == pytest.approx(2 / 3 + Z * se)
-    assert est.hi == pytest.approx(1.228956, abs=1e-6)
-
-
-def test_is_interval_narrows_when_free_and_constrained_hits_move_together():
-    """n = 500, Rc = 0.6 and the free-form hits a subset of the constrained ones (Rf = 0.3):
-    Cov(Rf, Rc) = (0.3 − 0.18)/500 > 0. Analytically Var(IS) = 0.0015 without the covariance
-    and 0.000833 with it: the interval is sqrt(1.8) ≈ 1.34x narrower."""
-    c = np.r_[np.ones(300), np.zeros(200)]
-    f = np.r_[np.ones(150), np.zeros(350)]
-    idx = bootstrap_indices(500, 2000, 0)
-    est = is_ci(f, c, idx)
-    mf, mc = f[idx].mean(1), c[idx].mean(1)
-    no_cov = math.sqrt(is_delta_variance(0.3, 0.6, mf.var(ddof=1), mc.var(ddof=1), 0.0))
-    width = (est.hi - est.lo) / (2 * Z)
-    assert est.value == pytest.approx(0.5) and est.lo < 0.5 < est.hi
-    assert no_cov / width == pytest.approx(math.sqrt(1.8), rel=0.05)
-    assert width == pytest.approx(math.sqrt(0.0015 / 1.8), rel=0.1)
+    assert est["method"] == "delta" and est["value"] == pytest.approx(1.0)
+    assert est["lo"] == pytest.approx(max(0.0, 1 - Z * se)) and est["hi"] == pytest.approx(1 + Z * se)
+    assert est["hi"] > 1.0  # a hierarchical IS may exceed 1: not clipped
 
 
 def test_is_above_one_lies_inside_its_interval():
@@ -74,8 +79,8 @@ def test_is_above_one_lies_inside_its_interval():
     c = np.r_[np.ones(10), np.zeros(30)]
     f = np.r_[np.ones(8), np.zeros(2), np.ones(6), np.zeros(24)]
     est = is_ci(f, c, bootstrap_indices(40, 1000, 0))
-    assert est.value == pytest.approx(1.4)
-    assert est.lo < 1.4 < est.hi and est.hi > 1.0 and est.lo >= 0.0
+    assert est["value"] == pytest.approx(1.4) and est["method"] == "delta"
+    assert est["lo"] < 1.4 < est["hi"] and est["hi"] > 1.0 and est["lo"] >= 0.0
 
 
 def test_aggregate_values_and_seeded_bootstrap():
@@ -88,8 +93,10 @@ def test_aggregate_values_and_seeded_bootstrap():
     a = aggregate(rows, [1], resamples=500, seed=3)
     assert a["Rc@1"]["value"] == 0.5 and a["Rf@1"]["value"] == 0.25
     assert a["IS@1"]["value"] == 0.5
-    # IS@1's interval is the delta method over the very resamples of Rc@1 and Rf@1
-    assert a["IS@1"] == is_ci([1, 0, 0, 0], [1, 1, 0, 0], bootstrap_indices(4, 500, 3)).to_dict()
+    # IS@1: free-form hits a subset of the constrained ones, so 1 of 2 constrained hits (Wilson), flagged
+    assert a["IS@1"] == is_ci([1, 0, 0, 0], [1, 1, 0, 0], bootstrap_indices(4, 500, 3))
+    assert a["IS@1"]["method"] == "wilson" and a["IS@1"]["few_hits"] and a["IS@1"]["hits"] == 2
+    assert not aggregate(rows, [1], resamples=50, min_hits=2)["IS@1"]["few_hits"]
     assert 0.0 <= a["Rc@1"]["lo"] <= 0.5 <= a["Rc@1"]["hi"] <= 1.0
     assert aggregate(rows, [1], resamples=500, seed=3) == a  # seeded: identical intervals
     assert aggregate(rows, [1], resamples=500, seed=4)["Rc@1"]["value"] == 0.5

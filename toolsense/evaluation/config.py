@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+import string
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig
+from toolsense.evaluation.baselines import BM25_SCORERS, BM25_TOKENIZERS
 from toolsense.evaluation.benchmarks import BenchmarkConfig
 from toolsense.evaluation.compare import CompareConfig
 from toolsense.index.config import IndexConfig
 from toolsense.models import ModelConfig
+from toolsense.models.encoders import TEXT_TEMPLATES
 from toolsense.tracking import LoggerConfig
 from toolsense.utils.choices import StrEnum, choice
 
@@ -40,15 +43,28 @@ class DecodingConfig:
     """Bootstrap resamples over queries for the 95% intervals."""
     seed: int = 0
     """Bootstrap seed."""
+    min_hits: int = 10
+    """An IS@k resting on fewer constrained hits than this is flagged (``few_hits``) and not used
+    for a verdict: a ratio of two or three hits says nothing (App. F's low-recall case)."""
 
     def __post_init__(self) -> None:
+        if self.min_hits < 1:
+            raise ValueError(f"decoding.min_hits must be >= 1, got {self.min_hits}")
         if self.beam_width < 1:
             raise ValueError(f"decoding.beam_width must be >= 1, got {self.beam_width}")
+        if not self.ks:
+            raise ValueError("decoding.ks is empty: give at least one cut-off, e.g. decoding.ks=[1,5,10]")
         bad = [k for k in self.ks if k < 1 or k > self.beam_width]
         if bad:
             raise ValueError(f"decoding.ks must lie in [1, beam_width={self.beam_width}], got {bad}")
+        if len(set(self.ks)) < len(self.ks):
+            raise ValueError(f"decoding.ks repeats a cut-off: {list(self.ks)}")
         if self.batch_size < 1:
             raise ValueError(f"decoding.batch_size must be >= 1, got {self.batch_size}")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise ValueError(f"decoding.max_new_tokens must be >= 1 or null, got {self.max_new_tokens}")
+        if self.resamples < 1:
+            raise ValueError(f"decoding.resamples must be >= 1 (bootstrap resamples), got {self.resamples}")
         if not math.isfinite(self.length_penalty):
             raise ValueError(f"decoding.length_penalty must be a finite number, got {self.length_penalty}")
 
@@ -77,6 +93,13 @@ class ProbeConfig:
         bad = [m for m in self.modes if m not in PROBE_MODES]
         if bad:
             raise ValueError(f"probe.modes may only contain {list(PROBE_MODES)}, got {bad}")
+        if len(set(self.modes)) < len(self.modes):
+            raise ValueError(f"probe.modes repeats a mode: {list(self.modes)}")
+        fields = {f for _, f, _, _ in string.Formatter().parse(self.template) if f is not None}
+        unknown, absent = fields - TEMPLATE_FIELDS, {"tool", "question", "options"} - fields
+        if unknown or absent:
+            raise ValueError(f"probe.template may use {sorted(TEMPLATE_FIELDS)} and needs {{tool}}, {{question}} and "
+                             f"{{options}}; unknown {sorted(unknown)}, absent {sorted(absent)}")
         if self.debias not in ("none", "circular"):
             raise ValueError(f"probe.debias must be 'none' or 'circular', got {self.debias!r}")
         if not 0 < self.flag_share <= 1:
@@ -86,6 +109,7 @@ class ProbeConfig:
 
 
 PROBE_MODES = ("token", "control", "card")
+TEMPLATE_FIELDS = {"tool", "question", "options", "choices"}
 
 
 @dataclass
@@ -105,14 +129,39 @@ class BaselineConfig:
     """dense/openai: tool texts per encoder batch (length-sorted) when the catalog is encoded."""
     label: Optional[str] = None
     """Row name in tables; default the kind."""
+    document: str = "tool_text"
+    """What each tool's document holds: a text template (``TEXT_TEMPLATES``; ``tool_text``,
+    ``api_text``, ``toolgen`` = ToolGen's/ToolBench's corpus document, ``names``), listed with
+    their fields in ``toolsense/models/encoders/documents.py``. Part of the embedding cache key."""
+    tokenizer: str = "bm25s_en"
+    """bm25 only (``BM25_TOKENIZERS``): ``bm25s_en`` (bm25s' words of 2+ characters, English
+    stopwords out) or ``words`` (lower-cased words and punctuation, all kept: ToolGen's NLTK split)."""
+    scorer: str = "bm25s"
+    """bm25 only (``BM25_SCORERS``): ``bm25s`` (Lucene BM25) or ``okapi`` (rank_bm25's
+    ``BM25Okapi``, ToolGen's: k1 1.5, b 0.75, epsilon 0.25 for frequent terms)."""
 
     def __post_init__(self) -> None:
+        self.document = TEXT_TEMPLATES.check(self.document, "baseline.document")
+        self.tokenizer = BM25_TOKENIZERS.check(self.tokenizer, "baseline.tokenizer")
+        self.scorer = BM25_SCORERS.check(self.scorer, "baseline.scorer")
+        if self.kind != "bm25" and (self.tokenizer, self.scorer) != ("bm25s_en", "bm25s"):
+            raise ValueError(f"baseline.tokenizer and baseline.scorer apply to kind=bm25 only, not kind={self.kind}")
         if self.backend not in ("torch", "int8", "onnx"):
             raise ValueError(f"baseline.backend must be torch, int8 or onnx, got {self.backend!r}")
         if self.backend != "torch" and self.kind != "dense":
             raise ValueError(f"baseline.backend={self.backend} applies to kind=dense only, not kind={self.kind}")
         if self.batch_size < 1 or self.encode_batch_size < 1:
             raise ValueError(f"baseline.batch_size and baseline.encode_batch_size must be >= 1, got {self.batch_size}, {self.encode_batch_size}")
+
+    def identity(self) -> dict[str, Optional[str]]:
+        """What the baseline's rankings depend on (its fingerprint): kind and encoder, plus the
+        document, tokenizer and scorer where they differ from the defaults (so folders written
+        before these settings existed still resume)."""
+        out: dict[str, Optional[str]] = {"kind": self.kind, "encoder": self.encoder}
+        for name, default in (("document", "tool_text"), ("tokenizer", "bm25s_en"), ("scorer", "bm25s")):
+            if getattr(self, name) != default:
+                out[name] = getattr(self, name)
+        return out
 
 
 @dataclass
@@ -124,6 +173,14 @@ class DriftConfig:
     max_pairs_tokens: int = 2000
     """Virtual tokens used for the mean pairwise cosine (a seeded sample beyond this)."""
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = [c for c in self.checkpoints if c not in ("base", "stage1", "stage2")]
+        if bad or len(self.checkpoints) < 2 or len(set(self.checkpoints)) < len(self.checkpoints):
+            raise ValueError(f"drift.checkpoints must list two or more of base, stage1, stage2, each once; got {list(self.checkpoints)}")
+        if self.sample_size < 1 or self.max_pairs_tokens < 2:
+            raise ValueError(f"drift.sample_size must be >= 1 and drift.max_pairs_tokens >= 2, got {self.sample_size}, "
+                             f"{self.max_pairs_tokens}")
 
 
 @dataclass
@@ -142,6 +199,10 @@ class AnnotateConfig:
     def __post_init__(self) -> None:
         if self.items < 1 or self.raters < 2:
             raise ValueError(f"annotate.items must be >= 1 and annotate.raters >= 2 (got {self.items}, {self.raters})")
+        cats = [c.strip().casefold() for c in self.retrieval_categories]
+        if len(cats) < 2 or len(set(cats)) < len(cats) or not all(cats):
+            raise ValueError(f"annotate.retrieval_categories needs two or more distinct, non-empty answers, got "
+                             f"{list(self.retrieval_categories)}")
 
 
 
@@ -201,6 +262,8 @@ class EvaluateConfig:
 
     def __post_init__(self) -> None:
         self.task = choice(Task, self.task, "task")
+        if self.stage not in ("stage1", "stage2"):
+            raise ValueError(f"stage must be stage1 or stage2 (a checkpoint of run), got {self.stage!r}")
         if self.task == Task.drift and not self.run:
             raise ValueError("task=drift needs run=<training run directory>")
 

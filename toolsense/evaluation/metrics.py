@@ -7,14 +7,18 @@ A *ranking* is a list of tool names in rank order; ``None`` marks an output that
 - recall@k: fraction of the gold tools found in the top k ("full recall" at k = beam width).
 - NDCG@k with binary gains; the ideal DCG counts *all* gold tools (min(k, |gold|) ideal hits),
   not only the ones retrieved — a model that finds one of four gold tools does not score 1.
-- IS@k = Rf@k / Rc@k, and 0 when Rc@k = 0; it may exceed 1 (see :func:`is_ci`).
+- IS@k = Rf@k / Rc@k, and 0 when Rc@k = 0. Where every free-form hit is also a constrained hit
+  (a flat index: the constrained beam covers what free-form finds) IS is the conditional
+  proportion P(free hit | constrained hit) and gets a Wilson interval inside [0, 1]; otherwise
+  (a pruned hierarchical search) it may exceed 1 and keeps the delta method (see :func:`is_ci`).
+  An IS on fewer than ``min_hits`` constrained hits carries ``few_hits: true``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -98,31 +102,53 @@ def is_delta_variance(rf: float, rc: float, var_f: float, var_c: float, cov_fc: 
     return var_f / rc**2 + rf**2 * var_c / rc**4 - 2 * rf * cov_fc / rc**3
 
 
-def is_ci(f_hits: Sequence[float], c_hits: Sequence[float], idx: np.ndarray, z: float = 1.959964) -> Estimate:
-    """IS@k with a 95% delta-method interval, from per-query free-form and constrained hits.
+Z95 = 1.959964
 
-    Var(Rf), Var(Rc) and Cov(Rf, Rc) are those of the two means over the *same* (paired)
-    bootstrap resamples ``idx`` (sample moments, ddof 1), fed to :func:`is_delta_variance`. The
-    interval is IS ± z·se, cut at 0 below only: IS can exceed 1 (free-form may find tools that a
-    pruned hierarchical constrained search misses), and the point estimate always lies inside.
-    Rc = 0 gives IS = 0 with a zero-width interval."""
+
+def wilson_ci(hits: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion hits / n: inside [0, 1], and never of zero
+    width for n > 0 (3 of 3 gives [0.44, 1.00], not [1, 1]). n = 0 gives (0, 1): no information."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def is_ci(f_hits: Sequence[float], c_hits: Sequence[float], idx: np.ndarray, z: float = Z95,
+          min_hits: int = 10) -> dict[str, Any]:
+    """IS@k with a 95% interval, from per-query free-form and constrained hits (0/1).
+
+    Where no query has a free-form hit without a constrained one (always so for a flat index),
+    IS = #free hits / #constrained hits is P(free hit | constrained hit): a binomial proportion
+    over the constrained hits, with its Wilson interval (``method: wilson``). Otherwise IS may
+    exceed 1 and the interval is the delta method: Var(Rf), Var(Rc), Cov(Rf, Rc) of the two means
+    over the *same* bootstrap resamples ``idx`` (ddof 1) in :func:`is_delta_variance`, IS ± z·se
+    cut at 0 below (``method: delta``). Returns ``{value, lo, hi, method, hits, few_hits}``:
+    ``hits`` the constrained hits it rests on, ``few_hits`` when they are fewer than ``min_hits``
+    (such an IS is shown flagged and used for no verdict). Rc = 0: IS 0 on [0, 1], no information."""
     f = np.asarray(f_hits, dtype=np.float64)
     c = np.asarray(c_hits, dtype=np.float64)
-    rf, rc = float(f.mean()), float(c.mean())
+    rf, rc, hits = float(f.mean()), float(c.mean()), float(c.sum())
+    tail = {"hits": int(round(hits)), "few_hits": hits < min_hits}
     if rc == 0:
-        return Estimate(0.0, 0.0, 0.0)
+        return {"value": 0.0, "lo": 0.0, "hi": 1.0, "method": "none", **tail}
+    if not np.any(f > c):
+        lo, hi = wilson_ci(float(f.sum()), hits, z)
+        return {"value": float(f.sum() / hits), "lo": lo, "hi": hi, "method": "wilson", **tail}
     mf, mc = f[idx].mean(axis=1), c[idx].mean(axis=1)
     cov = np.cov(mf, mc, ddof=1) if len(mf) > 1 else np.zeros((2, 2))
     se = math.sqrt(max(is_delta_variance(rf, rc, cov[0, 0], cov[1, 1], cov[0, 1]), 0.0))
     value = internalization_score(rf, rc)
-    return Estimate(value, max(0.0, value - z * se), value + z * se)
+    return {"value": value, "lo": max(0.0, value - z * se), "hi": value + z * se, "method": "delta", **tail}
 
 
 def aggregate(rows: Sequence[dict[str, float]], ks: Sequence[int], resamples: int = 1000, seed: int = 0,
-              with_free: bool = True) -> dict[str, dict[str, float]]:
+              with_free: bool = True, min_hits: int = 10) -> dict[str, dict[str, Any]]:
     """Means and 95% bootstrap intervals of every per-item metric in ``rows`` (keys as produced
-    by :func:`item_metrics` with prefixes ``c_`` and ``f_``), plus ``IS@k`` by the delta method
-    (:func:`is_ci`) over the same resamples.
+    by :func:`item_metrics` with prefixes ``c_`` and ``f_``), plus ``IS@k`` by :func:`is_ci`
+    (Wilson, or the delta method over the same resamples; flagged under ``min_hits`` hits).
 
     Returns ``{metric: {value, lo, hi}}`` with metric names ``Rc@k``, ``Rf@k``, ``IS@k``,
     ``recall_c@k``, ``recall_f@k``, ``ndcg_c@k``, ``ndcg_f@k``.
@@ -140,7 +166,7 @@ def aggregate(rows: Sequence[dict[str, float]], ks: Sequence[int], resamples: in
             out[f"recall_{p}@{k}"] = mean_ci([r[f"{p}_recall@{k}"] for r in rows], idx).to_dict()
             out[f"ndcg_{p}@{k}"] = mean_ci([r[f"{p}_ndcg@{k}"] for r in rows], idx).to_dict()
         if with_free:
-            out[f"IS@{k}"] = is_ci(hits["f"], hits["c"], idx).to_dict()
+            out[f"IS@{k}"] = is_ci(hits["f"], hits["c"], idx, min_hits=min_hits)
     return out
 
 

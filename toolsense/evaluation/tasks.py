@@ -48,11 +48,11 @@ def missing_gold(items: Sequence[Query], known: set[str], policy: str = "count")
 
 
 def summarize(rows: Sequence[dict], tiers: Sequence[str], dec: DecodingConfig, with_free: bool) -> dict[str, Any]:
-    metrics = aggregate([r["metrics"] for r in rows], dec.ks, dec.resamples, dec.seed, with_free)
+    metrics = aggregate([r["metrics"] for r in rows], dec.ks, dec.resamples, dec.seed, with_free, dec.min_hits)
     by_tier: dict[str, list[dict]] = defaultdict(list)
     for r, t in zip(rows, tiers):
         by_tier[t].append(r["metrics"])
-    tier_out = {t: {"n": len(v), "metrics": aggregate(v, dec.ks, dec.resamples, dec.seed, with_free)} for t, v in sorted(by_tier.items())}
+    tier_out = {t: {"n": len(v), "metrics": aggregate(v, dec.ks, dec.resamples, dec.seed, with_free, dec.min_hits)} for t, v in sorted(by_tier.items())}
     return {"metrics": metrics, "tiers": tier_out}
 
 
