@@ -42,3 +42,27 @@ def test_overlapping_services_give_hard_negatives(demo_catalog):
         j = int(sim[i].argmax())
         cross += demo_catalog[names[j]].service != t.service
     assert cross >= 25  # many tools' nearest neighbour belongs to another service
+
+
+def test_appendix_e_short_split_covers_every_tool_and_no_test_query(demo_catalog):
+    """App. E trains TG on short (realistic-style) queries: conf/stage2/demo_short.yaml's split
+    must cover the same tools as the verbose split TG trains on (all 126), and share no query
+    (normalised text) nor a near copy (token Jaccard >= 0.6) with any test item."""
+    from omegaconf import OmegaConf
+
+    from tests.training.conftest import ROOT
+    from toolsense.data.leakage import normalise_query
+    from toolsense.data.sources import QuerySource, load_queries
+
+    raw = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "stage2" / "demo_short.yaml"))
+    short = load_queries([QuerySource(**s) for s in raw["sources"]])
+    verbose = load_demo_queries(split="train", style="verbose")
+    assert {q.style for q in short} == {"short"} and {q.split for q in short} == {"train"}
+    assert {n for q in short for n in q.tools} == {n for q in verbose for n in q.tools} == set(demo_catalog.names)
+    assert len(short) == 101 + 31 and len({q.query_id for q in short}) == len(short)
+    test = load_demo_queries(split="test")
+    test_words = [set(normalise_query(q.text).split()) for q in test]
+    assert not {normalise_query(q.text) for q in short} & {normalise_query(q.text) for q in test}
+    for q in short:
+        words = set(normalise_query(q.text).split())
+        assert max(len(words & t) / len(words | t) for t in test_words) < 0.6, q.text

@@ -88,7 +88,14 @@ def load_toolbench_queries(path: str | Path) -> list[Query]:
     return out
 
 
-def load_demo_queries(split: str | None = None, style: str | None = None) -> list[Query]:
-    """Queries of the demo catalog, optionally filtered by split ("train"/"test") and style."""
-    qs = load_query_jsonl(DEMO_DIR / "queries.jsonl")
+def load_demo_queries(split: str | None = None, style: str | None = None, file: str = "queries.jsonl") -> list[Query]:
+    """Queries of the demo catalog, optionally filtered by split ("train"/"test") and style.
+    ``file`` names a query file of the demo folder: ``queries.jsonl`` (train and test), or
+    ``short_train_extra.jsonl`` (short training queries for the tools the short training split of
+    queries.jsonl lacks; with it App. E's short split covers every demo tool, as the verbose one does)."""
+    path = DEMO_DIR / file
+    if Path(file).name != file or not path.is_file():
+        raise DataError(f"{file!r} is not a query file of the demo folder {DEMO_DIR.name}/ "
+                        f"(it holds {sorted(p.name for p in DEMO_DIR.glob('*queries*.jsonl'))})")
+    qs = load_query_jsonl(path)
     return [q for q in qs if (split is None or q.split == split) and (style is None or q.style == style)]

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_toolbench_queries
+from toolsense.catalog.loaders import DEMO_DIR
 from toolsense.catalog.tool import canonical_name
+from toolsense.data.leakage import QuerySet
 from toolsense.utils.io import DataError, load_json
 from toolsense.utils.registry import Registry
 
@@ -24,7 +26,8 @@ class QuerySource:
     """A name from the QUERY_SOURCES registry. demo: the demo catalog's queries; toolbench: ToolBench query JSON; toolgen: ToolGen
     retrieval JSON (``conversations``); jsonl / generated: our ``{query, tools}`` JSONL."""
     path: Optional[str] = None
-    """File or glob (not for demo)."""
+    """File or glob; demo: a query file of the demo folder by name (None = queries.jsonl;
+    short_train_extra.jsonl completes the short training split to every tool, for App. E)."""
     split: Optional[str] = "train"
     """demo / jsonl: keep only queries of this split; None keeps all."""
     style: Optional[str] = None
@@ -45,7 +48,12 @@ def _paths(src: QuerySource) -> list[str]:
 
 @QUERY_SOURCES.register("demo")
 def _demo(src: QuerySource) -> list[Query]:
-    return load_demo_queries(split=src.split, style=src.style)
+    return load_demo_queries(split=src.split, style=src.style, file=src.path or "queries.jsonl")
+
+
+def source_files(src: QuerySource) -> list[str]:
+    """The files a source reads (what a leakage message names)."""
+    return [str(DEMO_DIR / (src.path or "queries.jsonl"))] if src.kind == "demo" else _paths(src)
 
 
 @QUERY_SOURCES.register("toolbench")
@@ -117,3 +125,8 @@ def _toolgen(src: QuerySource) -> list[Query]:
 
 def load_queries(sources: list[QuerySource]) -> list[Query]:
     return [q for src in sources for q in QUERY_SOURCES.get(src.kind)(src)]
+
+
+def load_query_sets(sources: list[QuerySource]) -> list[QuerySet]:
+    """Each source's queries with its files, named ``stage2.sources.<i>`` (for leakage checks)."""
+    return [QuerySet(f"stage2.sources.{i}", tuple(source_files(src)), QUERY_SOURCES.get(src.kind)(src)) for i, src in enumerate(sources)]
