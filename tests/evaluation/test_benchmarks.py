@@ -8,8 +8,8 @@ from toolsense.evaluation.benchmarks import BENCHMARKS, BenchmarkConfig, load_be
 
 def test_registry_names_and_unknown_loader():
     assert {"toolbench", "rrb", "query_jsonl", "demo", "mcq", "qa"} <= set(BENCHMARKS.names())
-    with pytest.raises(KeyError, match="unknown benchmark loader 'nope'"):
-        load_benchmark(BenchmarkConfig(loader="nope"))
+    with pytest.raises(ValueError, match=r"benchmark.loader='nope': choose from \['demo', 'mcq'"):
+        BenchmarkConfig(loader="nope")  # refused when the config is built, before any file is read
 
 
 def test_released_rrb_sample(shared_data):

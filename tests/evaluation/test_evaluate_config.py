@@ -49,6 +49,32 @@ def test_every_documented_override_still_lands():
     (["decoding.ks=[1,99]"], "decoding.ks must lie in [1, beam_width=50], got [99]"),
     (["baseline=bm25", "baseline.kind=splade"], "baseline.kind='splade': choose from ['bm25', 'dense', 'openai']"),
     (["+benchmark.nope=1"], "benchmark: unknown field(s) ['nope']"),
+    # issue 21: each of these used to load the model first (or exit 0 with an empty table)
+    (["decoding.ks=[]"], "decoding.ks is empty"),
+    (["decoding.ks=[0,5]"], "decoding.ks must lie in [1, beam_width=50], got [0]"),
+    (["decoding=beam10", "decoding.ks=[1,11]"], "decoding.ks must lie in [1, beam_width=10], got [11]"),
+    (["decoding.ks=[5,5]"], "decoding.ks repeats a cut-off: [5, 5]"),
+    (["decoding.beam_width=-1"], "decoding.beam_width must be >= 1, got -1"),
+    (["decoding.batch_size=-2"], "decoding.batch_size must be >= 1, got -2"),
+    (["decoding.max_new_tokens=0"], "decoding.max_new_tokens must be >= 1 or null, got 0"),
+    (["decoding.resamples=0"], "decoding.resamples must be >= 1"),
+    (["probe.batch_size=0"], "probe.batch_size must be >= 1, got 0"),
+    (["probe.modes=[token,tokn]"], "probe.modes may only contain ['token', 'control', 'card'], got ['tokn']"),
+    (["probe.modes=[token,token]"], "probe.modes repeats a mode"),
+    (["probe.flag_share=1.5"], "probe.flag_share must lie in (0, 1], got 1.5"),
+    (["probe.template='{question} {options}'"], "probe.template may use ['choices', 'options', 'question', 'tool'] and "
+                                                 "needs {tool}, {question} and {options}; unknown [], absent ['tool']"),
+    (["probe.template='{tool} {question} {options} {answer}'"], "unknown ['answer']"),
+    (["probe.debias=always"], "probe.debias='always': choose from ['none', 'circular']"),
+    (["benchmark.limit=-1"], "benchmark.limit must be >= 1 or null, got -1"),
+    (["benchmark.loader=nope"], "benchmark.loader='nope': choose from"),
+    (["suite=demo", "benchmarks.realistic.limit=0"], "benchmarks.realistic: benchmark.limit must be >= 1 or null, got 0"),
+    (["baseline=bm25", "+baseline.batch_size=-1"], "baseline.batch_size and baseline.encode_batch_size must be >= 1"),
+    (["drift.checkpoints=[stage2]"], "drift.checkpoints must list two or more of base, stage1, stage2"),
+    (["drift.sample_size=0"], "drift.sample_size must be >= 1"),
+    (["annotate.raters=1"], "annotate.raters >= 2"),
+    (["annotate.retrieval_categories=[yes,Yes]"], "annotate.retrieval_categories needs two or more distinct"),
+    (["stage=stage3"], "stage must be stage1 or stage2 (a checkpoint of run), got 'stage3'"),
 ])
 def test_bad_values_name_the_field(overrides, message):
     with pytest.raises(ValueError) as e:
@@ -62,3 +88,17 @@ def test_a_typo_in_a_section_key_fails_at_compose_time():
     with pytest.raises(ConfigCompositionException, match="drift.sed"):
         _compose(["drift.sed=3"])
     assert dataclasses.is_dataclass(EvaluateConfig)
+
+
+def test_empty_ks_is_refused_by_evaluate_py_before_anything_loads(tmp_path):
+    """``decoding.ks=[]`` used to evaluate everything and exit 0 with an empty table."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    cmd = [sys.executable, "evaluate.py", "model=tiny_random", "decoding.ks=[]", f"output_dir={out}"]
+    proc = subprocess.run(cmd, cwd=CONF_DIR.parent, env={**os.environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "1"},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "decoding.ks is empty" in proc.stderr
+    assert not out.exists()  # refused before the output folder (or a model) was touched

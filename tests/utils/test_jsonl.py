@@ -63,3 +63,47 @@ def test_concurrent_appends_keep_lines_whole(tmp_path):
     again = JsonlStore(tmp_path / "d.jsonl")
     assert len(again) == 800 and again.cut_bytes == 0
     assert sorted((r["k"], r["i"]) for r in again) == [(k, i) for k in range(4) for i in range(200)]
+
+
+def test_malformed_json_reads_once_at_column(tmp_path):
+    """The message used to read "... starting at at column 7" (issue 21): json's reasons
+    "Unterminated string starting at" / "Invalid control character at" already end in "at"."""
+    from toolsense.utils.io import iter_jsonl, load_json
+
+    p = tmp_path / "m.jsonl"
+    p.write_text('{"i": 0}\n{"q": "unterminated\n{"i": 2}\n')
+    with pytest.raises(DataError) as store:
+        JsonlStore(p)  # reads lines without their newline: the string runs to the end of the line
+    with pytest.raises(DataError) as lines:
+        list(iter_jsonl(p))  # keeps the newline: a control character inside the string
+    j = tmp_path / "m.json"
+    j.write_text('[1,\n {"q": }]')
+    with pytest.raises(DataError) as whole:
+        load_json(j)
+    assert str(store.value).endswith("m.jsonl:2: malformed JSON (Unterminated string starting at column 7); "
+                                     "only a torn last line is repaired automatically")
+    assert str(lines.value).endswith("m.jsonl:2: malformed JSON (Invalid control character at column 20)")
+    assert str(whole.value).endswith("m.json:2: malformed JSON (Expecting value at column 8)")
+
+
+def test_unique_store_refuses_a_key_twice_even_from_another_writer(tmp_path):
+    from toolsense.utils.jsonl import DuplicateKey
+
+    p = tmp_path / "s.jsonl"
+    a = JsonlStore(p, key="item_id", unique=True)
+    b = JsonlStore(p, key="item_id", unique=True)  # a second writer opened before a wrote anything
+    a.append({"item_id": "q1", "v": 1})
+    with pytest.raises(DuplicateKey, match=r"s\.jsonl: already holds a row with key 'q1'"):
+        a.append({"item_id": "q1", "v": 2})
+    with pytest.raises(DuplicateKey, match="'q1'"):
+        b.append({"item_id": "q1", "v": 3})  # b learns of a's row when it appends
+    b.append({"item_id": "q2", "v": 4})
+    a.append({"item_id": "q1", "v": 5}, replace=True)  # a deliberate rescoring supersedes
+    rows = [json.loads(x) for x in p.read_text().splitlines()]
+    assert [(r["item_id"], r["v"]) for r in rows] == [("q1", 1), ("q2", 4), ("q1", 5)]
+    assert JsonlStore(p, key="item_id").get("q1")["v"] == 5 and set(a.by_key) == {"q1", "q2"}
+    with pytest.raises(ValueError, match="needs a key"):
+        JsonlStore(p, unique=True)
+    plain = JsonlStore(p, key="item_id")  # stores that are not unique keep "a later row wins"
+    plain.append({"item_id": "q2", "v": 6})
+    assert plain.get("q2")["v"] == 6

@@ -87,6 +87,7 @@ class BenchmarkConfig:
     file; no bundled sample stands in for it."""
 
     def __post_init__(self) -> None:
+        self.loader = BENCHMARKS.check(self.loader, "benchmark.loader")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"benchmark.limit must be >= 1 or null, got {self.limit}")
         if self.missing not in ("count", "drop"):

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from toolsense.utils.io import git_sha  # noqa: F401  (results.json provenance; imported from here by the writers)
-from toolsense.utils.jsonl import JsonlStore
+from toolsense.utils.jsonl import DuplicateKey, JsonlStore
 from toolsense.utils.paths import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 class SampleLog:
     """``samples.jsonl`` of one evaluation. Items already in the file are skipped on resume;
-    a torn last line from an interrupted run is dropped (and said so), never mistaken for data.
+    a torn last line from an interrupted run is dropped (and said so), never mistaken for data;
+    an item is logged once (a second row for it raises ``DuplicateKey``, see utils/jsonl.py).
 
     Under data-parallel evaluation (``rank`` set) each process appends to its own
     ``samples.rank<r>.jsonl``; items in any rank file count as done (a run interrupted with 8
@@ -32,7 +33,7 @@ class SampleLog:
         for p in [self.path, *self.rank_files()]:
             if p != self.own_path:  # another process may still be appending to its own file
                 self.rows.update(JsonlStore(p, key=key, repair=False).by_key)
-        self.own = JsonlStore(self.own_path, key=key)
+        self.own = JsonlStore(self.own_path, key=key, unique=True)
         self.rows.update(self.own.by_key)
         if self.rows:
             log.info("resuming %s: %d items already done", self.path, len(self.rows))
@@ -43,8 +44,13 @@ class SampleLog:
     def done(self, item_id: str) -> bool:
         return item_id in self.rows
 
-    def add(self, row: dict) -> None:
-        self.rows[row[self.key]] = self.own.append(row)
+    def add(self, row: dict, replace: bool = False) -> None:
+        """Append one item's sample; an item already logged (here or in a rank file) raises
+        DuplicateKey naming the file, so no item is counted twice, unless ``replace`` says the
+        new row supersedes the old one (a rescored item; readers keep the later row)."""
+        if row[self.key] in self.rows and not replace:
+            raise DuplicateKey(f"{self.path}: item {row[self.key]!r} is already logged; refusing to log it twice")
+        self.rows[row[self.key]] = self.own.append(row, replace=replace)
 
     def consolidate(self, ids: Iterable[str]) -> None:
         """Fold every rank file into ``samples.jsonl`` (rows in ``ids`` order, then any others),
@@ -62,7 +68,7 @@ class SampleLog:
         tmp.replace(self.path)
         for p in files:
             p.unlink()
-        self.own = JsonlStore(self.path, key=self.key)
+        self.own = JsonlStore(self.path, key=self.key, unique=True)
 
     def ordered(self, ids: Iterable[str]) -> list[dict]:
         return [self.rows[i] for i in ids if i in self.rows]

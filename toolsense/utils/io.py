@@ -14,6 +14,14 @@ class DataError(ValueError):
     """Bad input data; the message names the file, line and field."""
 
 
+def malformed_json(where: str | Path, lineno: int, e: json.JSONDecodeError, hint: str = "") -> DataError:
+    """``<where>:<line>: malformed JSON (<reason> at column <c>)<hint>``: the one wording of a JSON
+    parse error. Some of json's reasons already end in "at" ("Unterminated string starting at",
+    "Invalid control character at"); those are not given a second one."""
+    reason = e.msg if e.msg.endswith(" at") else f"{e.msg} at"
+    return DataError(f"{where}:{lineno}: malformed JSON ({reason} column {e.colno}){hint}")
+
+
 def open_text(path: str | Path) -> IO[str]:
     path = Path(path)
     if not path.exists():
@@ -33,7 +41,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: malformed JSON ({e.msg} at column {e.colno})") from None
+                raise malformed_json(path, lineno, e) from None
             if not isinstance(obj, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj
@@ -44,7 +52,7 @@ def load_json(path: str | Path) -> Any:
         try:
             return json.load(f)
         except json.JSONDecodeError as e:
-            raise DataError(f"{path}:{e.lineno}: malformed JSON ({e.msg} at column {e.colno})") from None
+            raise malformed_json(path, e.lineno, e) from None
 
 
 def write_jsonl(path: str | Path, rows, mode: str = "w") -> None:

@@ -12,7 +12,10 @@ contract is one place:
   and nothing is changed;
 - :meth:`append` writes one whole line under a lock and flushes it (``fsync=True`` also
   syncs), so concurrent writer threads never interleave and an acknowledged row survives a
-  crash of the process.
+  crash of the process;
+- a keyed store opened with ``unique=True`` (evaluation samples) refuses to append a key the
+  file already holds — also one another process appended since this store was opened — with
+  :class:`DuplicateKey`, so no item is ever counted twice.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import fcntl
 import threading
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
 
-from toolsense.utils.io import DataError
+from toolsense.utils.io import DataError, malformed_json
 
 log = logging.getLogger(__name__)
 
@@ -51,24 +55,35 @@ def _repair_tail(path: Path) -> tuple[bytes, int]:
     return body, len(data) - end
 
 
+class DuplicateKey(ValueError):
+    """A row whose key the store already holds was appended to a ``unique`` store."""
+
+
 class JsonlStore:
     """Append-only JSONL file, safe against torn last lines; thread-safe appends.
 
     ``rows`` holds every row read at open plus every row appended since, in file order. With
     ``key`` (a field name or a function of the row) rows are also found by key (:meth:`get`,
-    ``in``; a later row wins). ``repair=False`` reads a file another process may still be
+    ``in``; a later row wins). ``unique=True`` (needs ``key``) makes a repeated key an error
+    instead: each append takes an exclusive ``flock`` on the file, first reads what other
+    processes appended since, and raises :class:`DuplicateKey` naming the file and key rather
+    than write a second row. ``repair=False`` reads a file another process may still be
     appending to: a torn last line is skipped, but the file is left alone.
     """
 
     def __init__(self, path: str | Path, *, key: str | Callable[[dict], Hashable] | None = None,
-                 fsync: bool = False, repair: bool = True):
+                 fsync: bool = False, repair: bool = True, unique: bool = False):
+        if unique and key is None:
+            raise ValueError("JsonlStore(unique=True) needs a key")
         self.path = Path(path)
         self.fsync = fsync
+        self.unique = unique
         self._key = (lambda row: row[key]) if isinstance(key, str) else key
         self._lock = threading.Lock()
         self.rows: list[dict[str, Any]] = []
         self.by_key: dict[Hashable, dict[str, Any]] = {}
         self.cut_bytes = 0
+        self._size = 0  # bytes of the file this store has read or written
         if self.path.exists():
             self._load(repair)
 
@@ -79,14 +94,14 @@ class JsonlStore:
             with open(self.path, "r+b") as f:
                 f.truncate(len(body))
             self.cut_bytes = cut
+        self._size = len(body)
         for lineno, line in enumerate(body.decode("utf-8").split("\n"), 1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
-                raise DataError(f"{self.path}:{lineno}: malformed JSON ({e.msg} at column {e.colno}); "
-                                "only a torn last line is repaired automatically") from None
+                raise malformed_json(self.path, lineno, e, "; only a torn last line is repaired automatically") from None
             if not isinstance(row, dict):
                 raise DataError(f"{self.path}:{lineno}: expected a JSON object, got {type(row).__name__}")
             self._remember(row)
@@ -102,18 +117,41 @@ class JsonlStore:
     def __contains__(self, k: Hashable) -> bool:
         return k in self.by_key
 
-    def append(self, row: dict[str, Any]) -> dict[str, Any]:
-        """Write ``row`` as one whole, flushed line; returns it."""
-        line = json.dumps(row, ensure_ascii=False) + "\n"
+    def append(self, row: dict[str, Any], replace: bool = False) -> dict[str, Any]:
+        """Write ``row`` as one whole, flushed line; returns it. A ``unique`` store raises
+        :class:`DuplicateKey` (and writes nothing) when the file already holds the row's key,
+        unless ``replace`` says this row deliberately supersedes it (a later row wins)."""
+        line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as f:
+            with open(self.path, "a+b") as f:
+                if self.unique:
+                    fcntl.flock(f, fcntl.LOCK_EX)  # released when f closes
+                    self._read_appended(f)
+                    k = self._key(row)
+                    if k in self.by_key and not replace:
+                        raise DuplicateKey(f"{self.path}: already holds a row with key {k!r}; refusing to append it again "
+                                           "(is another process writing into this folder?)")
                 f.write(line)
                 f.flush()
                 if self.fsync:
                     os.fsync(f.fileno())
+                self._size = f.tell()
             self._remember(row)
         return row
+
+    def _read_appended(self, f) -> None:
+        """Remember the complete rows another process appended after the bytes this store knows."""
+        f.seek(0, os.SEEK_END)
+        end = f.tell()
+        if end <= self._size:
+            return
+        f.seek(self._size)
+        tail = f.read(end - self._size)
+        for line in tail[: tail.rfind(b"\n") + 1].decode("utf-8").splitlines():
+            if line.strip():
+                self._remember(json.loads(line))
+        self._size += tail.rfind(b"\n") + 1
 
     def extend(self, rows) -> None:
         for row in rows:
