@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from toolsense.audit.prompting import AuditPromptConfig, answer_text, build_messages
 from toolsense.audit.traces import TraceRecord
-from toolsense.models import ModelConfig, load_model_and_tokenizer
+from toolsense.models import ModelConfig, default_device, load_model_and_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,8 @@ def balanced_batches(labels: Sequence[int], batch_size: int, steps: int, rng: ra
 def answer_loss(model, inputs: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Mean next-token loss over the trained answer tokens of a left-padded batch; ``inputs``
     are token ids (B, T) or input embeddings / cached states (B, T, H)."""
+    dev = next(model.parameters()).device  # batches are collated on the CPU
+    inputs, mask, labels = inputs.to(dev), mask.to(dev), labels.to(dev)
     n_ans = int((labels != -100).sum(dim=1).max())
     positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
     key = "input_ids" if inputs.dim() == 2 else "inputs_embeds"
@@ -167,14 +169,17 @@ def top_layers_only(model, first: int):
 
 @torch.no_grad()
 def frozen_states(model, examples, first: int, pad_id: int, batch_size: int = 16) -> list[torch.Tensor]:
-    """Per example, the (T, H) hidden states entering block ``first`` (unpadded)."""
+    """Per example, the (T, H) hidden states entering block ``first`` (unpadded), kept on the
+    CPU (thousands of examples x T x H outgrow a GPU's memory; each batch moves its own)."""
+    dev = next(model.parameters()).device
     out = []
     for b in tqdm(range(0, len(examples), batch_size), desc="frozen layers", leave=False):
         chunk = examples[b:b + batch_size]
         ids, mask, _ = collate(chunk, pad_id)
+        ids, mask = ids.to(dev), mask.to(dev)
         hs = model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(1) - 1).clamp(min=0),
                    output_hidden_states=True, logits_to_keep=1, use_cache=False).hidden_states[first]
-        out += [h[m.bool()].clone() for h, m in zip(hs, mask)]
+        out += [h[m.bool()].cpu() for h, m in zip(hs, mask)]
     return out
 
 
@@ -200,7 +205,7 @@ def finetune_lora(model_cfg: ModelConfig, records: Sequence[TraceRecord], prompt
         log.info("reusing LoRA adapter in %s", out_dir)
         return out_dir
     torch.manual_seed(cfg.seed)
-    model, tok = load_model_and_tokenizer(model_cfg)
+    model, tok = load_model_and_tokenizer(model_cfg, device=default_device())
     n_layers = model.config.num_hidden_layers
     first = max(0, n_layers - cfg.last_layers) if cfg.last_layers else 0
     examples = encode_examples(tok, records, prompt, cfg)

@@ -4,13 +4,16 @@ search) and the free-form search."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Iterator, Optional, Protocol, Sequence
 
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-from toolsense.decoding.beam import Beams, beam_search, flat_constrained, left_pad, prefill, prefill_shared
+from toolsense.decoding.beam import Beams, beam_search, flat_constrained, fp32_head, left_pad, prefill, prefill_shared
 from toolsense.decoding.trie_tensors import TrieTensors
+
+log = logging.getLogger(__name__)
 
 
 def encode(tokenizer, texts: Sequence[str]) -> list[list[int]]:
@@ -45,14 +48,38 @@ class Retrieved:
     free: list[dict] | None  # [{tool (None if not a tool), score, logprob, text}] best first
 
 
+MASKED_ATTENTION = ("eager", "sdpa")
+"""Attention implementations that read the search's custom 4D float masks (shared-prompt tree
+decoding, sibling candidates). flash_attention_* reads any mask as a 2D padding mask."""
+
+
+def mask_ready(model) -> str:
+    """Switch ``model`` to sdpa when its attention implementation cannot take a 4D mask, saying
+    so; returns the implementation the search runs under. A run trained under flash attention
+    (``padding_free``) reloads with it, and its beam search would otherwise fail or, worse,
+    attend across beams; sdpa gives the same scores (attention is exact either way)."""
+    impl = getattr(model.config, "_attn_implementation", None) or "eager"
+    if impl in MASKED_ATTENTION:
+        return impl
+    log.warning("beam search: attn_implementation=%s cannot read the search's 4D attention masks; "
+                "switching this model to sdpa for retrieval (set model.attn_implementation=sdpa to silence this)", impl)
+    model.set_attn_implementation("sdpa")
+    return "sdpa"
+
+
 class Retriever:
-    """Parametric retrieval with one model and index; ``run(queries)`` yields in batch order."""
+    """Parametric retrieval with one model and index; ``run(queries)`` yields in batch order.
+
+    Every search runs with the LM head in fp32 over the tokenizer's real tokens
+    (:func:`~toolsense.decoding.beam.fp32_head`) and under an attention implementation that
+    reads 4D masks (:func:`mask_ready`)."""
 
     def __init__(self, model, tokenizer, trie, depth: int, prompts: PromptConfig, dec: SearchSettings):
         self.model, self.tok, self.prompts, self.dec = model, tokenizer, prompts, dec
+        self.attn_implementation = mask_ready(model)
         device = next(model.parameters()).device
-        vocab = model.get_output_embeddings().weight.shape[0]
-        self.tt = TrieTensors.from_trie(trie, vocab, device)
+        self.n_tokens = len(tokenizer)  # the LM head may have padding rows past it (pad_to_multiple_of)
+        self.tt = TrieTensors.from_trie(trie, self.n_tokens, device)
         self.depth = depth
         self.device = device
 
@@ -77,12 +104,13 @@ class Retriever:
         ids = encode(self.tok, prompts)
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
         for batch in length_batches([len(s) for s in ids], self.dec.batch_size):
-            if self.dec.share_prefix:
-                pre = prefill_shared(self.model, [ids[i] for i in batch], pad, self.device)
-            else:
-                pre = prefill(self.model, *left_pad([ids[i] for i in batch], pad, self.device))
-            con = self.constrained(pre)
-            fre = self.free(pre) if self.dec.free_form else None
+            with fp32_head(self.model, self.n_tokens):
+                if self.dec.share_prefix:
+                    pre = prefill_shared(self.model, [ids[i] for i in batch], pad, self.device)
+                else:
+                    pre = prefill(self.model, *left_pad([ids[i] for i in batch], pad, self.device))
+                con = self.constrained(pre)
+                fre = self.free(pre) if self.dec.free_form else None
             for j, i in enumerate(batch):
                 c = [{"tool": t, "score": round(s, 5), "logprob": round(lp, 5)}
                      for t, s, lp in zip(con.tools[j], con.scores[j], con.logprobs[j])]

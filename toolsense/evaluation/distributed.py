@@ -16,10 +16,16 @@ import torch
 T = TypeVar("T")
 
 
+TIMEOUT = datetime.timedelta(hours=4)
+"""How long a rank waits at a barrier while rank 0 runs baselines and probes."""
+
+
 @dataclass(frozen=True)
 class Shard:
     rank: int = 0
     world: int = 1
+    group: object = None
+    """The process group barriers and broadcasts use (None = the default group)."""
 
     @property
     def main(self) -> bool:
@@ -32,7 +38,7 @@ class Shard:
 
     def barrier(self) -> None:
         if self.world > 1:
-            torch.distributed.barrier()
+            torch.distributed.barrier(group=self.group)
 
     def on_main(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on rank 0 while the others wait; then every rank raises if it failed, so no
@@ -46,7 +52,7 @@ class Shard:
                 err = e
         if self.world > 1:
             msg = [f"{type(err).__name__}: {err}" if err is not None else None]
-            torch.distributed.broadcast_object_list(msg, src=0)
+            torch.distributed.broadcast_object_list(msg, src=0, group=self.group)
             if msg[0] is not None and err is None:
                 raise RuntimeError(f"rank 0 stopped the evaluation: {msg[0]}")
         if err is not None:
@@ -56,19 +62,27 @@ class Shard:
 def init_shard() -> Shard:
     """The process's shard from torchrun's environment; joins the process group when there are
     several processes (NCCL on GPUs, else gloo). Rank 0 may spend a while on baselines and
-    probes while the others wait, hence the long timeout."""
+    probes while the others wait, hence the long timeout (:data:`TIMEOUT`).
+
+    Evaluate-after-train finds the group training made (Accelerate's, 30-minute timeout by
+    default), whose timeout cannot be changed: the shard then gets a new group with
+    :data:`TIMEOUT` over the same ranks, so the long wait applies there too."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
-    if world > 1 and not torch.distributed.is_initialized():
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-        if backend == "nccl":
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        torch.distributed.init_process_group(backend, timeout=datetime.timedelta(hours=4))
+    if world == 1:
+        return Shard(rank, world)
+    if torch.distributed.is_initialized():
+        return Shard(rank, world, torch.distributed.new_group(timeout=TIMEOUT))
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    torch.distributed.init_process_group(backend, timeout=TIMEOUT)
     return Shard(rank, world)
 
 
 def local_device() -> str:
-    """``cuda:<LOCAL_RANK>`` under torchrun with GPUs, else ``cuda`` or ``cpu``."""
-    if not torch.cuda.is_available():
-        return "cpu"
-    return f"cuda:{os.environ['LOCAL_RANK']}" if "LOCAL_RANK" in os.environ else "cuda"
+    """``cuda:<LOCAL_RANK>`` under torchrun with GPUs, else ``cuda`` or ``cpu`` (one rule for
+    models, encoders and the audit: :func:`toolsense.models.default_device`)."""
+    from toolsense.models import default_device
+
+    return default_device()

@@ -13,12 +13,20 @@ from toolsense.utils.modeling import embeddings_tied
 
 log = logging.getLogger(__name__)
 
+PAD_TO_MULTIPLE_OF = 64
+"""The embedding matrices are resized to a multiple of this many rows: tensor cores tile the LM
+head's vocabulary dimension in multiples of 64, and 49,152 + 46,984 tool tokens = 96,136 rows is
+not one. The rows past ``len(tokenizer)`` are zero and no token: the Retriever's LM head stops at
+the tokenizer's length (``decoding.beam.fp32_head``), so no search can emit them."""
+
 
 @torch.no_grad()
 def add_index_tokens(index: ToolIndex, model, tokenizer) -> list[int]:
     """Add the index's new tokens to ``tokenizer``, resize ``model`` and initialise each new row
     as the mean of the sub-token embeddings of its init text (the tool's name), in the input
-    embeddings and — when untied — the output embeddings. A tied model stays tied.
+    embeddings and — when untied — the output embeddings. A tied model stays tied. The matrices
+    grow to a multiple of :data:`PAD_TO_MULTIPLE_OF` rows (zero padding rows); every tensor is
+    made on the model's device (the untrained baseline is on its GPU already).
 
     Returns the new token ids in :meth:`ToolIndex.tokens` order. Idempotent: tokens already in
     the tokenizer (e.g. a Stage-1 checkpoint) are left as they are.
@@ -36,21 +44,26 @@ def add_index_tokens(index: ToolIndex, model, tokenizer) -> list[int]:
         was_tied = embeddings_tied(model)
         n_old = len(tokenizer)
         tokenizer.add_tokens([AddedToken(t, normalized=False, special=False) for t in new])
-        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-        lengths = torch.tensor([max(len(s), 1) for s in sub])
-        flat = torch.tensor([i for s in sub for i in (s or [tokenizer.eos_token_id])])
-        offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]])
-        new_ids = torch.arange(n_old, n_old + len(new))
+        model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=PAD_TO_MULTIPLE_OF, mean_resizing=False)
         emb = model.get_input_embeddings().weight
+        # Every index tensor on the weights' device: a model already on CUDA (the untrained
+        # baseline is moved before its tokens are added) must not meet CPU indices.
+        dev = emb.device
+        lengths = torch.tensor([max(len(s), 1) for s in sub], device=dev)
+        flat = torch.tensor([i for s in sub for i in (s or [tokenizer.eos_token_id])], device=dev)
+        offsets = torch.cat([torch.zeros(1, dtype=torch.long, device=dev), lengths.cumsum(0)[:-1]])
+        new_ids = torch.arange(n_old, n_old + len(new), device=dev)
         emb[new_ids] = torch.nn.functional.embedding_bag(flat, emb[:n_old].float(), offsets, mode="mean").to(emb.dtype)
+        emb[n_old + len(new):] = 0  # padding rows: no token; deterministic, and retrieval leaves them out
         out = model.get_output_embeddings()
         if out is not None and not embeddings_tied(model):
             if was_tied:
                 raise RuntimeError("resizing untied a tied model")
             w = out.weight
             w[new_ids] = torch.nn.functional.embedding_bag(flat, w[:n_old].float(), offsets, mode="mean").to(w.dtype)
+            w[n_old + len(new):] = 0
             if getattr(out, "bias", None) is not None:
-                out.bias[new_ids] = 0
+                out.bias[n_old:] = 0
         log.info("added %d virtual tokens (vocab %d -> %d)", len(new), n_old, len(tokenizer))
     return tokenizer.convert_tokens_to_ids(tokens)
 

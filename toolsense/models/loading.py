@@ -28,6 +28,16 @@ def resolve_dtype(name: str) -> torch.dtype:
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
+def default_device() -> str:
+    """Where a model or encoder runs when no device is configured: this process's GPU
+    (``cuda:<LOCAL_RANK>`` under torchrun, else ``cuda``) when CUDA is present, else ``cpu``."""
+    import os
+
+    if not torch.cuda.is_available():
+        return "cpu"
+    return f"cuda:{os.environ['LOCAL_RANK']}" if "LOCAL_RANK" in os.environ else "cuda"
+
+
 def load_tokenizer(cfg: ModelConfig, path: str | None = None):
     from transformers import AutoTokenizer
 

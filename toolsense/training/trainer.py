@@ -3,6 +3,8 @@ that log metrics and keep the trained embedding rows in every LoRA checkpoint.""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import math
 import os
 from contextlib import contextmanager
@@ -13,10 +15,33 @@ import torch
 from transformers import TrainerCallback
 from trl import SFTConfig, SFTTrainer
 
+from toolsense.models import ModelConfig
 from toolsense.training.config import StageSchedule, TrainerConfig
 from toolsense.training.tuning import Trainable, no_decay_parameter_names
 
 ROWS_FILE = "embedding_rows.pt"
+log = logging.getLogger(__name__)
+
+
+def master_weights(model: ModelConfig, trainer: TrainerConfig) -> ModelConfig:
+    """The model section a stage loads its weights with: fp32 master weights unless DeepSpeed
+    keeps them.
+
+    Without DeepSpeed the Trainer's bf16 is autocast: AdamW updates the weights in the dtype
+    they were loaded in. Loaded in bf16 (``model.dtype=auto`` on a GPU), every update below
+    bf16's spacing (2^-8 of the weight) is lost — at lr 2e-5 nearly all of them, for every weight
+    under ``tuning=full`` and every embedding row under LoRA. So ``auto`` loads fp32 here (the
+    matmuls still run in bf16 under autocast) and an explicit bf16/fp16 is refused. DeepSpeed
+    with bf16 keeps fp32 master weights in its optimizer itself: the section is left as it is."""
+    if trainer.deepspeed:
+        return model
+    dtype = str(model.dtype)
+    if dtype in ("bfloat16", "float16"):
+        raise ValueError(
+            f"model.dtype={dtype} without DeepSpeed: AdamW would update {dtype} weights in place and lose every step below "
+            f"their rounding; use model.dtype=auto or float32 (trainer.precision=bf16 then computes in bf16 under autocast "
+            f"over fp32 master weights), or trainer=ds_zero2 (DeepSpeed keeps fp32 master weights)")
+    return dataclasses.replace(model, dtype="float32") if dtype == "auto" else model
 
 
 @dataclass(frozen=True)
@@ -60,11 +85,20 @@ def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def sft_config(cfg: TrainerConfig, schedule: StageSchedule, output_dir: Path, run_name: str, attn_implementation: str | None = None) -> SFTConfig:
+DDP_TIMEOUT_S = 4 * 3600
+"""The process group's timeout: evaluate-after-train reuses training's group while rank 0 runs
+baselines and probes and the other ranks wait (Accelerate's default is 30 minutes)."""
+
+
+def sft_config(cfg: TrainerConfig, schedule: StageSchedule, output_dir: Path, run_name: str, attn_implementation: str | None = None,
+               tuning_method: str | None = None) -> SFTConfig:
     """The stage's SFTConfig. ``warmup_ratio`` goes in as ``warmup_steps``: transformers >= 5.0
     reads a value below 1 as a fraction of the steps and deprecated (later removed) ``warmup_ratio``;
     pyproject pins >= 5.2 for ``train_sampling_strategy`` (tests/training/test_schedule.py checks
-    the learning rates step by step)."""
+    the learning rates step by step). Under LoRA every trainable parameter (adapters on every
+    linear layer, the embedding) gets a gradient each step, so DDP need not search the graph for
+    unused ones (``ddp_find_unused_parameters=False``); full fine-tuning keeps the Trainer's rule
+    (a multimodal checkpoint's vision tower is unused in text-only training)."""
     schedule.check("stage")
     plan = plan_batch(cfg, world_size())
     batching = resolve_batching(cfg, attn_implementation)
@@ -100,6 +134,8 @@ def sft_config(cfg: TrainerConfig, schedule: StageSchedule, output_dir: Path, ru
         deepspeed=cfg.deepspeed,
         dataloader_num_workers=cfg.dataloader_num_workers,
         disable_tqdm=False,
+        ddp_timeout=DDP_TIMEOUT_S,
+        ddp_find_unused_parameters=False if tuning_method == "lora" else None,
     )
 
 
@@ -147,6 +183,11 @@ class ToolsenseSFTTrainer(SFTTrainer):
 
     def __init__(self, *args, embedding_lr_scale: float = 1.0, **kwargs):
         self.embedding_lr_scale = embedding_lr_scale
+        ds = getattr(kwargs.get("args"), "deepspeed", None)
+        if embedding_lr_scale != 1.0 and isinstance(ds, dict) and "optimizer" in ds:
+            raise ValueError(f"tuning.embedding_lr_scale={embedding_lr_scale} needs the Trainer's optimizer, but the DeepSpeed "
+                             "config (trainer.deepspeed) has an 'optimizer' section, which DeepSpeed builds without our parameter "
+                             "groups; remove trainer.deepspeed.optimizer or set tuning.embedding_lr_scale=1.0")
         super().__init__(*args, **kwargs)
 
     def get_decay_parameter_names(self, model) -> list[str]:
@@ -154,8 +195,10 @@ class ToolsenseSFTTrainer(SFTTrainer):
         return [n for n in super().get_decay_parameter_names(model) if n not in skip]
 
     def create_optimizer(self, model=None):
+        # Under DeepSpeed (no 'optimizer' section, refused above) the Trainer builds this optimizer
+        # and hands it to deepspeed.initialize, which keeps its parameter groups and their lrs.
         opt = super().create_optimizer(model) if model is not None else super().create_optimizer()
-        if self.embedding_lr_scale == 1.0 or self.is_deepspeed_enabled:
+        if self.embedding_lr_scale == 1.0:
             return opt
         named = dict(self.model.named_parameters())
         emb = {id(named[n]) for n in no_decay_parameter_names(self.model) if named[n].requires_grad}
@@ -164,7 +207,10 @@ class ToolsenseSFTTrainer(SFTTrainer):
             moved += [p for p in group["params"] if id(p) in emb]
             group["params"] = [p for p in group["params"] if id(p) not in emb]
         if moved:
-            opt.add_param_group({"params": moved, "lr": self.args.learning_rate * self.embedding_lr_scale, "weight_decay": 0.0})
+            lr = self.args.learning_rate * self.embedding_lr_scale
+            opt.add_param_group({"params": moved, "lr": lr, "weight_decay": 0.0})
+            log.info("embedding_lr_scale=%g: %d embedding matrices at lr %g%s", self.embedding_lr_scale, len(moved), lr,
+                     " (DeepSpeed)" if self.is_deepspeed_enabled else "")
         return opt
 
 

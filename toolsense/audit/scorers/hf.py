@@ -26,7 +26,7 @@ import torch
 
 from toolsense.audit.prompting import ANSWER_CHOICES, AnswerChoices, AuditPromptConfig
 from toolsense.audit.scorers.base import SCORERS, ScoreItem, ScorerConfig, sha256_files
-from toolsense.models import ModelConfig, load_model_and_tokenizer, resolve_model_dir
+from toolsense.models import ModelConfig, default_device, load_model_and_tokenizer, resolve_model_dir
 
 TokenPath = tuple[int, ...]
 
@@ -71,7 +71,7 @@ class HFScorer:
         self.identity = {"kind": "hf", "model": model_cfg.name_or_path,
                          "weights": sha256_files(weights) if weights else model_cfg.name_or_path,
                          "eos": model_cfg.eos_token, "chat_template": model_cfg.chat_template}
-        self.model, self.tok = load_model_and_tokenizer(model_cfg)
+        self.model, self.tok = load_model_and_tokenizer(model_cfg, device=default_device())  # batches follow model.device
         if cfg.adapter:
             from peft import PeftModel
 

@@ -19,13 +19,29 @@ def hard_negatives(embeddings: np.ndarray, k: int) -> np.ndarray:
     n = embeddings.shape[0]
     k = min(k, n - 1)
     out = np.empty((n, k), dtype=np.int64)
+    if k <= 0:
+        return out
     for start in range(0, n, 1024):  # blocks keep memory at 1024 x n for large catalogs
         sim = embeddings[start : start + 1024] @ embeddings.T
         rows = np.arange(start, min(start + 1024, n))
         sim[rows - start, rows] = -np.inf
-        order = np.argsort(-sim, axis=1, kind="stable")
-        out[start : start + len(rows)] = order[:, :k]
+        out[start : start + len(rows)] = _top_k(-sim, k)
     return out
+
+
+def _top_k(neg: np.ndarray, k: int) -> np.ndarray:
+    """Per row, the indices of the ``k`` smallest values, ascending, ties by index — what a
+    stable full argsort's first ``k`` columns are, in O(n) per row (``argpartition``) instead of
+    O(n log n): 47k x 47k similarities sort in minutes, partition in seconds. A row whose
+    ``k``-th value is tied with values the partition left out takes the full sort."""
+    part = np.argpartition(neg, k - 1, axis=1)[:, :k]
+    vals = np.take_along_axis(neg, part, 1)
+    top = np.take_along_axis(part, np.lexsort((part, vals), axis=-1), 1)
+    kth = vals.max(axis=1, keepdims=True)
+    tied = (neg == kth).sum(1) != (vals == kth).sum(1)
+    if tied.any():
+        top[tied] = np.argsort(neg[tied], axis=1, kind="stable")[:, :k]
+    return top
 
 
 def tool_embeddings(catalog: Catalog, encoder: str | None) -> np.ndarray:

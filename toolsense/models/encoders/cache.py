@@ -7,7 +7,8 @@ backend, normalisation): the key's SHA-256 names ``<key>.npy`` (float32 ``[n_too
 to a temporary file and renamed, the sidecar last, so a killed run leaves nothing that is later
 trusted; an entry is used only if its sidecar's key, names and shape match. Long encodings
 checkpoint each length-sorted batch under ``<key>.parts/`` and a rerun resumes from them.
-Entries are loaded memory-mapped. Query embeddings are not cached: a benchmark's queries are
+Entries are loaded memory-mapped. Under torchrun one process fills an entry while the
+others wait and then read it (:func:`one_filler`). Query embeddings are not cached: a benchmark's queries are
 few and encoded in seconds."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -102,10 +104,57 @@ def catalog_embeddings(catalog: Catalog, embedder: Embedder, template: str = "to
     digest = sha256_text(json.dumps(key, sort_keys=True))[:24]
     folder = cache_root(root)
     npy, side, parts = folder / f"{digest}.npy", folder / f"{digest}.json", folder / f"{digest}.parts"
-    cached = _load_entry(npy, side, key, names)
-    if cached is not None:
-        log.info("embeddings of %d tools from cache %s", len(names), npy)
-        return cached
+    folder.mkdir(parents=True, exist_ok=True)
+    with one_filler(folder / f"{digest}.lock"):  # every rank enters: the barrier is collective
+        cached = _load_entry(npy, side, key, names)
+        if cached is None:
+            return _fill(texts, names, key, embedder, normalize, npy, side, parts, progress)
+    log.info("embeddings of %d tools from cache %s", len(names), npy)
+    return cached
+
+
+@contextmanager
+def one_filler(lock: Path) -> Iterator[None]:
+    """Let one process of a multi-process job fill a cache entry while the others wait, then
+    read it: rank 0 first behind a barrier when a process group exists, else an exclusive file
+    lock on ``lock`` (torchrun's ranks build the index and the MCTS negatives before the Trainer
+    makes its group). Without either, 8 ranks would each encode the whole catalog."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and _group_ready():
+        import torch.distributed as dist
+
+        if dist.get_rank() != 0:
+            dist.barrier()
+        try:
+            yield
+        finally:
+            if dist.get_rank() == 0:
+                dist.barrier()
+        return
+    if world == 1:
+        yield
+        return
+    import fcntl
+
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _group_ready() -> bool:
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return False
+    return dist.is_available() and dist.is_initialized()
+
+
+def _fill(texts: list[str], names: list[str], key: dict, embedder: Embedder, normalize: bool, npy: Path, side: Path,
+          parts: Path, progress: bool) -> np.ndarray:
+    """Encode ``texts`` (resuming from ``parts``), store the entry and return it memory-mapped."""
     t0 = time.perf_counter()
     emb = _encode_with_parts(texts, embedder, parts, progress)
     if normalize:

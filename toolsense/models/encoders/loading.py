@@ -47,11 +47,17 @@ def _check_backend(backend: str) -> None:
 def load_encoder(name_or_path: str | None = None, device: str | None = None, backend: Backend = "torch"):
     """A SentenceTransformer; ``None`` or ``embedded:all-MiniLM-L6-v2`` loads the packaged model.
     ``int8`` quantises the Linear layers per channel (``torch.ao.quantization.quantize_dynamic``,
-    CPU only); ``onnx`` needs ``optimum[onnxruntime]`` and exports from the local files."""
+    CPU only); ``onnx`` needs ``optimum[onnxruntime]`` and exports from the local files.
+    ``device`` None: the torch backend runs on this process's GPU when CUDA is present
+    (:func:`toolsense.models.default_device`; 46,984 ToolBench texts take ~42 min on one CPU core)."""
     from sentence_transformers import SentenceTransformer
 
     _check_backend(backend)
     path = str(_model_path(name_or_path))
+    if device is None:  # torch on this process's GPU when there is one; int8 and onnx are CPU backends
+        from toolsense.models.loading import default_device
+
+        device = default_device() if backend == "torch" else "cpu"
     if backend == "onnx":
         try:
             import onnxruntime  # noqa: F401
