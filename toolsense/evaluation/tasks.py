@@ -16,6 +16,7 @@ from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import DecodingConfig
 from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
+from toolsense.evaluation.export import write_trec
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
 from toolsense.decoding.retrieval import Retrieved
 from toolsense.utils.progress import heartbeat
@@ -116,4 +117,5 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
         "benchmark_path": bench.path, "benchmark_files": bench.files, **{k: v for k, v in provenance.items() if k != "index_sha256"},
     }
     write_json(out_dir / "results.json", result)
+    write_trec(out_dir)  # run.constrained.trec, run.free.trec, qrels.trec for trec_eval / ranx (export.py)
     return result

@@ -1,0 +1,187 @@
+"""Results in the formats other tools read: TREC run files and qrels (``trec_eval``, ``ranx``,
+``pytrec_eval``) and a catalog + benchmark in BEIR's layout (BEIR / MTEB retrievers).
+
+Every retrieval evaluation folder gets, beside its ``samples.jsonl``::
+
+    run.constrained.trec    qid Q0 docid rank score tag   the constrained ranking
+    run.free.trec           the same for the free-form ranking (parametric systems only)
+    qrels.trec              qid 0 docid 1                 the gold tools of every scored query
+
+written from ``samples.jsonl`` alone (so :func:`export_tree` also exports results made before
+this existed). The files are built so that trec_eval's measures are *ours*, exactly:
+
+- ``success_k`` = hit@k (Rc@k / Rf@k), ``recall_k`` = recall@k, ``ndcg_cut_k`` = NDCG@k
+  (binary gains, log2(rank + 1) discount, the ideal DCG over all min(k, |gold|) gold tools: the
+  same definition as :func:`toolsense.evaluation.metrics.ndcg_at`).
+- trec_eval ranks by *score*, not by the rank column (ties broken by docid), so the score is
+  derived from the rank (``len(ranking) - rank + 1``, strictly decreasing); the beams' own
+  log-probabilities stay in ``samples.jsonl``.
+- An output that is not a tool (free-form text) keeps its rank slot as ``_invalid_r<rank>``, and
+  a tool repeated lower in the same ranking as ``_repeat_r<rank>``: both are unjudged, so they
+  earn no gain but push what follows down, as in our metrics (a run file may hold a docid once).
+- Ids are whitespace-free (the TREC format splits on whitespace): :func:`doc_id` percent-encodes
+  whitespace and ``%`` in tool names and query ids; ``urllib.parse.unquote`` inverts it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+from urllib.parse import unquote
+
+from toolsense.catalog import Catalog
+from toolsense.utils.io import DataError
+from toolsense.utils.jsonl import JsonlStore
+from toolsense.utils.paths import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+MODES = {"constrained": "run.constrained.trec", "free": "run.free.trec"}
+"""Decoding mode (the key of its ranking in a sample row) -> its run file."""
+QRELS = "qrels.trec"
+INVALID, REPEAT = "_invalid_r", "_repeat_r"
+_ESCAPE = re.compile(r"[%\s]")
+
+
+def doc_id(name: str) -> str:
+    """A tool name or query id without whitespace: ``%``, spaces, tabs and newlines
+    percent-encoded (``SkyCast Weather&&now`` -> ``SkyCast%20Weather&&now``); reversible."""
+    return _ESCAPE.sub(lambda m: "%{:02X}".format(ord(m.group())), name)
+
+
+def from_doc_id(docid: str) -> str:
+    return unquote(docid)
+
+
+def run_lines(qid: str, ranking: Sequence[str | None], tag: str) -> list[str]:
+    """The TREC run lines of one ranking: every slot kept (a non-tool as ``_invalid_r<rank>``,
+    a repeated tool as ``_repeat_r<rank>``), scores strictly decreasing with the rank."""
+    seen: set[str] = set()
+    lines, n = [], len(ranking)
+    q = doc_id(qid)
+    for rank, tool in enumerate(ranking, start=1):
+        if tool is None:
+            docid = f"{INVALID}{rank}"
+        elif tool in seen:
+            docid = f"{REPEAT}{rank}"
+        else:
+            seen.add(tool)
+            docid = doc_id(tool)
+        lines.append(f"{q} Q0 {docid} {rank} {n - rank + 1} {tag}")
+    return lines
+
+
+def qrels_lines(qid: str, gold: Iterable[str]) -> list[str]:
+    q = doc_id(qid)
+    return [f"{q} 0 {doc_id(t)} 1" for t in sorted(set(gold))]
+
+
+def retrieval_rows(samples: str | Path) -> list[dict[str, Any]]:
+    """The rows of a retrieval ``samples.jsonl`` (a probe's rows have no ranking: [])."""
+    rows = list(JsonlStore(Path(samples), key="item_id", repair=False).by_key.values())
+    return [r for r in rows if "constrained" in r and "gold" in r]
+
+
+def write_trec(eval_dir: str | Path, tag: str | None = None) -> dict[str, str]:
+    """Write the run files and qrels of the retrieval evaluation in ``eval_dir`` from its
+    ``samples.jsonl``; ``tag`` (the run-name column) defaults to results.json's system. Returns
+    ``{mode or "qrels": file name}`` of what was written ({} for a probe or an empty folder)."""
+    eval_dir = Path(eval_dir)
+    samples = eval_dir / "samples.jsonl"
+    if not samples.is_file():
+        return {}
+    rows = retrieval_rows(samples)
+    if not rows:
+        return {}
+    if tag is None:
+        res = eval_dir / "results.json"
+        tag = json.loads(res.read_text(encoding="utf-8")).get("system", eval_dir.name) if res.is_file() else eval_dir.name
+    tag = doc_id(str(tag))
+    written = {}
+    for mode, fname in MODES.items():
+        if any(r.get(mode) is None for r in rows):
+            continue  # a baseline has no free-form ranking
+        lines = [ln for r in rows for ln in run_lines(r["item_id"], [x["tool"] for x in r[mode]], tag)]
+        atomic_write_text(eval_dir / fname, "\n".join(lines) + "\n")
+        written[mode] = fname
+    atomic_write_text(eval_dir / QRELS, "\n".join(ln for r in rows for ln in qrels_lines(r["item_id"], r["gold"])) + "\n")
+    written["qrels"] = QRELS
+    return written
+
+
+def export_tree(root: str | Path) -> list[Path]:
+    """:func:`write_trec` in every folder under ``root`` that holds a retrieval samples.jsonl;
+    returns those folders."""
+    done = []
+    for samples in sorted(Path(root).rglob("samples.jsonl")):
+        if write_trec(samples.parent):
+            done.append(samples.parent)
+    return done
+
+
+def read_run(path: str | Path) -> dict[str, dict[str, float]]:
+    """A TREC run file as ``{qid: {docid: score}}`` (the shape pytrec_eval and ranx take);
+    a malformed line is a DataError naming file:line."""
+    out: dict[str, dict[str, float]] = {}
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise DataError(f"{path}:{n}: a run line has 6 fields (qid Q0 docid rank score tag), got {len(parts)}")
+        out.setdefault(parts[0], {})[parts[2]] = float(parts[4])
+    return out
+
+
+def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """A qrels file (TREC ``qid 0 docid rel`` or BEIR's ``query-id<TAB>corpus-id<TAB>score``
+    with its header) as ``{qid: {docid: rel}}``."""
+    out: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        parts = line.split("\t") if "\t" in line else line.split()
+        if not parts or (n == 1 and parts[0] == "query-id"):
+            continue
+        if len(parts) not in (3, 4):
+            raise DataError(f"{path}:{n}: a qrels line has 4 fields (TREC) or 3 (BEIR tsv), got {len(parts)}")
+        qid, docid, rel = parts[0], parts[-2], parts[-1]
+        out.setdefault(qid, {})[docid] = int(rel)
+    return out
+
+
+# ---- BEIR ------------------------------------------------------------------------------------
+
+QUERY_PREFIX = "q:"
+"""BEIR query ids carry this prefix: tool ids and query ids never meet (BEIR's evaluation drops
+a retrieved doc whose id equals its query's id, ``ignore_identical_ids``)."""
+
+
+def write_beir(catalog: Catalog, queries: Sequence[Any], out_dir: str | Path, split: str = "test") -> dict[str, int]:
+    """``catalog`` and retrieval ``queries`` (``catalog.Query``) in BEIR's layout under ``out_dir``:
+    ``corpus.jsonl`` ({_id, title, text}: the tool's id, "service / API" and :meth:`Tool.text`,
+    the text our baselines index), ``queries.jsonl`` ({_id, text}) and ``qrels/<split>.tsv``
+    (header ``query-id corpus-id score``). Tool ids are :func:`doc_id` of the name, as in the
+    TREC files; query ids are ``q:`` + :func:`doc_id` of the query id. A gold tool not in the
+    catalog is a DataError naming the query (its qrels would point at no document)."""
+    out = Path(out_dir)
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    corpus = [{"_id": doc_id(t.name), "title": f"{t.tool_title or t.service} / {t.api_title or t.api}", "text": t.text(),
+               "metadata": {"name": t.name, "category": t.category}} for t in catalog]
+    known = {t.name for t in catalog}
+    qrows, qrels = [], []
+    for q in queries:
+        missing = [t for t in q.tools if t not in known]
+        if missing:
+            raise DataError(f"query {q.query_id!r}: gold tool {missing[0]!r} is not in the catalog; "
+                            "export it with the catalog the benchmark was written for")
+        qid = QUERY_PREFIX + doc_id(q.query_id)
+        qrows.append({"_id": qid, "text": q.text, "metadata": {"query_id": q.query_id}})
+        qrels += [f"{qid}\t{doc_id(t)}\t1" for t in sorted(set(q.tools))]
+    if len({r["_id"] for r in qrows}) != len(qrows):
+        raise DataError("the benchmark repeats query ids; BEIR needs unique ids")
+    atomic_write_text(out / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in corpus))
+    atomic_write_text(out / "queries.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in qrows))
+    atomic_write_text(out / "qrels" / f"{split}.tsv", "query-id\tcorpus-id\tscore\n" + "".join(x + "\n" for x in qrels))
+    return {"corpus": len(corpus), "queries": len(qrows), "qrels": len(qrels)}
