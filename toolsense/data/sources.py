@@ -13,6 +13,7 @@ from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_t
 from toolsense.catalog.loaders import DEMO_DIR
 from toolsense.catalog.tool import canonical_name
 from toolsense.data.leakage import QuerySet
+from toolsense.data.verbose import ensure_written, load_verbose
 from toolsense.utils.io import DataError, load_json
 from toolsense.utils.registry import Registry
 
@@ -24,7 +25,8 @@ QUERY_SOURCES: Registry[Callable[["QuerySource"], list[Query]]] = Registry("stag
 class QuerySource:
     kind: str = "demo"
     """A name from the QUERY_SOURCES registry. demo: the demo catalog's queries; toolbench: ToolBench query JSON; toolgen: ToolGen
-    retrieval JSON (``conversations``); jsonl / generated: our ``{query, tools}`` JSONL."""
+    retrieval JSON (``conversations``); jsonl / generated: our ``{query, tools}`` JSONL; verbose: template-written
+    ToolBench-style queries of the catalog file ``path`` (data/verbose.py)."""
     path: Optional[str] = None
     """File or glob; demo: a query file of the demo folder by name (None = queries.jsonl;
     short_train_extra.jsonl completes the short training split to every tool, for App. E)."""
@@ -53,7 +55,16 @@ def _demo(src: QuerySource) -> list[Query]:
 
 def source_files(src: QuerySource) -> list[str]:
     """The files a source reads (what a leakage message names)."""
+    if src.kind == "verbose":
+        return [str(ensure_written(src.path))]
     return [str(DEMO_DIR / (src.path or "queries.jsonl"))] if src.kind == "demo" else _paths(src)
+
+
+@QUERY_SOURCES.register("verbose")
+def _verbose(src: QuerySource) -> list[Query]:
+    """Template-written ToolBench-style queries of the catalog file ``path`` (None = the demo
+    catalog), split train / dev / test (data/verbose.py); ``style`` does not apply."""
+    return load_verbose(src.path, src.split)
 
 
 @QUERY_SOURCES.register("toolbench")

@@ -1,0 +1,103 @@
+"""stage2=verbose: template-written ToolBench-style queries from any catalog, held-out wordings disjoint."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from toolsense.catalog import Tool
+from toolsense.catalog.tool import Parameter, fold_text
+from toolsense.data.sources import QUERY_SOURCES, QuerySource, source_files
+from toolsense.data.verbose import (PARAM_PHRASES, PER_TOOL, SPLITS, TEMPLATES, clause, default_output, ensure_written,
+                                    generate, load_verbose, main, tool_queries)
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def test_clause_is_the_first_sentence_as_a_verb_phrase():
+    assert clause("Returns the **current** weather. Needs a key.") == "return the current weather"
+    assert clause("Get quote of the day.\n\n**RESPONSE** ...") == "get quote of the day"
+    assert clause("See [docs](https://x.io/a) for `GET` info") == "see docs for GET info"
+    assert clause("Get words (nouns only) fast") == "get words (nouns only) fast"
+    assert clause("Get multiple random words (i.e. Which one") == "get multiple random words"  # unclosed "(" cut
+    assert clause("None") == clause("") == clause("  **  ") == ""
+    assert len(clause(" ".join(["word"] * 40)).split()) == 24
+
+
+def test_a_tools_queries_use_its_documentation_and_distinct_templates():
+    tool = Tool.from_name("Weather&&Forecast", tool_title="Weather", tool_description="Weather data for any city.",
+                          api_title="Forecast", api_description="Returns the 7-day forecast for a city.",
+                          parameters=(Parameter("city", required=True), Parameter("days")))
+    train = tool_queries(tool, "train", seed=0)
+    assert len(train) == 2 and len(set(train)) == 2
+    for q in train + tool_queries(tool, "test"):
+        assert "Forecast" in q and "Weather" in q and "return the 7-day forecast for a city" in q
+        assert "city and days" in q
+    bare = Tool.from_name("X&&y")  # no text at all: the API name is the task
+    assert all("use y" in q for q in tool_queries(bare, "dev"))
+
+
+def test_template_sets_are_disjoint():
+    for a in SPLITS:
+        for b in SPLITS:
+            if a < b:
+                assert not set(TEMPLATES[a]) & set(TEMPLATES[b]) and not set(PARAM_PHRASES[a]) & set(PARAM_PHRASES[b])
+                openers = {t.split("{")[0] for t in TEMPLATES[a]}
+                assert not openers & {t.split("{")[0] for t in TEMPLATES[b]}
+    assert all(PER_TOOL[s] <= len(TEMPLATES[s]) for s in SPLITS)
+
+
+def test_every_tool_has_its_queries_in_each_split_and_no_heldout_text_is_trained(demo_catalog):
+    qs = generate(demo_catalog, seed=0)
+    names = {t.name for t in demo_catalog}
+    for split in SPLITS:
+        part = [q for q in qs if q.split == split]
+        assert len(part) == PER_TOOL[split] * len(names)
+        assert {q.tools[0] for q in part} == names and all(len(q.tools) == 1 for q in part)
+    train = {fold_text(q.text) for q in qs if q.split == "train"}
+    held = [fold_text(q.text) for q in qs if q.split != "train"]
+    assert not train & set(held) and len(set(held)) == len(held)
+    assert len({q.query_id for q in qs}) == len(qs)
+
+
+def test_seeded_and_deterministic(demo_catalog):
+    a, b = generate(demo_catalog, seed=0), generate(demo_catalog, seed=0)
+    assert [(q.query_id, q.text) for q in a] == [(q.query_id, q.text) for q in b]
+    c = generate(demo_catalog, seed=1)
+    assert sorted(q.text for q in c) != sorted(q.text for q in a)
+    first = {t.name: tool_queries(t, "train") for t in list(demo_catalog)[:5]}
+    assert {t.name: tool_queries(t, "train") for t in list(demo_catalog)[:5]} == first  # per tool, not per catalog
+
+
+def test_stage2_source_and_heldout_benchmark_read_one_cached_file(tmp_path, monkeypatch, demo_catalog):
+    monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path))
+    cat = tmp_path / "cat.jsonl"
+    cat.write_text("".join(json.dumps({"tool_name": t.name, "api_description": t.api_description}) + "\n"
+                           for t in list(demo_catalog)[:10]))
+    src = QuerySource(kind="verbose", path=str(cat), split="train")
+    train = QUERY_SOURCES.get("verbose")(src)
+    out = default_output(cat)
+    assert out == tmp_path / "verbose/cat.jsonl" and source_files(src) == [str(out)]
+    assert len(train) == 20 and all(q.split == "train" for q in train)
+    assert out.read_bytes() == ensure_written(cat, tmp_path / "again.jsonl").read_bytes()
+    test = load_verbose(cat, "test")
+    assert len(test) == 10 and not {q.text for q in test} & {q.text for q in train}
+    assert default_output(cat, seed=2).name == "cat.seed2.jsonl"
+    with pytest.raises(ValueError, match=r"stage2\.sources\.split='val'"):
+        load_verbose(cat, "val")
+    with pytest.raises(FileNotFoundError, match=r"catalog file .*missing\.jsonl.*\$\{catalog\.path\}"):
+        QUERY_SOURCES.get("verbose")(QuerySource(kind="verbose", path=str(tmp_path / "missing.jsonl")))
+
+
+def test_configs_point_the_source_at_the_catalog_and_the_benchmark_at_its_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path))
+    stage2 = OmegaConf.merge({"catalog": OmegaConf.load(CONF / "catalog/study_tools.yaml")},
+                             {"stage2": OmegaConf.load(CONF / "stage2/verbose.yaml")})
+    assert stage2.stage2.sources[0].path == stage2.catalog.path == str(tmp_path / "catalogs/study_tools.jsonl")
+    bench = OmegaConf.load(CONF / "benchmark/verbose_heldout.yaml")
+    assert bench.path == str(default_output(stage2.catalog.path)) and bench.split == "test"
+    assert main(["demo", "--out", str(tmp_path / "demo.jsonl")]) == 0
+    n = len(generate(__import__("toolsense.catalog", fromlist=["x"]).load_demo_catalog())) // 4
+    assert re.search(rf"train {2 * n}, dev {n}, test {n}$", capsys.readouterr().out.strip())
