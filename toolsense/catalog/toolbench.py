@@ -16,10 +16,16 @@ text. Its text comes from the first source that has it, in this order:
 
 A loose key shared by several records of one source is ambiguous and skipped (counted in the
 coverage report). The output is deterministic: same inputs, same bytes.
+
+``toolbench_clean`` (``catalog=toolbench_clean``) is the same catalog without the
+``toolbench_queries`` source: the query files are ToolBench's *test* queries, and the 490
+tools whose text they alone supply are then exactly the tools those queries were written from
+(their text falls back to ``service`` or ``name``). docs/paper_tables.md measures what this moves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -158,11 +164,14 @@ def match_tools(names: Catalog, release: Catalog, toolenv: Catalog,
 
 
 @CATALOG_BUILDERS.register("toolbench")
-def build_toolbench_catalog(data_dir: str | Path, out: str | Path) -> dict[str, Any]:
+def build_toolbench_catalog(data_dir: str | Path, out: str | Path, query_files: bool = True) -> dict[str, Any]:
     """Build ``out`` (ToolSense JSONL, one line per ToolGen token, token order) and
     ``out.coverage.json``; returns the coverage report (counts per source, input and output
-    sha256). Both files are written atomically."""
+    sha256). Both files are written atomically. ``query_files=False`` leaves the ToolBench test
+    query files out of the text sources (and out of the inputs the report lists)."""
     inputs = ToolbenchInputs.under(data_dir)
+    if not query_files:
+        inputs = dataclasses.replace(inputs, queries=())
     out = Path(out)
     names = load_virtual_tokens(inputs.tokens)
     release = load_toolsense(inputs.release)
@@ -173,7 +182,14 @@ def build_toolbench_catalog(data_dir: str | Path, out: str | Path) -> dict[str, 
     coverage.update(
         output={"path": str(out), "sha256": sha256_text(text)},
         inputs={k: {"path": str(p), "sha256": sha256_file(p)} for k, p in inputs.files().items()},
-        command=build_command("toolbench", data_dir, out),
+        command=build_command("toolbench" if query_files else "toolbench_clean", data_dir, out),
+        query_files=query_files,
     )
     atomic_write_text(coverage_path(out), json.dumps(coverage, indent=2) + "\n")
     return coverage
+
+
+@CATALOG_BUILDERS.register("toolbench_clean")
+def build_toolbench_clean_catalog(data_dir: str | Path, out: str | Path) -> dict[str, Any]:
+    """``toolbench`` without text from the ToolBench test query files (see the module doc)."""
+    return build_toolbench_catalog(data_dir, out, query_files=False)
