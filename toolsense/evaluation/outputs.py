@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from toolsense.evaluation.coverage import coverage_cell
 from toolsense.utils.io import git_sha  # noqa: F401  (results.json provenance; imported from here by the writers)
 from toolsense.utils.jsonl import DuplicateKey, JsonlStore
 from toolsense.utils.paths import atomic_write_text
@@ -112,16 +113,17 @@ def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
     """ONE table for a whole evaluation: a row per (benchmark, system). Retrieval rows fill
     Rc@k, Rf@k (percent) and IS@k (ratio) with 95% intervals; probe rows fill accuracy (flagged
     when one answer dominates), chance, majority rate, top answer and the debiased accuracy
-    (probe_stats.py). Missing gold tools / probe tools are counted in the last column."""
+    (probe_stats.py). ``covered``: items with a gold tool the run's Stage 2 trained on (coverage.py;
+    '—' for untrained models and baselines). Missing gold tools / probe tools are counted in the last column."""
     from toolsense.evaluation.probe_stats import PROBE_COLUMNS, probe_cells
 
-    header = ["benchmark", "system", "n"] + [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] \
+    header = ["benchmark", "system", "n", "covered"] + [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] \
         + [f"IS@{k}" for k in ks] + PROBE_COLUMNS + ["missing tools"]
     rows = []
     for r in results:
         m = r["metrics"]
         probe = ["—"] * len(PROBE_COLUMNS) if r["kind"] == "retrieval" else probe_cells(r)
-        rows.append([benchmark_label(r), r["system"], r["n"]] + [fmt(m.get(f"Rc@{k}")) for k in ks]
+        rows.append([benchmark_label(r), r["system"], r["n"], coverage_cell(r)] + [fmt(m.get(f"Rc@{k}")) for k in ks]
                     + [fmt(m.get(f"Rf@{k}")) for k in ks] + [fmt(m.get(f"IS@{k}"), pct=False) for k in ks]
                     + probe + [r["missing"]["count"]])
     return markdown_table(header, rows)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import random
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 from tqdm import tqdm
@@ -26,6 +26,7 @@ from toolsense.decoding.beam import left_pad, prefill
 from toolsense.evaluation.benchmarks import Benchmark, ProbeItem
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
+from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered
 from toolsense.evaluation.metrics import accuracy
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
 from toolsense.decoding.retrieval import encode
@@ -164,9 +165,11 @@ def summarize_probe(rows: Sequence[dict], kind: str, answers: Sequence[str], cfg
 
 
 def evaluate_probe(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig, out_dir: str | Path,
-                   resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+                   resamples: int = 1000, seed: int = 0, trained: Optional[Stage2Tools] = None) -> dict[str, Any]:
     """Evaluate one probe benchmark in one mode; writes samples.jsonl (resumable; rows from a
-    run without the rotations circular MCQ needs are scored again) and results.json."""
+    run without the rotations circular MCQ needs are scored again) and results.json. With
+    ``trained`` (coverage.py) each row records ``covered`` (Stage 2 trained on its tool) and
+    results.json ``coverage``; None = not applicable (an untrained model)."""
     out_dir = Path(out_dir)
     kind = bench.kind
     known = [it for it in bench.items if it.tool in ev.index.paths]
@@ -181,12 +184,14 @@ def evaluate_probe(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig,
         todo = [it for it in known if not samples.done(it.item_id) or (n_rot > 1 and "rotations" not in samples.rows[it.item_id])]
         for start in tqdm(range(0, len(todo), per_batch), desc=f"{bench.name}/{mode}", unit="batch"):
             for row in _score_chunk(ev, todo[start : start + per_batch], kind, mode, cfg, answers):
+                row["covered"] = is_covered([row["tool"]], trained)
                 samples.add(row, replace=samples.done(row["item_id"]))  # a row without rotations, rescored
         rows = samples.ordered([it.item_id for it in known])
     stats = summarize_probe(rows, kind, answers, cfg, resamples, seed)
     acc = stats["metrics"]["accuracy"]
     result = {
         "benchmark": bench.name, "system": mode, "mode": mode, "kind": kind, "n": len(rows), **stats,
+        "coverage": coverage_summary([[r["tool"]] for r in rows], trained),
         "above_chance": bool(rows) and acc["lo"] > stats["chance"],
         "missing": {"count": len(missing), "names": missing, "items_skipped": len(bench.items) - len(known)},
         "git_sha": git_sha(), "hashes": {"benchmark_sha256": bench.sha256, "index_sha256": ev.index_sha256},

@@ -26,6 +26,7 @@ from toolsense.catalog.config import load_from_config
 from toolsense.evaluation.baselines import build_baseline
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.evaluation.config import BaselineConfig, DecodingConfig, EvaluateConfig, ProbeConfig, Task, register_configs
+from toolsense.evaluation.coverage import stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identity, claim, decoding_identity,
@@ -77,7 +78,8 @@ def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, cat
 
 def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()) -> list[dict]:
     """Run every benchmark × system of ``cfg``; returns the
-    per-evaluation results (each also written to its own results.json). Every evaluation folder
+    per-evaluation results (each also written to its own results.json; a trained run's rows carry
+    its Stage-2 coverage, coverage.py). Every evaluation folder
     is claimed first (fingerprint.py): resumed on an exact match, else refused unless
     ``overwrite``. Under torchrun the parametric retrieval is shared out between the processes;
     baselines and probes run on rank 0, which alone returns results (distributed.py)."""
@@ -101,6 +103,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
     if ev is not None:
         provenance.update(index_sha256=ev.index_sha256, source=ev.source)
     retriever = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, dec) if ev is not None else None
+    trained = stage2_tools(ev.source["run"], ev.index.paths) if ev is not None and ev.source.get("run") else None
     baselines = {label: build_baseline(catalog, bc, dec.beam_width) for label, bc in baselines_cfg.items()} if shard.main else {}
     results = []
     for label, bench in benches.items():
@@ -108,7 +111,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
             if retriever is not None:
                 d = out / label / "model"
                 res = evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), dec, d,
-                                       {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d)}, shard)
+                                       {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d)}, shard, trained)
                 if res is not None:
                     results.append(res)
             if not shard.main:
@@ -122,7 +125,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
         elif ev is not None and shard.main:
             for mode in probe.modes:
                 d = out / label / mode
-                res = evaluate_probe(ev, bench, mode, probe, d, dec.resamples, dec.seed)
+                res = evaluate_probe(ev, bench, mode, probe, d, dec.resamples, dec.seed, trained)
                 res.update(config=provenance["config"], is_sample=bench.is_sample, fingerprint=plan[d],
                            source=portable_source(ev.source, d))
                 write_json(d / "results.json", res)

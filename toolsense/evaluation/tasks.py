@@ -7,13 +7,14 @@ import dataclasses
 import logging
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from tqdm import tqdm
 
 from toolsense.catalog import Query
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import DecodingConfig
+from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered
 from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
 from toolsense.evaluation.export import write_trec
@@ -58,7 +59,7 @@ def summarize(rows: Sequence[dict], tiers: Sequence[str], dec: DecodingConfig, w
 
 
 def _rank_into(ranker: Ranker, todo: Sequence[Query], samples: SampleLog, bar: tqdm, bench: Benchmark,
-               dec: DecodingConfig, original: dict[str, Any], known_tools: set[str]) -> None:
+               dec: DecodingConfig, original: dict[str, Any], known_tools: set[str], trained: Optional[Stage2Tools]) -> None:
     """Rank ``todo`` and append one scored sample per query as it completes."""
     for rec in ranker(todo):
         q = rec.query
@@ -69,15 +70,20 @@ def _rank_into(ranker: Ranker, todo: Sequence[Query], samples: SampleLog, bar: t
         samples.add({
             "item_id": q.query_id, "query": q.text, "prompt": rec.prompt, "gold": list(q.tools),
             "tier": bench.tier_of(q), "missing_gold": [t for t in original[q.query_id] if t not in known_tools],
+            "covered": is_covered(q.tools, trained),
             "constrained": rec.constrained, "free": rec.free, "metrics": m,
         })
         bar.update(1)
 
 
 def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools: set[str], dec: DecodingConfig,
-                     out_dir: str | Path, provenance: dict[str, Any], shard: Shard = Shard()) -> dict[str, Any] | None:
+                     out_dir: str | Path, provenance: dict[str, Any], shard: Shard = Shard(),
+                     trained: Optional[Stage2Tools] = None) -> dict[str, Any] | None:
     """Rank every query of ``bench`` with ``ranker``, log each item to ``out_dir/samples.jsonl``
     as it completes (skipping items already there), and write ``out_dir/results.json``.
+    ``trained``: the tools Stage 2 of the evaluated run trained on (coverage.py): each sample
+    records ``covered`` and results.json ``coverage``; None (untrained model, baseline) = not
+    applicable.
     With a ``shard`` of several processes each ranks its share (distributed.py) and rank 0
     merges and scores; the other ranks return None."""
     out_dir = Path(out_dir)
@@ -99,7 +105,7 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
         desc = f"{bench.name}/{system}" + (f" [rank {shard.rank}/{shard.world}]" if shard.world > 1 else "")
         bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=desc, unit="q")
         with heartbeat(bar):  # a batch of queries can take minutes at catalog scale: keep the log alive
-            _rank_into(ranker, todo, samples, bar, bench, dec, original, known_tools)
+            _rank_into(ranker, todo, samples, bar, bench, dec, original, known_tools, trained)
         bar.close()
         shard.barrier()  # every process has written its share
         if not shard.main:
@@ -112,6 +118,7 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
     summary = summarize(rows, [r["tier"] for r in rows], dec, with_free)
     result = {
         "benchmark": bench.name, "system": system, "kind": "retrieval", "n": len(rows), **summary,
+        "coverage": coverage_summary([r["gold"] for r in rows], trained),
         "is_sample": bench.is_sample, "missing": missing, "git_sha": git_sha(),
         "hashes": {"benchmark_sha256": bench.sha256, "index_sha256": provenance.get("index_sha256")},
         "benchmark_path": bench.path, "benchmark_files": bench.files, **{k: v for k, v in provenance.items() if k != "index_sha256"},
