@@ -1,0 +1,100 @@
+"""The parts of the GPU path a CPU can check: the LM head in fp32 over the tokenizer's real
+tokens (bf16 logits tie; the rows that pad the vocabulary to a multiple of 64 are no token), and
+the Retriever under an attention implementation that cannot read its 4D masks."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from toolsense.catalog import Query
+from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
+from toolsense.decoding.beam import beam_search, fp32_head, left_pad, prefill
+from toolsense.decoding.retrieval import Retriever, encode
+from toolsense.decoding.trie_tensors import TrieTensors
+from toolsense.index import add_index_tokens, build_index, build_trie
+from toolsense.models import ModelConfig, load_model_and_tokenizer
+
+QUERIES = ["check whether a link is safe", "convert euros to dollars", "what is the weather in Paris", "translate hello"]
+
+
+def _loaded(dtype: str, demo_catalog, attn: str | None = None):
+    model, tok = load_model_and_tokenizer(ModelConfig("tiny_random", dtype=dtype, attn_implementation=attn))
+    index = build_index(demo_catalog, "structural")
+    add_index_tokens(index, model, tok)
+    return model.eval(), tok, index
+
+
+def _prompts(tok):
+    return encode(tok, [render_prompt(tok, retrieval_messages(q, PromptConfig())) for q in QUERIES])
+
+
+def _dec(**kw):
+    from toolsense.evaluation.config import DecodingConfig
+
+    return DecodingConfig(beam_width=6, ks=[1, 6], **kw)
+
+
+def test_fp32_head_scores_in_fp32_over_real_tokens_and_restores_the_head(demo_catalog):
+    model, tok, _ = _loaded("bfloat16", demo_catalog)
+    ids, mask = left_pad(_prompts(tok), tok.pad_token_id, "cpu")
+    head = model.get_output_embeddings()
+    assert head.weight.shape[0] > len(tok)  # padded to a multiple of 64
+    plain = model(input_ids=ids, attention_mask=mask, logits_to_keep=1, output_hidden_states=True)
+    with fp32_head(model, len(tok)):
+        up = model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits[:, -1]
+    hidden = plain.hidden_states[-1][:, -1]
+    assert up.dtype == torch.float32 and up.shape[-1] == len(tok)
+    torch.testing.assert_close(up, hidden.float() @ head.weight[: len(tok)].float().T)
+    # bf16 rounding ties logits that fp32 tells apart: the top-50 cut would fall among ties
+    bf = plain.logits[:, -1, : len(tok)]
+    assert bf.dtype == torch.bfloat16
+    assert all(len(torch.unique(bf[q])) < len(torch.unique(up[q])) for q in range(len(QUERIES)))
+    again = model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits
+    assert again.dtype == torch.bfloat16 and again.shape[-1] == head.weight.shape[0] and "forward" not in head.__dict__
+
+
+def test_padding_rows_never_reach_the_free_form_search(demo_catalog):
+    """Rows past len(tokenizer) made to win every step: a search over all rows emits them, the
+    Retriever's (head cut at the tokenizer's length) returns exactly what it returns with zero rows."""
+    model, tok, index = _loaded("float32", demo_catalog)
+    n, rows = len(tok), model.get_output_embeddings().weight.shape[0]
+    queries = [Query(str(i), q, ("x",)) for i, q in enumerate(QUERIES)]
+    dec = _dec()
+    clean = list(Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), dec).run(queries))
+    ids, mask = left_pad(_prompts(tok), tok.pad_token_id, "cpu")
+    hidden = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1][:, -1]
+    with torch.no_grad():
+        model.get_output_embeddings().weight[n:] = 50 * torch.nn.functional.normalize(hidden.mean(0), dim=0)
+    tt_all = TrieTensors.from_trie(build_trie(index, tok), rows)
+    wide = beam_search(model, prefill(model, ids, mask), tt_all, 6, 3, constrained=False)
+    assert any(t >= n for q in wide.sequences for s in q for t in s)  # the adversarial rows would win
+    padded = list(Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), dec).run(queries))
+    assert [r.free for r in padded] == [r.free for r in clean] and [r.constrained for r in padded] == [r.constrained for r in clean]
+
+
+def test_retriever_switches_flash_attention_to_sdpa_and_says_so(demo_catalog, caplog):
+    model, tok, index = _loaded("float32", demo_catalog, attn="sdpa")
+    queries = [Query(str(i), q, ("x",)) for i, q in enumerate(QUERIES)]
+    ref = list(Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), _dec()).run(queries))
+    model.config._attn_implementation_internal = "flash_attention_2"  # as load_run reloads an FA2-trained run
+    with caplog.at_level(logging.WARNING, logger="toolsense.decoding.retrieval"):
+        r = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), _dec())
+    assert r.attn_implementation == "sdpa" == model.config._attn_implementation
+    assert "flash_attention_2 cannot read the search's 4D attention masks; switching this model to sdpa" in caplog.text
+    assert [x.constrained for x in r.run(queries)] == [x.constrained for x in ref]
+
+
+def test_eager_attention_reads_the_masks_and_gives_sdpa_s_beams(demo_catalog):
+    queries = [Query(str(i), q, ("x",)) for i, q in enumerate(QUERIES)]
+    out = {}
+    for attn in ("sdpa", "eager"):
+        model, tok, index = _loaded("float32", demo_catalog, attn=attn)
+        r = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), _dec())
+        assert r.attn_implementation == attn
+        out[attn] = list(r.run(queries))
+    for a, b in zip(out["sdpa"], out["eager"]):
+        assert [x["tool"] for x in a.constrained] == [x["tool"] for x in b.constrained]
+        assert [x["score"] for x in a.constrained] == pytest.approx([x["score"] for x in b.constrained], abs=1e-4)
