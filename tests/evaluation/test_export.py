@@ -115,3 +115,26 @@ def test_beir_layout_round_trips(demo_catalog, tmp_path):
     ids = {c["_id"]: c["metadata"]["name"] for c in corpus}
     assert {from_doc_id(q["_id"][2:]): {ids[d] for d in qrels[q["_id"]]} for q in qs} == \
         {q.query_id: set(q.tools) for q in queries}
+
+
+def test_beir_cli_writes_what_beirs_own_loader_reads(tmp_path, demo_catalog):
+    """``python -m toolsense.export beir`` on the demo catalog + benchmark, read back with BEIR's
+    GenericDataLoader (the beir package, when installed) and compared with the benchmark."""
+    import subprocess
+    import sys
+
+    from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-m", "toolsense.export", "beir", "catalog=demo", "benchmark=demo_standard",
+                           "benchmark.limit=7", f"output_dir={tmp_path}"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "126 tools, 7 queries" in proc.stdout
+    folder = next(p for p in tmp_path.iterdir() if p.is_dir())
+    loader = pytest.importorskip("beir.datasets.data_loader", reason="the beir package is not installed (the dev extra)")
+    corpus, queries, qrels = loader.GenericDataLoader(data_folder=str(folder)).load(split="test")
+    bench = load_benchmark(BenchmarkConfig(loader="demo", split="test", style="verbose", limit=7))
+    assert len(corpus) == len(demo_catalog) and len(queries) == 7
+    assert {from_doc_id(q[2:]): queries[q] for q in queries} == {q.query_id: q.text for q in bench.items}
+    assert {from_doc_id(q[2:]): {from_doc_id(d) for d in rel} for q, rel in qrels.items()} == \
+        {q.query_id: set(q.tools) for q in bench.items}
