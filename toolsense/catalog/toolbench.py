@@ -18,9 +18,10 @@ A loose key shared by several records of one source is ambiguous and skipped (co
 coverage report). The output is deterministic: same inputs, same bytes.
 
 ``toolbench_clean`` (``catalog=toolbench_clean``) is the same catalog without the
-``toolbench_queries`` source: the query files are ToolBench's *test* queries, and the 490
-tools whose text they alone supply are then exactly the tools those queries were written from
-(their text falls back to ``service`` or ``name``). docs/paper_tables.md measures what this moves.
+``toolbench_queries`` source: the query files are ToolBench's *test* queries, and the 490 tools
+whose text they alone supply are APIs listed in those queries' ``api_list`` (the APIs a query was
+generated from and their siblings); their text falls back to ``service`` or ``name``.
+docs/paper_tables.md measures what this moves.
 """
 
 from __future__ import annotations
