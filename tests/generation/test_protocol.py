@@ -187,7 +187,7 @@ def test_question_dedupe_exact_and_near(nb):
 
 def test_generic_questions_rejected(demo_catalog):
     tool = demo_catalog[ANCHOR]
-    item = {"correct_answer": "a", "wrong_answers": ["b", "c", "d"]}
+    item = {"correct_answer": "Observed temperature, humidity and wind", "wrong_answers": ["A five-day forecast", "Pollen levels", "Sunrise times"]}
     assert check_mcq({**item, "question": "What is the primary function of this tool?"}, tool) == "generic question (template)"
     assert check_mcq({**item, "question": "Which invoice format does this tool export?"}, tool) == \
         "generic question (no content word from the tool card)"

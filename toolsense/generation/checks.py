@@ -81,6 +81,19 @@ def leaked_names(text: str, tools: list[Tool]) -> list[str]:
     return sorted(set(hits))
 
 
+def copies_example(query: str, examples: list[str]) -> str | None:
+    """The few-shot example ``query`` copies or nearly copies (normalised text equal, word
+    overlap >= 0.7, or character similarity >= 0.85), else None."""
+    from difflib import SequenceMatcher
+
+    q = normalise(query)
+    for e in examples:
+        n = normalise(e)
+        if q == n or _overlap(q, n) >= 0.7 or SequenceMatcher(None, q, n).ratio() >= 0.85:
+            return e
+    return None
+
+
 def check_query(query: object, tools: list[Tool], max_words: int, seen: set[str]) -> str | None:
     """None when the query is acceptable, else the reason for rejecting it."""
     if not isinstance(query, str) or not query.strip():
@@ -140,7 +153,77 @@ def generic_question(question: str, tool: Tool, need_card_word: bool = True) -> 
     return None
 
 
-def check_mcq(obj: dict | None, tool: Tool) -> str | None:
+AUXILIARIES = frozenset("do does did is are was were am can could will would shall should may might must has have had".split())
+"""The words a yes/no question starts with ("Does this tool ...?", "Can it ...?")."""
+WH_WORDS = frozenset("what which who whom whose where when why how".split())
+_SELF_WORDS = frozenset("this that the a an tool tools api apis service it its one above none all of".split())
+
+
+def _clauses(question: str) -> list[list[str]]:
+    """The words of the question, and of what follows its first comma ("Given a city, does ...")."""
+    norm = unidecode(question).lower()
+    parts = [norm] + ([norm.split(",", 1)[1]] if "," in norm else [])
+    return [_WORD.findall(p) for p in parts]
+
+
+def yes_no_form(question: str) -> bool:
+    """A yes/no question by its form: it ends with "?" and its (main) clause starts with an
+    auxiliary verb — "What does this tool return ...?" answered "Yes" is not one."""
+    return question.strip().endswith("?") and any(words and words[0] in AUXILIARIES for words in _clauses(question))
+
+
+def question_form(question: str) -> bool:
+    """A question, not a statement: it ends with "?" and starts with (or, after a first comma,
+    continues with) an interrogative or auxiliary word, or holds an interrogative word."""
+    if not question.strip().endswith("?"):
+        return False
+    words = _clauses(question)
+    return any(w and (w[0] in AUXILIARIES or w[0] in WH_WORDS) for w in words) or bool(WH_WORDS & set(words[0]))
+
+
+def catalog_names(tools) -> frozenset[str]:
+    """Every way a tool of the catalog is named, normalised: service / tool title, API title,
+    API id, and "service api" / "title / api" (the card's own header)."""
+    names = set()
+    for t in tools:
+        svc, api = (t.tool_title or t.service), (t.api_title or t.api)
+        names.update(normalise(n) for n in (t.service, t.tool_title, t.api_title, t.api, f"{svc} {api}", f"{t.service} {t.api}",
+                                             t.raw_name or t.name, t.name) if n)
+    names.discard("")
+    return frozenset(names)
+
+
+def _overlap(a: str, b: str) -> float:
+    wa, wb = set(normalise(a).split()), set(normalise(b).split())
+    return len(wa & wb) / max(1, len(wa | wb))
+
+
+def bad_option(option: str, question: str, names: frozenset[str]) -> str | None:
+    """Why an MCQ option is no answer about the tool: a tool's name (this one's or another
+    catalog tool's), a reference to the tool itself ("this tool", "none of the above"), or the
+    question's own wording; None when it is an answer."""
+    norm = normalise(option)
+    if norm in names:
+        return "an option is a tool name, not an answer about the tool"
+    if not set(norm.split()) - _SELF_WORDS:
+        return "an option only refers to the tool ('this tool')"
+    if norm == normalise(question) or (len(norm.split()) >= 4 and norm in normalise(question)) or _overlap(option, question) >= 0.8:
+        return "an option repeats the question"
+    return None
+
+
+def unsupported_answer(answer: str, tool: Tool) -> str | None:
+    """Where code can tell: an answer with content words, none of which the tool's card holds
+    (5-letter stems), is not supported by the card."""
+    content = {w[:5] for w in normalise(answer).split() if len(w) >= 4 and w not in _FUNCTION_WORDS}
+    if content and not content & card_words(tool):
+        return "the tool card does not support the correct answer (no content word in common)"
+    return None
+
+
+def check_mcq(obj: dict | None, tool: Tool, names: frozenset[str] = frozenset()) -> str | None:
+    """Form and content of a written MCQ item; ``names`` (:func:`catalog_names`) are the tool
+    names no option may be (this tool's own are always checked)."""
     if obj is None:
         return "reply is not a JSON object"
     q, c, w = obj.get("question"), obj.get("correct_answer"), obj.get("wrong_answers")
@@ -153,10 +236,17 @@ def check_mcq(obj: dict | None, tool: Tool) -> str | None:
     norm = {fold_text(x) for x in w}
     if len(norm) != 3 or fold_text(c) in norm:
         return "answers are not distinct"
+    if not question_form(q):
+        return "question is a statement, not a question"
     leaked = leaked_names(q, [tool])
     if leaked:
         return f"question names the tool: {leaked}"
-    return generic_question(q, tool)
+    reason = generic_question(q, tool)
+    names = names | catalog_names([tool])
+    for option in [c, *w]:
+        reason = reason or bad_option(option, q, names)
+    leaked = leaked_names(c, [tool])
+    return reason or (f"correct answer names the tool: {leaked}" if leaked else None) or unsupported_answer(c, tool)
 
 
 def check_qa(obj: dict | None, tool: Tool, target: str) -> str | None:
@@ -165,6 +255,8 @@ def check_qa(obj: dict | None, tool: Tool, target: str) -> str | None:
     q, a = obj.get("question"), obj.get("answer")
     if not isinstance(q, str) or not q.strip().endswith("?"):
         return "question missing or not a question"
+    if not yes_no_form(q):
+        return "not a yes/no question (it must start with an auxiliary verb: Does, Is, Can, ...)"
     if a not in ("Yes", "No"):
         return f"answer must be Yes or No, got {a!r}"
     if a != target:

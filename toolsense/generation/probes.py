@@ -6,7 +6,7 @@ import numpy as np
 
 from toolsense.catalog import Catalog, Tool
 from toolsense.generation import prompts
-from toolsense.generation.checks import check_mcq, check_qa
+from toolsense.generation.checks import catalog_names, check_mcq, check_qa
 from toolsense.generation.dedupe import QuestionDeduper
 from toolsense.generation.llm import ChatLLM, ask_judge, ask_json, unparsed_reason
 from toolsense.generation.pools import Neighbourhoods
@@ -14,12 +14,16 @@ from toolsense.generation.prompts import usable_description
 
 
 def make_mcq_item(tool: Tool, catalog: Catalog, nb: Neighbourhoods, writer: ChatLLM, judge: ChatLLM | None,
-                  temperature: float, attempt: int, seed: int, dedupe: QuestionDeduper) -> tuple[dict | None, str | None, dict]:
+                  temperature: float, attempt: int, seed: int, dedupe: QuestionDeduper,
+                  names: frozenset[str] | None = None) -> tuple[dict | None, str | None, dict]:
+    """``names``: the catalog's tool names (:func:`~toolsense.generation.checks.catalog_names`,
+    computed here when not given) that no option may be."""
+    names = catalog_names(catalog) if names is None else names
     similar = [t for t in (catalog[n] for n in nb.nearest(tool.name, 10)) if usable_description(t)][:3]
     obj, reply = ask_json(writer, prompts.mcq_writer(tool, similar), stage="mcq_writer",
                           schema=prompts.SCHEMAS["mcq_writer"], temperature=temperature, seed=attempt)
     trace = {"writer_reply": str(reply)}
-    reason = unparsed_reason(reply, "writer reply") if obj is None else check_mcq(obj, tool) or dedupe.reason(obj["question"])
+    reason = unparsed_reason(reply, "writer reply") if obj is None else check_mcq(obj, tool, names) or dedupe.reason(obj["question"])
     if reason:
         return None, reason, trace
     item = {"question": obj["question"].strip(), "correct_answer": obj["correct_answer"].strip(),

@@ -17,7 +17,7 @@ import numpy as np
 
 from toolsense.catalog import Catalog
 from toolsense.generation import prompts
-from toolsense.generation.checks import TIER_SIZES, check_answer_set, check_query, leaked_names, normalise
+from toolsense.generation.checks import TIER_SIZES, check_answer_set, check_query, copies_example, leaked_names
 from toolsense.generation.config import GenerateConfig
 from toolsense.generation.guard import HeldOut
 from toolsense.generation.llm import ChatLLM, ask_judge, ask_json, unparsed_reason
@@ -66,8 +66,8 @@ def make_rrb_item(task: RRBTask, catalog: Catalog, writer: ChatLLM, judge: ChatL
         return None, unparsed_reason(reply, "writer reply"), trace
     query = obj.get("query")
     reason = check_query(query, [], MAX_WORDS[task.tier], seen)
-    shots = {normalise(e) for tier in ("easy", "medium", "hard") for e in getattr(cfg.few_shot, tier)}
-    if not reason and normalise(query) in shots:
+    shots = [e for tier in ("easy", "medium", "hard") for e in getattr(cfg.few_shot, tier)]
+    if not reason and copies_example(query, shots):
         reason = "query copies a few-shot example"
     if reason:
         return None, reason, trace
