@@ -79,10 +79,16 @@ def test_seeds_of_one_configuration_are_averaged_with_a_pooled_interval(tmp_path
     assert comp["rows"] == ["tg-lora", "bm25"]  # one configuration, not one row per seed
     cell = comp["cells"]["tg-lora"]["standard Rc@1"]
     assert cell["value"] == pytest.approx(0.45) and cell["sd"] == pytest.approx(0.05 * 2**0.5) and cell["n_seeds"] == 2
-    pooled = np.array([1.0] * 4 + [0.0] * 6 + [1.0] * 5 + [0.0] * 5)  # 20 (seed, query) observations
-    draws = pooled[np.random.default_rng(0).integers(0, 20, size=(1000, 20))].mean(axis=1)
+    # the 10 queries are resampled, each with both seeds: per-query hit sums over the seeds
+    sums = np.array([2.0] * 4 + [1.0] + [0.0] * 5)
+    draws = sums[np.random.default_rng(0).integers(0, 10, size=(1000, 10))].sum(axis=1) / 20
     assert (cell["lo"], cell["hi"]) == pytest.approx(tuple(np.quantile(draws, [0.025, 0.975])))
-    assert comp["cells"]["tg-lora"]["standard IS@1"]["pooled"] == pytest.approx((2 + 2) / (4 + 5))  # Rf/Rc of pooled hits
+    rows = np.array([1.0] * 4 + [0.0] * 6 + [1.0] * 5 + [0.0] * 5)  # the 20 (seed, query) rows as if independent
+    naive = np.quantile(rows[np.random.default_rng(0).integers(0, 20, size=(1000, 20))].mean(axis=1), [0.025, 0.975])
+    assert cell["hi"] - cell["lo"] > naive[1] - naive[0]  # the row bootstrap is narrower than the data allow
+    is_cell = comp["cells"]["tg-lora"]["standard IS@1"]
+    assert is_cell["value"] == pytest.approx((2 + 2) / (4 + 5)) and is_cell["hits"] == 9  # Rf/Rc of pooled hits
+    assert is_cell["few_hits"] and "⚑ 9 hits" in comparison_table(comp)
     assert comp["cells"]["tg-lora"]["mcq token acc"]["sd"] == 0.0  # no samples.jsonl: mean ± sd, no interval
     assert comp["cells"]["tg-lora"]["mcq token acc"]["lo"] is None
     assert comparison_table(comp).splitlines()[2].startswith("| tg-lora | 45.0 ± 7.1 [")
@@ -152,7 +158,7 @@ def test_retention_is_the_paired_stage2_minus_stage1_difference(tmp_path):
     comp = comparison(collect([tmp_path]), ["Rc@1"])
     assert comp["rows"] == ["tg-lora", "tg-lora:stage1"]
     ret = comp["cells"]["tg-lora"]["retention mcq token Δacc"]
-    assert ret["value"] == pytest.approx(-0.25) and ret["n"] == 8
+    assert ret["value"] == pytest.approx(-0.25) and ret["n_items"] == 8 and ret["n_pairs"] == 1
     assert -1.0 <= ret["lo"] < ret["value"] and ret["hi"] == 0.0  # paired: no item improved, so no draw is > 0
     assert comp["cells"]["tg-lora:stage1"]["mcq token acc"]["majority_rate"] == 0.75  # gold A in 6 of 8 (samples.jsonl)
     assert comp["cells"]["tg-lora"]["mcq token acc"]["majority_rate"] == 0.6  # results.json's own field wins
@@ -187,7 +193,8 @@ def test_run_compare_writes_table_csv_json_and_plots(tmp_path, capsys):
     comp = run_compare(CompareConfig(roots=[str(tmp_path / "sweep")]), tmp_path / "out")
     md = (tmp_path / "out" / "comparison.md").read_text()
     assert md.startswith("| system | g1 Rc@50 | g1 Rf@50 | g1 IS@50 | g2 Rc@50 |")
-    assert "Cohen's d (IS@50, flat − hierarchical; unit: configuration × benchmark (Stage-2 rows)): d = 2.83" in md
+    assert ("Cohen's d (IS@50, flat − hierarchical; unit: one configuration's seed-pooled value on one retrieval benchmark "
+            "(Stage-2 rows; few-hit IS left out)): d = 2.83 [") in md
     lines = list(csv.DictReader(open(tmp_path / "out" / "comparison.csv")))
     assert {"system": "tg_h-lora", "column": "g2 IS@50", "value": "0.3"}.items() <= next(
         r for r in lines if r["system"] == "tg_h-lora" and r["column"] == "g2 IS@50").items()

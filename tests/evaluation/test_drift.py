@@ -27,6 +27,11 @@ def test_run_drift_separates_virtual_rows_from_base_vocab(tiny_run, tmp_path):
     assert s["n_virtual"] == 126 and s["n_base_sample"] == 100
     assert json.loads((tmp_path / "drift.json").read_text())["pairs"][1]["input"]["virtual"] == pytest.approx(s1_s2["input"]["virtual"])
     assert (tmp_path / "drift.png").stat().st_size > 1000
+    # per-token terms redraw the relative drift of any subset of rows (the report's bootstrap over tokens)
+    rows = s1_s2["input"]["rows"]["virtual"]
+    assert len(rows["delta_sq"]) == 126 and len(s1_s2["input"]["rows"]["base_vocab"]["norm_sq"]) == 100
+    assert (sum(rows["delta_sq"]) / sum(rows["norm_sq"])) ** 0.5 == pytest.approx(s1_s2["input"]["virtual"], rel=1e-4)
+    assert (tmp_path / s["run"]).resolve() == tiny_run.resolve() and not s["run"].startswith("/")  # relative to drift.json
 
 
 def test_drift_task_through_the_runner(tiny_run, tmp_path):

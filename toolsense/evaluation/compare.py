@@ -5,14 +5,18 @@ or baseline, a column per benchmark × metric — written as Markdown, CSV and J
     python evaluate.py task=compare compare.roots=[multirun/2026-11-29_10-00-00]
 
 Runs whose ``config.yaml`` differ only in ``trainer.seed`` are one configuration: its cell is
-the mean ± sd over seeds with a 95% interval from the pooled per-query samples of every seed
-(stats.pooled_bootstrap); a single run's cell is its results.json estimate unchanged. A row is
+the pooled estimate ± the sd over seeds, with a 95% interval from resampling *items*, each with
+all its seeds (stats.cluster_bootstrap; IS as the ratio of pooled sums). A single run's cell is
+recomputed from its samples.jsonl the same way (IS by metrics.is_ci: Wilson for a flat index),
+or is its results.json estimate where it has no samples. An IS on fewer than ``min_hits``
+constrained hits is flagged. A row is
 labelled ``experiment-tuning`` (plus the keys that differ, when configurations share that).
 Probe accuracy cells carry chance and the majority rate; with Stage-1 and Stage-2 evaluations
-of the same runs a retention column group holds their difference (paired bootstrap over probe
-items). ``drift.json`` files add drift columns (virtual / base relative drift, their ratio, the
-change of the virtual tokens' mean pairwise cosine). Cohen's d of IS between flat and
-hierarchical configurations sits under the table. Baselines do not depend on the run; each
+of the same runs a retention column group holds their difference (paired per item, clustered
+by item over runs). ``drift.json`` files add drift columns (virtual / base relative drift, their
+ratio, the change of the virtual tokens' mean pairwise cosine). Cohen's d of IS between flat and
+hierarchical configurations (unit: one configuration on one benchmark, seeds pooled; few-hit
+IS left out) with its bootstrap interval sits under the table. Baselines do not depend on the run; each
 (baseline, benchmark) appears once, and copies that disagree are an error.
 """
 
@@ -26,8 +30,9 @@ from typing import Any, Iterable, Sequence
 
 from toolsense.evaluation.outputs import benchmark_label, markdown_table, write_json
 from toolsense.evaluation.probe_stats import flag_text
-from toolsense.evaluation.runs import distinct_labels, gold_majority_rate, item_values, run_dir_of, run_info
-from toolsense.evaluation.stats import cohens_d, drift_ratio, mean_sd, paired_bootstrap_diff, pooled_bootstrap
+from toolsense.evaluation.cell_stats import combine_seeds, effect_size, retention, stage2_schemes
+from toolsense.evaluation.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
+from toolsense.evaluation.stats import drift_ratio
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
 
@@ -47,12 +52,16 @@ class CompareConfig:
     """Bootstrap seed."""
     effect_metric: str = "IS@50"
     """Cohen's d between flat and hierarchical configurations is taken over this metric."""
+    min_hits: int = 10
+    """An IS on fewer constrained hits is flagged and left out of Cohen's d (decoding.min_hits)."""
     plots: bool = True
     """Also render PNG plots (plots.py) beside the table."""
 
     def __post_init__(self) -> None:
         if self.resamples < 1:
             raise ValueError(f"compare.resamples must be >= 1, got {self.resamples}")
+        if self.min_hits < 1:
+            raise ValueError(f"compare.min_hits must be >= 1, got {self.min_hits}")
 
 
 def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -159,29 +168,8 @@ def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tup
     return cols
 
 
-def combine_seeds(metric: str | None, entries: Sequence[tuple[dict | None, dict]], resamples: int, seed: int) -> dict | None:
-    """One cell from the runs (seeds) of one configuration: a single run's estimate as it is;
-    several: mean and sd over seeds, and a 95% interval from the pooled per-query samples of all
-    seeds — every (seed, query) one observation, resampled with replacement; for IS@k the ratio of
-    the pooled free-form and constrained hit rates — (None when a run has no samples.jsonl)."""
-    present = [(est, res) for est, res in entries if est and est.get("value") is not None]
-    if len(present) <= 1:
-        return present[0][0] if present else None
-    mean, sd = mean_sd([est["value"] for est, _ in present])
-    cell = {**present[0][0], "value": mean, "sd": sd, "n_seeds": len(present), "lo": None, "hi": None}
-    per = [item_values(res["_path"], metric) for _, res in present] if metric else [None]
-    if all(p is not None for p in per):
-        if metric.startswith("IS@"):
-            ci = pooled_bootstrap([[f for f, _ in p.values()] for p in per], resamples, seed,
-                                  denominators=[[c for _, c in p.values()] for p in per])
-        else:
-            ci = pooled_bootstrap([list(p.values()) for p in per], resamples, seed)
-        cell.update(lo=ci["lo"], hi=ci["hi"], pooled=ci["value"])
-    return cell
-
-
 def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamples: int = 1000, seed: int = 0,
-               effect_metric: str = "IS@50") -> dict[str, Any]:
+               effect_metric: str = "IS@50", min_hits: int = 10) -> dict[str, Any]:
     """Rows and columns of the ablation table, the estimates per cell and the statistics.
     Columns: retrieval benchmarks × metrics, probe accuracies, retention (when Stage-1 and
     Stage-2 probes of the same runs exist), embedding drift; each in order of first appearance."""
@@ -208,7 +196,7 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
             entries.setdefault((label, col), []).append((est, res))
     cells: dict[str, dict[str, Any]] = {}
     for (label, col), ents in entries.items():
-        cells.setdefault(label, {})[col] = combine_seeds(col_metric[col], ents, resamples, seed)
+        cells.setdefault(label, {})[col] = combine_seeds(col_metric[col], ents, resamples, seed, min_hits)
     rows_meta = {m["label"]: m for m in meta.values()}
     retention_cols = retention(entries, rows_meta, order["probe"], cells, resamples, seed)
     baselines = sorted(lb for lb, m in rows_meta.items() if m["baseline"])
@@ -216,70 +204,14 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
     return {"columns": order["retrieval"] + order["probe"] + retention_cols + order["drift"], "rows": rows,
             "cells": cells, "baselines": baselines,
             "schemes": {lb: rows_meta[lb]["scheme"] for lb in rows if lb in rows_meta},
-            "statistics": {"cohens_d": effect_size(cells, rows_meta, order["retrieval"], effect_metric)},
+            "statistics": {"cohens_d": effect_size(cells, stage2_schemes(rows_meta), order["retrieval"], effect_metric, resamples, seed)},
             "sources": {f"{lb} | {col}": [r["_path"] for _, r in ents] if len(ents) > 1 else ents[0][1]["_path"]
                         for (lb, col), ents in entries.items()}}
 
 
-def retention(entries: dict[tuple[str, str], list], rows_meta: dict[str, dict], probe_cols: Sequence[str],
-              cells: dict[str, dict], resamples: int, seed: int) -> list[str]:
-    """Knowledge retention: for every configuration evaluated on a probe after Stage 1 and after
-    Stage 2, the column ``retention <probe> Δacc`` on its Stage-2 row = accuracy after Stage 2
-    minus after Stage 1, with a paired bootstrap interval over the probe items answered under
-    both (each run's items paired by item id; seeds pooled). Adds the cells; returns the columns."""
-    cols = []
-    for label, m in rows_meta.items():
-        if m["stage"] != "stage1":
-            continue
-        for col in probe_cols:
-            before, after = entries.get((label, col)), entries.get((m["base"], col))
-            if not before or not after or not col.endswith(" acc"):
-                continue
-            by_run = {run_dir_of(r): r for _, r in before}
-            xs, ys = [], []
-            for _, r2 in after:
-                r1 = by_run.get(run_dir_of(r2))
-                a, b = (item_values(r1["_path"], "accuracy") if r1 else None), item_values(r2["_path"], "accuracy")
-                if a is None or b is None:
-                    continue
-                common = sorted(set(a) & set(b))
-                xs += [a[i] for i in common]
-                ys += [b[i] for i in common]
-            if not xs:
-                continue
-            name = f"retention {col[: -len(' acc')]} Δacc"
-            if name not in cols:
-                cols.append(name)
-            cells.setdefault(m["base"], {})[name] = paired_bootstrap_diff(xs, ys, resamples, seed)
-    return cols
-
-
-def effect_size(cells: dict[str, dict], rows_meta: dict[str, dict], retrieval_cols: Sequence[str], metric: str) -> dict[str, Any]:
-    """Cohen's d (pooled sd) of ``metric`` between flat and hierarchical configurations. The
-    unit of observation is one (configuration, benchmark) cell of the Stage-2 rows — a
-    configuration's seed mean on one retrieval benchmark — as the paper pools configurations
-    × benchmarks; d > 0 when flat configurations score higher."""
-    groups: dict[str, list[float]] = {"flat": [], "hierarchical": []}
-    units: list[str] = []
-    for label, m in sorted(rows_meta.items()):
-        if m["baseline"] or m["stage"] != "stage2" or m["scheme"] not in groups:
-            continue
-        for col in retrieval_cols:
-            est = cells.get(label, {}).get(col)
-            if col.endswith(f" {metric}") and est and est.get("value") is not None:
-                groups[m["scheme"]].append(est["value"])
-                units.append(f"{label} | {col}")
-    out: dict[str, Any] = {"metric": metric, "unit": "configuration × benchmark (Stage-2 rows)", **groups, "units": units}
-    try:
-        out["d"] = cohens_d(groups["flat"], groups["hierarchical"])
-    except ValueError as e:
-        out["d"], out["why_none"] = None, str(e)
-    return out
-
-
 def fmt_cell(col: str, est: dict | None) -> str:
-    """``value [lo, hi]`` (percent; IS and drift as plain numbers), ``mean ± sd [lo, hi]`` over
-    seeds, a probe's ``(chance c, maj. m)``; '—' when absent."""
+    """``value [lo, hi]`` (percent; IS and drift as plain numbers), ``pooled ± sd [lo, hi]`` over
+    seeds, a probe's ``(chance c, maj. m)``, ``⚑ n hits`` on an IS under min_hits; '—' when absent."""
     if not est or est.get("value") is None:
         return "—"
     if col.startswith("drift "):
@@ -296,6 +228,8 @@ def fmt_cell(col: str, est: dict | None) -> str:
         out += f" (chance {100 * est['chance']:.0f}" + (f", maj. {100 * maj:.0f})" if maj is not None else ")")
     if est.get("flag"):
         out += f" {est['flag']}"
+    if est.get("few_hits"):
+        out += f" ⚑ {est.get('hits')} hits"
     return out
 
 
@@ -305,8 +239,10 @@ def comparison_table(comp: dict[str, Any]) -> str:
     table = markdown_table(header, rows)
     d = (comp.get("statistics") or {}).get("cohens_d")
     if d and d.get("d") is not None:
-        table += (f"\nCohen's d ({d['metric']}, flat − hierarchical; unit: {d['unit']}): d = {d['d']:.2f} "
-                  f"(n = {len(d['flat'])} flat, {len(d['hierarchical'])} hierarchical)\n")
+        ci = f" [{d['lo']:.2f}, {d['hi']:.2f}]" if d.get("lo") is not None else ""
+        table += (f"\nCohen's d ({d['metric']}, flat − hierarchical; unit: {d['unit']}): d = {d['d']:.2f}{ci} "
+                  f"(n = {len(d['flat'])} flat, {len(d['hierarchical'])} hierarchical"
+                  + (f"; {len(d['excluded'])} few-hit IS left out" if d.get("excluded") else "") + ")\n")
     return table
 
 
@@ -333,7 +269,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     results = collect(cfg.roots)
     if not results:
         raise FileNotFoundError(f"compare.roots: no results.json with metrics under {cfg.roots}")
-    comp = comparison(results, cfg.metrics, cfg.resamples, cfg.seed, cfg.effect_metric)
+    comp = comparison(results, cfg.metrics, cfg.resamples, cfg.seed, cfg.effect_metric, cfg.min_hits)
     table = comparison_table(comp)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

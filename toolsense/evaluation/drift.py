@@ -64,9 +64,19 @@ def load_checkpoint(run: Path, name: str, mcfg: ModelConfig, index: ToolIndex):
     return load_model_and_tokenizer(mcfg, path=run / name, device="cpu")
 
 
+def row_terms(a: torch.Tensor, b: torch.Tensor) -> dict[str, list[float]]:
+    """Per row, ‖b_i − a_i‖² and ‖a_i‖² (6 significant digits): the relative drift of any subset
+    of rows is sqrt(Σ delta_sq) / sqrt(Σ norm_sq), so a bootstrap over tokens can redraw it."""
+    a, b = a.float(), b.float()
+    return {"delta_sq": [float(f"{x:.6g}") for x in ((b - a) ** 2).sum(1).tolist()],
+            "norm_sq": [float(f"{x:.6g}") for x in (a**2).sum(1).tolist()]}
+
+
 def compare(checkpoints: dict[str, dict[str, torch.Tensor]], virt_ids: torch.Tensor, base_ids: torch.Tensor,
             pair_ids: torch.Tensor) -> dict[str, Any]:
-    """Drift between consecutive checkpoints and cosine structure at each one."""
+    """Drift between consecutive checkpoints and cosine structure at each one; per pair and
+    matrix, ``rows`` holds the per-token terms (:func:`row_terms`) of the virtual and the base
+    rows, from which the report draws its bootstrap-over-tokens intervals."""
     names = list(checkpoints)
     out: dict[str, Any] = {"cosine": {}, "pairs": []}
     for n in names:
@@ -81,6 +91,7 @@ def compare(checkpoints: dict[str, dict[str, torch.Tensor]], virt_ids: torch.Ten
                 "virtual": relative_drift(ea[virt_ids], eb[virt_ids]),
                 "base_vocab": relative_drift(ea[base_ids], eb[base_ids]),
                 "cosine_change": out["cosine"][b][m] - out["cosine"][a][m],
+                "rows": {"virtual": row_terms(ea[virt_ids], eb[virt_ids]), "base_vocab": row_terms(ea[base_ids], eb[base_ids])},
             }
         out["pairs"].append(row)
     return out
@@ -131,7 +142,7 @@ def run_drift(run_dir: str | Path, cfg: DriftConfig, out_dir: str | Path) -> dic
     summary = compare(mats, virt_ids, base_ids, pair_ids)
     summary.update(run=Path(os.path.relpath(run.resolve(), out_dir.resolve())).as_posix(), checkpoints=cfg.checkpoints, n_virtual=len(virt_ids), n_base_sample=len(base_ids), seed=cfg.seed)
     summary["flat"] = {f"{p['from']}->{p['to']}/{m}/{k}": v for p in summary["pairs"] for m in ("input", "output")
-                       if m in p for k, v in p[m].items()}
+                       if m in p for k, v in p[m].items() if k != "rows"}
     write_json(out_dir / "drift.json", summary)
     plot(summary, out_dir / "drift.png")
     log.info("drift written to %s", out_dir / "drift.json")

@@ -1,12 +1,20 @@
 """The paper's statistics over finished evaluations, as pure functions on plain numbers (compare.py
 and annotate.py feed them from results.json / samples.jsonl / filled rating sheets).
 
+Resample the unit that was sampled: the same items (queries, probe items) recur in every seed,
+run and configuration, so every interval over pooled values draws *items*, each carrying all its
+seeds and runs (a cluster bootstrap), never (seed, item) rows as if they were independent.
+
 - :func:`mean_sd` — a configuration's mean and sample standard deviation over seeds.
-- :func:`pooled_bootstrap` — a 95% interval over seeds *and* queries: the per-query values of
-  every seed are pooled (one observation per seed × query) and resampled with replacement.
-- :func:`paired_bootstrap_diff` — knowledge retention: accuracy after Stage 2 minus after Stage 1
-  with a 95% interval from resampling the *paired* probe items (the same item under both).
-- :func:`cohens_d` — standardised difference of two groups with the pooled standard deviation.
+- :func:`cluster_bootstrap` — the pooled mean of per-item values of several seeds / runs, with a
+  95% (and the 90% that an equivalence test reads) interval over resampled items; with
+  denominators, the ratio of pooled sums (seed-averaged IS = ΣRf / ΣRc), draws whose denominator
+  is 0 counted and left out rather than read as 0.
+- :func:`paired_diff` — mean(B − A) over the items both answered, pooled over several (A, B) run
+  pairs, clustered by item; :func:`contrast` — the difference of two such paired differences
+  (e.g. of two lifts), items of both resampled in one draw.
+- :func:`cohens_d` / :func:`cohens_d_ci` — standardised difference of two groups with the pooled
+  standard deviation, and its bootstrap interval over the units of each group.
 - :func:`fleiss_kappa` — agreement of a fixed number of raters per item over categories.
 - :func:`drift_ratio` — relative drift of the virtual rows over that of the base-vocabulary rows.
 """
@@ -14,7 +22,7 @@ and annotate.py feed them from results.json / samples.jsonl / filled rating shee
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -32,39 +40,105 @@ def _percentile(draws: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def pooled_bootstrap(groups: Sequence[Sequence[float]], resamples: int = 1000, seed: int = 0,
-                     denominators: Sequence[Sequence[float]] | None = None) -> dict[str, float]:
-    """Mean of the pooled per-query values of every seed (``groups``: one list per seed) with a
-    95% percentile interval over ``resamples`` draws of the pooled observations. With
-    ``denominators`` (the same shape: e.g. constrained hits beside free-form hits) the statistic
-    is the ratio of the two pooled means (IS = Rf / Rc, 0 when Rc = 0), both resampled together."""
-    num = np.concatenate([np.asarray(g, dtype=np.float64) for g in groups])
-    if len(num) == 0:
-        raise ValueError("pooled_bootstrap of no observations")
-    idx = np.random.default_rng(seed).integers(0, len(num), size=(resamples, len(num)))
+def _items(groups: Sequence[Mapping[str, float]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Item ids (first appearance order) and, per item, the sum and count of its values over
+    ``groups`` (one mapping item id -> value per seed / run)."""
+    order: dict[str, int] = {}
+    for g in groups:
+        for i in g:
+            order.setdefault(str(i), len(order))
+    sums, counts = np.zeros(len(order)), np.zeros(len(order))
+    for g in groups:
+        for i, v in g.items():
+            sums[order[str(i)]] += float(v)
+            counts[order[str(i)]] += 1
+    return list(order), sums, counts
+
+
+def _interval(value: float, draws: np.ndarray, n_items: int, extra: dict | None = None) -> dict[str, Any]:
+    """``{value, lo, hi, lo90, hi90, n_items, undefined}`` from bootstrap draws (NaN = an undefined
+    draw, e.g. a ratio with denominator 0: counted, left out of the percentiles)."""
+    ok = draws[np.isfinite(draws)]
+    out: dict[str, Any] = {"value": value, "lo": None, "hi": None, "lo90": None, "hi90": None, "n_items": n_items,
+                           "undefined": int(len(draws) - len(ok)), **(extra or {})}
+    if len(ok) and len(ok) >= 0.5 * len(draws):  # most draws defined: an interval means something
+        out["lo"], out["hi"] = _percentile(ok, 0.05)
+        out["lo90"], out["hi90"] = _percentile(ok, 0.10)
+    return out
+
+
+def cluster_draws(n_items: int, resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """``[resamples, n_items]`` item indices drawn with replacement (one draw of *items*)."""
+    return np.random.default_rng(seed).integers(0, n_items, size=(resamples, n_items))
+
+
+def cluster_bootstrap(groups: Sequence[Mapping[str, float]], resamples: int = 1000, seed: int = 0,
+                      denominators: Sequence[Mapping[str, float]] | None = None, min_hits: int = 10) -> dict[str, Any]:
+    """Pooled mean of ``groups`` (per seed / run: item id -> value) — every observation weighted
+    alike — with percentile intervals over ``resamples`` draws of *items*, each item carrying
+    all its observations. With ``denominators`` (the same items: constrained hits beside
+    free-form hits) the statistic is the ratio of pooled sums (IS = ΣRf / ΣRc, 0 when ΣRc = 0);
+    a draw whose denominator sums to 0 is undefined, counted in ``undefined`` and left out
+    (no interval when most are), and ``hits`` / ``few_hits`` say whether the ratio rests on
+    ``min_hits`` constrained hits. Returns value, lo, hi (95%), lo90, hi90, n_items, undefined."""
+    ids, num, cnt = _items(groups)
+    if not ids:
+        raise ValueError("cluster_bootstrap of no observations")
+    idx = cluster_draws(len(ids), resamples, seed)
     if denominators is None:
-        return {"value": float(num.mean()), **dict(zip(("lo", "hi"), _percentile(num[idx].mean(axis=1))))}
-    den = np.concatenate([np.asarray(g, dtype=np.float64) for g in denominators])
-    if len(den) != len(num):
-        raise ValueError(f"pooled_bootstrap: {len(num)} numerators but {len(den)} denominators")
-    dm = den[idx].mean(axis=1)
-    draws = np.divide(num[idx].mean(axis=1), dm, out=np.zeros_like(dm), where=dm > 0)
-    value = float(num.mean() / den.mean()) if den.mean() > 0 else 0.0
-    return {"value": value, **dict(zip(("lo", "hi"), _percentile(draws)))}
+        return _interval(float(num.sum() / cnt.sum()), num[idx].sum(1) / cnt[idx].sum(1), len(ids))
+    den_ids, den, _ = _items(denominators)
+    if set(den_ids) != set(ids) or len(den_ids) != len(ids):
+        raise ValueError(f"cluster_bootstrap: numerators cover {len(ids)} items, denominators {len(den_ids)}; they must be the same items")
+    den = den[[den_ids.index(i) for i in ids]] if den_ids != ids else den
+    ds = den[idx].sum(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        draws = np.where(ds > 0, num[idx].sum(1) / np.where(ds > 0, ds, 1), np.nan)
+    hits = float(den.sum())
+    return _interval(float(num.sum() / hits) if hits > 0 else 0.0, draws, len(ids),
+                     {"hits": int(round(hits)), "few_hits": hits < min_hits})
 
 
-def paired_bootstrap_diff(before: Sequence[float], after: Sequence[float], resamples: int = 1000,
-                          seed: int = 0) -> dict[str, float]:
-    """``mean(after) − mean(before)`` over paired items (position i is the same item in both)
-    with a 95% percentile interval from resampling items — each draw keeps both measurements of
-    an item together, so the item-to-item variation shared by both stages cancels."""
-    a, b = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
-    if len(a) != len(b) or len(a) == 0:
-        raise ValueError(f"paired_bootstrap_diff needs equally many paired items (got {len(a)} and {len(b)})")
-    d = b - a
-    idx = np.random.default_rng(seed).integers(0, len(d), size=(resamples, len(d)))
-    lo, hi = _percentile(d[idx].mean(axis=1))
-    return {"value": float(d.mean()), "lo": lo, "hi": hi, "n": int(len(d))}
+def _pair_diffs(pairs: Sequence[tuple[Mapping[str, float], Mapping[str, float]]]) -> list[dict[str, float]]:
+    """Per pair of runs, item id -> value under B minus under A, over the items both answered."""
+    return [{i: float(b[i]) - float(a[i]) for i in a if i in b} for a, b in pairs]
+
+
+def paired_diff(pairs: Sequence[tuple[Mapping[str, float], Mapping[str, float]]], resamples: int = 1000,
+                seed: int = 0) -> dict[str, Any] | None:
+    """mean(B − A) over the items both runs of a pair answered, pooled over ``pairs`` (each: A's
+    and B's item id -> value; e.g. one per seed, or one per configuration), with the interval of
+    :func:`cluster_bootstrap` over items — an item's differences in every pair move together, and
+    the item-to-item variation both runs share cancels. ``n_pairs`` pairs; None when none pairs."""
+    diffs = [d for d in _pair_diffs(pairs) if d]
+    if not diffs:
+        return None
+    return {**cluster_bootstrap(diffs, resamples, seed), "n_pairs": len(diffs)}
+
+
+def contrast(first: Sequence[tuple[Mapping[str, float], Mapping[str, float]]],
+             second: Sequence[tuple[Mapping[str, float], Mapping[str, float]]], resamples: int = 1000,
+             seed: int = 0) -> dict[str, Any] | None:
+    """(paired difference of ``first``) − (paired difference of ``second``), e.g. the verbose lift
+    minus the realistic lift: the items of both (the union; one item set or two) are resampled in
+    one draw, each carrying all its pairs, so an item shared by both sides moves both at once."""
+    a, b = [d for d in _pair_diffs(first) if d], [d for d in _pair_diffs(second) if d]
+    if not a or not b:
+        return None
+    ids = list(dict.fromkeys([i for d in a + b for i in d]))
+    pos = {i: k for k, i in enumerate(ids)}
+    sums = np.zeros((2, len(ids)))
+    cnts = np.zeros((2, len(ids)))
+    for side, ds in enumerate((a, b)):
+        for d in ds:
+            for i, v in d.items():
+                sums[side, pos[i]] += v
+                cnts[side, pos[i]] += 1
+    idx = cluster_draws(len(ids), resamples, seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        draws = sums[0][idx].sum(1) / cnts[0][idx].sum(1) - sums[1][idx].sum(1) / cnts[1][idx].sum(1)
+    value = float(sums[0].sum() / cnts[0].sum() - sums[1].sum() / cnts[1].sum())
+    return _interval(value, draws, len(ids))
 
 
 def cohens_d(x: Sequence[float], y: Sequence[float]) -> float:
@@ -78,6 +152,23 @@ def cohens_d(x: Sequence[float], y: Sequence[float]) -> float:
     if sd == 0:
         return math.inf if a.mean() != b.mean() else 0.0
     return float((a.mean() - b.mean()) / sd)
+
+
+def cohens_d_ci(x: Sequence[float], y: Sequence[float], resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """:func:`cohens_d` with a 95% percentile interval from resampling the units of each group
+    with replacement, each group on its own (a draw of a few units can repeat one value: sd 0,
+    d infinite; such draws are counted in ``undefined`` and left out). With few units per group
+    the interval is wide, as it should be."""
+    d = cohens_d(x, y)
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    ia, ib = rng.integers(0, len(a), (resamples, len(a))), rng.integers(0, len(b), (resamples, len(b)))
+    xa, xb = a[ia], b[ib]
+    ss = (xa.var(axis=1, ddof=1) * (len(a) - 1) if len(a) > 1 else 0.0) + (xb.var(axis=1, ddof=1) * (len(b) - 1) if len(b) > 1 else 0.0)
+    sd = np.sqrt(ss / (len(a) + len(b) - 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        draws = np.where(sd > 1e-12, (xa.mean(1) - xb.mean(1)) / np.where(sd > 1e-12, sd, 1), np.nan)
+    return {**_interval(d, draws, len(a) + len(b)), "d": d, "n": [len(a), len(b)]}
 
 
 def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:

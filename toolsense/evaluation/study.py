@@ -63,6 +63,11 @@ class StudyConfig:
     """The cutoff of the recall and IS columns the findings use (Rc@k, Rf@k, IS@k)."""
     resamples: int = 1000
     """Bootstrap resamples of the intervals."""
+    margin: float = 0.10
+    """Equivalence margin of "near chance" (finding 4): a probe score is near chance when its 90%
+    interval lies inside chance ± margin (a proportion: 0.10 = 10 pp); shown in the report's header."""
+    min_hits: int = 10
+    """An IS on fewer constrained hits is flagged in the report and used for no verdict (finding 3)."""
     command: str = "make reproduce"
     """The command the report says made it."""
     archive: Optional[str] = None
@@ -85,6 +90,10 @@ class StudyConfig:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
         if self.k < 1:
             raise ValueError(f"k must be >= 1, got {self.k}")
+        if not 0 < self.margin < 1:
+            raise ValueError(f"margin must lie in (0, 1) (a proportion: 0.10 = 10 pp), got {self.margin}")
+        if self.min_hits < 1:
+            raise ValueError(f"min_hits must be >= 1, got {self.min_hits}")
 
 
 def sweep_command(cfg: StudyConfig, name: str) -> list[str]:

@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from toolsense.evaluation.compare import comparison_table
+from toolsense.evaluation.compare import comparison_table, fmt_cell
 from toolsense.evaluation.outputs import markdown_table, write_json
-from toolsense.evaluation.reproduction.findings import FINDINGS
-from toolsense.evaluation.reproduction.sweep import Finding, Sweep
+from toolsense.evaluation.reproduction.findings import FINDINGS, RULES
+from toolsense.evaluation.reproduction.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
 from toolsense.utils.io import git_sha
 
 SECOND_READINGS = ("architecture", "probe_model")
@@ -27,21 +27,45 @@ SWEEP_ROLES = {"grid": "the configurations × tunings × seeds", "appendix_e": "
                "probe_ceiling": "a stronger instruct model, untrained: can the probes be answered at all?"}
 
 
-def load_sweeps(root: str | Path, k: int, resamples: int) -> dict[str, Sweep]:
+def load_sweeps(root: str | Path, k: int, resamples: int, min_hits: int = 10) -> dict[str, Sweep]:
     """Every sweep directory under ``root`` (hidden ones skipped), read into a Sweep."""
     root = Path(root)
     if not root.exists():
         raise FileNotFoundError(f"root: {root} does not exist (run the study first: python reproduce.py)")
-    return {p.name: Sweep(p.name, p, k, resamples) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")}
+    return {p.name: Sweep(p.name, p, k, resamples, min_hits) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")}
 
 
-def study_findings(sweeps: dict[str, Sweep], k: int, resamples: int, sweep: str = "grid") -> list[Finding]:
+def study_findings(sweeps: dict[str, Sweep], settings: Settings, sweep: str = "grid") -> list[Finding]:
     """The seven findings on ``sweep`` (the grid, or a subset read as a grid of its own: the second
     architecture, the probe model); App. E is compared with the grid only."""
     if sweep not in sweeps:
         return []
     view = {"grid": sweeps[sweep], **({"appendix_e": sweeps["appendix_e"]} if sweep == "grid" and "appendix_e" in sweeps else {})}
-    return [fn(view, k, resamples) for fn in FINDINGS]
+    return [fn(view, settings) for fn in FINDINGS]
+
+
+def settings_of(cfg) -> Settings:
+    """The findings' settings of a StudyConfig."""
+    return Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits)
+
+
+def retention_section(sweeps: dict[str, Sweep]) -> str:
+    """Knowledge retention (Stage-2 minus Stage-1 probe accuracy, paired per item; compare.retention)
+    of every sweep that evaluated probes after both stages, or a line saying none did."""
+    rows = []
+    for name, sw in sweeps.items():
+        for col in [c for c in (sw.comp or {}).get("columns", []) if c.startswith("retention ")]:
+            for row in sw.rows():
+                est = sw.cell(row, col)
+                if est:
+                    rows.append([name, row, col.removeprefix("retention ").removesuffix(" Δacc"), fmt_cell(col, est),
+                                 str(est.get("n_items", "—"))])
+    if not rows:
+        return ("No Stage-1 probe results exist in this study (after Stage 1 the runs were evaluated on retrieval alone: "
+                "`evaluate.stage_overrides.stage1` drops the probes), so retention — Stage-2 minus Stage-1 probe accuracy, "
+                "paired per item — is not measured. With `evaluate.stages=[stage1,stage2]` and probes at both, this section "
+                "shows it per configuration.\n")
+    return markdown_table(["sweep", "configuration", "probe", "Stage 2 − Stage 1 (pp)", "items"], rows)
 
 
 def run_config(sweep: Sweep) -> dict[str, Any]:
@@ -172,15 +196,21 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         f"Made by `{cfg.command}`{'' if cfg.command.startswith('python reproduce.py') else f' (`python reproduce.py study={cfg.name}`)'}, git `{(git_sha() or 'unknown')[:10]}`, "
         f"{time.strftime('%Y-%m-%d')}. Wall time summed over the sweeps (some ran side by side): {total / 3600:.1f} h on this machine. "
         f"Rebuild this file from the results alone: `python reproduce.py study={cfg.name} train=false`.\n",
-        "Verdicts: **yes** — our estimate has the paper's sign and its 95% interval excludes no effect; **direction only** — "
-        "the sign holds, the interval includes no effect; **no** — the opposite; **untestable** — the probe ceiling (card mode, "
-        "the tool's description in the prompt) is itself at chance; **n/a** — the sweep lacks the configurations compared. "
+        f"Verdicts (the sign rule): {VERDICT_RULE}; the equivalence rule, {EQUIVALENCE_RULE}, margin **{100 * cfg.margin:.0f} pp** (`margin`); **untestable** — the data "
+        "cannot answer (a probe whose card ceiling — the tool's description in the prompt — is itself at chance, an IS on fewer "
+        f"than {cfg.min_hits} constrained hits (`min_hits`; shown ⚑), drift without per-token rows), with the reason; **n/a** — "
+        "the sweep lacks the configurations compared. "
         "Findings 4 and 5 are judged on the debiased token score (MCQ position-balanced, QA calibrated) where a run has one, "
         "the raw accuracy shown beside it: a model that gives one answer to most items scores the share of gold answers in "
         "that slot, above or below chance by the label mix alone. "
-        f"Recall and IS are at k = {cfg.k}; intervals pool seeds and items (paired bootstrap for differences, {cfg.resamples} resamples).\n",
+        f"Recall and IS are at k = {cfg.k}. Intervals resample *items* (queries, probe items), each with all its seeds and "
+        "runs (cluster bootstrap); differences are paired per item; a flat index's IS is a proportion of the constrained "
+        f"hits with its Wilson interval (seeds pooled: the ratio of summed hits, clustered); {cfg.resamples} resamples.\n",
+        "How each finding is judged (sign rule and equivalence rule as above):\n",
+        "\n".join(f"- **{n}.** {rule}" for n, rule in RULES.items()) + "\n",
         "## Findings\n", _findings_table(main, labelled),
         "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes), seconds),
+        "\n## Knowledge retention (Stage 2 − Stage 1 probes)\n", retention_section(sweeps),
         "\n## What ran\n", _setup(cfg, sweeps, wall, untimed),
     ]
     for name, sw in sweeps.items():
@@ -198,18 +228,19 @@ def write_report(cfg) -> dict[str, Any]:
     details) from the results under ``cfg.root`` (cfg: a StudyConfig); plots into ``cfg.plots_dir``."""
     from toolsense.evaluation.study import study_wall_time, untimed_invocations
 
-    found = load_sweeps(cfg.root, cfg.k, cfg.resamples)
+    found = load_sweeps(cfg.root, cfg.k, cfg.resamples, cfg.min_hits)
     order = [*cfg.sweeps, *cfg.evaluations]
     sweeps = {n: found[n] for n in sorted(found, key=lambda n: order.index(n) if n in order else len(order))}
     if not any(s.comp for s in sweeps.values()):
         raise FileNotFoundError(f"{cfg.root}: no evaluation results under any sweep (did the study's evaluate.suite run?)")
-    main = study_findings(sweeps, cfg.k, cfg.resamples, "grid")
-    seconds = {name: f for name in SECOND_READINGS if (f := study_findings(sweeps, cfg.k, cfg.resamples, name))}
+    settings = settings_of(cfg)
+    main = study_findings(sweeps, settings, "grid")
+    seconds = {name: f for name in SECOND_READINGS if (f := study_findings(sweeps, settings, name))}
     wall, untimed = study_wall_time(cfg.root), untimed_invocations(cfg.root)
     report = Path(cfg.report)
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(render(cfg, sweeps, main, seconds, wall, untimed), encoding="utf-8")
-    summary = {"root": str(cfg.root), "k": cfg.k, "git_sha": git_sha(), "wall_seconds": wall, "untimed_invocations": untimed,
+    summary = {"root": str(cfg.root), "k": cfg.k, "margin": cfg.margin, "min_hits": cfg.min_hits, "git_sha": git_sha(), "wall_seconds": wall, "untimed_invocations": untimed,
                "findings": [asdict(f) for f in main], **{name: [asdict(x) for x in f] for name, f in seconds.items()}}
     write_json(Path(cfg.root) / "reproduction.json", summary)
     return summary
