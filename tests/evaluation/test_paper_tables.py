@@ -73,3 +73,30 @@ def test_the_settings_cover_each_choice_once():
     fields = {(s.catalog, s.baseline, tuple(sorted(s.fields.items()))) for s in SETTINGS}
     assert len(fields) == len(SETTINGS)  # no two settings are the same evaluation
     assert {"bm25", "bm25_toolgen", "bm25_clean", "dense"} <= set(names)
+
+
+def test_density_subsets_keep_gold_and_a_seeded_share_of_documented_tools(demo_catalog, tmp_path):
+    from toolsense.catalog import load_demo_queries
+    from toolsense.evaluation.config import BaselineConfig
+    from toolsense.evaluation.paper_density import density_curve, documented, subsets
+
+    from toolsense.catalog import Catalog, Tool
+
+    cat = Catalog(list(demo_catalog)[:39] + [Tool.from_name("Bare&&x", tool_description="a service, no API text")])
+    gold = {t.name for t in list(cat)[:3]}
+    subs = subsets(cat, gold)
+    assert "Bare&&x" in subs["all"].names and all("Bare&&x" not in subs[n].names for n in subs if n != "all")
+    others = [t.name for t in cat if documented(t) and t.name not in gold]
+    assert len(subs["all"]) == len(cat) and len(subs["documented"]) == len(gold) + len(others)
+    assert len(subs["documented_half"]) == len(gold) + round(len(others) / 2)
+    assert set(subs["documented_quarter"].names) <= set(subs["documented_half"].names) <= set(subs["documented"].names)
+    assert gold <= set(subs["documented_quarter"].names) and subsets(cat, gold)["documented_half"].names == subs["documented_half"].names
+
+    queries = [q for q in load_demo_queries() if set(q.tools) <= set(cat.names)][:6]
+    curve = density_curve(tmp_path, cat, {"demo": queries}, {"bm25": BaselineConfig()})
+    query_gold = {t for q in queries for t in q.tools}
+    assert curve["all"]["n_tools"] == 40 and curve["documented"]["n_documented_distractors"] == sum(
+        documented(t) and t.name not in query_gold for t in cat)
+    assert 0 <= curve["documented_quarter"]["bm25"]["demo"]["Rc@50"]["value"] <= 1
+    assert json.loads((tmp_path / "density.json").read_text()) == curve  # cached: a second call reads the file
+    assert density_curve(tmp_path, cat, {}, {}) == curve

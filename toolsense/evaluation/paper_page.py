@@ -8,6 +8,7 @@ settings is paired by query (the same resamples of the same queries)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -181,7 +182,29 @@ SOURCES = """\
 """
 
 
-def render(grid: Grid) -> str:
+def density_section(curve: Optional[dict]) -> str:
+    """The catalog-density table (paper_density.py) and the Rc@50 it extrapolates to a catalog whose
+    46,984 tools are all documented, one log2 step per halving of the documented distractors."""
+    if not curve:
+        return "Not computed yet (`python -m toolsense.evaluation.paper_tables` computes it).\n"
+    names = [n for n in ("all", "documented", "documented_half", "documented_quarter") if n in curve]
+    cols = [(s, b) for s in ("bm25", "bm25_toolgen") for b in ("G1", "rrb")]
+    rows = [[f"`{n}`", f"{curve[n]['n_tools']:,}", f"{curve[n]['n_documented_distractors']:,}",
+             *(pct(Estimate(**curve[n][s][b]["Rc@50"])) for s, b in cols)] for n in names]
+    table = markdown_table(["catalog", "tools", "documented distractors",
+                            *(f"`{s}` {BENCH_TITLES[b].split(' (')[0]} Rc@50" for s, b in cols)], rows)
+    lines = []
+    if {"documented", "documented_half"} <= set(curve):
+        full, half = curve["documented"], curve["documented_half"]
+        steps = math.log2(46984 / max(full["n_tools"], 1))
+        for s, b in cols:
+            v, h = full[s][b]["Rc@50"]["value"], half[s][b]["Rc@50"]["value"]
+            lines.append(f"- `{s}` {BENCH_TITLES[b]}: {100 * h:.1f} → {100 * v:.1f} when the documented distractors double; "
+                         f"{steps:.2f} more doublings (to 46,984 documented tools) → about {100 * (v - steps * (h - v)):.1f}.")
+    return table + "\n" + "\n".join(lines) + "\n"
+
+
+def render(grid: Grid, curve: Optional[dict] = None) -> str:
     """The page's Markdown."""
     def d(other: str, bench: str, base: str = "bm25", metric: str = "Rc@50") -> str:
         e = grid.delta(base, other, bench, metric)
@@ -210,6 +233,11 @@ Read with the tables below:
   Our G1 is StableToolBench's 474 solvable queries, not ToolBench's own test split that ToolGen and the
   paper evaluate. These two are the remaining, unmeasured causes.
 """,
+             "## How much the undocumented half of our catalog helps\n",
+             "Every gold tool kept, undocumented tools (no API description) left out, and all, half or a quarter "
+             "of the documented others kept (seeded); `all` is `catalog=toolbench` as it is. The last lines "
+             "extrapolate log-linearly in the number of documented distractors: an estimate, not a measurement.\n\n",
+             density_section(curve),
              "## What moves BM25: Rc@50 (paired difference to `bm25`)\n", movers_table(grid, "Rc@50", "bm25", movers),
              "\n## What moves BM25: Rc@5\n", movers_table(grid, "Rc@5", "bm25", movers),
              "\n## One ranking, six metrics\n",
@@ -257,5 +285,7 @@ queries; differences between settings are paired by query. The settings are docu
 def write_page(out: Path, page: Path, settings: Sequence[Setting], benches: Sequence[str] = ("G1", "G2", "G3", "rrb")) -> Path:
     """Build the page from what ``out`` holds (settings not run are left out or marked) and
     write it atomically; returns its path."""
-    atomic_write_text(page, render(Grid(out, settings, benches)))
+    density = out / "density.json"
+    curve = json.loads(density.read_text(encoding="utf-8")) if density.is_file() else None
+    atomic_write_text(page, render(Grid(out, settings, benches), curve))
     return page

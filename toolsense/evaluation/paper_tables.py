@@ -157,6 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.info("%s: dense, skipped without --dense (the page keeps what %s holds)", s.name, out / s.name)
             continue
         run_setting(s, out, BENCHMARKS, data_dir)
+    if not args.page_only:
+        from toolsense.evaluation.paper_density import run_density
+
+        run_density(out, data_dir)
     page = write_page(out, Path(args.page), SETTINGS)
     print(f"wrote {page}")
     return 0
