@@ -24,7 +24,8 @@ from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import load_model_and_tokenizer
 from toolsense.training.config import StageSchedule, TrainConfig
 from toolsense.training.trainer import (
-    ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, plan_batch, restore_embedding_rows, sft_config, world_size,
+    ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, master_weights, plan_batch, restore_embedding_rows, sft_config,
+    world_size,
 )
 from toolsense.training.tuning import Trainable, prepare_trainable
 
@@ -84,7 +85,7 @@ class StageRunner:
         from transformers import set_seed
 
         set_seed(self.cfg.trainer.seed)  # LoRA's initialisation draws from the global RNG before the Trainer seeds it
-        model, tok = load_model_and_tokenizer(self.cfg.model, path=self.init_path)
+        model, tok = load_model_and_tokenizer(master_weights(self.cfg.model, self.cfg.trainer), path=self.init_path)
         ids = add_index_tokens(self.index, model, tok)
         dataset = to_dataset(self.examples, tok, self.cfg.trainer.max_length)
         self.trainable = prepare_trainable(model, self.cfg.tuning, ids)
@@ -95,7 +96,8 @@ class StageRunner:
             callbacks.append(EmbeddingRowsCallback(self.trainable))
         self.trainer = ToolsenseSFTTrainer(
             model=self.trainable.model,
-            args=sft_config(self.cfg.trainer, self.schedule, self.ckpt_dir, run_name, model.config._attn_implementation),
+            args=sft_config(self.cfg.trainer, self.schedule, self.ckpt_dir, run_name, model.config._attn_implementation,
+                            self.cfg.tuning.method),
             train_dataset=dataset,
             processing_class=tok,
             callbacks=callbacks,
@@ -136,6 +138,8 @@ class StageRunner:
         return self.out_dir
 
     def cleanup(self) -> None:
+        if self.trainer is not None:  # Accelerate holds the model, optimizer and DeepSpeed engine until told
+            self.trainer.accelerator.free_memory()
         self.trainer = self.trainable = None
         if torch.cuda.is_available():  # hand the stage's memory back before the next stage loads
             gc.collect()
