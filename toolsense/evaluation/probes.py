@@ -97,8 +97,9 @@ def score_answers(model, tokenizer, prompts: Sequence[str], answers: Sequence[st
     out = torch.empty(len(prompts), len(answers))
     for j, a in enumerate(ans_ids):
         inp, mask = left_pad([p + a for p in p_ids], pad, device)
-        logits = model(input_ids=inp, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits
-        logp = torch.log_softmax(logits[:, -len(a) - 1 : -1].float(), -1)
+        logits = model(input_ids=inp, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                       logits_to_keep=len(a) + 1).logits  # the answer's positions only, not the prompt's
+        logp = torch.log_softmax(logits[:, :-1].float(), -1)
         out[:, j] = logp.gather(-1, torch.as_tensor(a, device=device)[None, :, None].expand(len(prompts), -1, 1)).sum((1, 2)).cpu()
     return out
 
