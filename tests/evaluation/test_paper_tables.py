@@ -100,3 +100,17 @@ def test_density_subsets_keep_gold_and_a_seeded_share_of_documented_tools(demo_c
     assert 0 <= curve["documented_quarter"]["bm25"]["demo"]["Rc@50"]["value"] <= 1
     assert json.loads((tmp_path / "density.json").read_text()) == curve  # cached: a second call reads the file
     assert density_curve(tmp_path, cat, {}, {}) == curve
+
+
+def test_rrb_part_reweighted_to_the_full_tier_mix():
+    import numpy as np
+
+    from toolsense.evaluation.paper_page import Cell, reweighted
+
+    cell = Cell([str(i) for i in range(7)], {"m": np.array([1, 1, 0, 0, 0, 0, 0.0])},
+                ["easy", "easy", "medium", "hard", "hard", "hard", "hard"])
+    assert cell.estimate("m").value == pytest.approx(2 / 7)
+    est = reweighted(cell, "m", {"easy": 1, "medium": 1, "hard": 1})
+    assert est.value == pytest.approx(1 / 3) and est.lo == est.hi == pytest.approx(1 / 3)  # no spread within tiers
+    with pytest.raises(ValueError, match=r"tiers \['expert'\] are absent"):
+        reweighted(cell, "m", {"easy": 1, "expert": 1})
