@@ -6,7 +6,7 @@ TORCH  ?= torch==2.13.0
 PIP    := $(PY) -m pip install --disable-pip-version-check -q
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: setup setup-local setup-probe demo audit-demo reproduce test test-slow bench clean
+.PHONY: setup setup-local setup-probe setup-browser demo audit-demo reproduce test test-slow bench clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -52,7 +52,16 @@ reproduce: setup setup-probe
 audit-demo: setup
 	HF_HUB_OFFLINE=1 $(PY) audit.py audit/mode=demo
 
-test: setup setup-local
+# Headless Chromium for the report.html browser tests (tests/evaluation/test_html_report.py): Debian's chromium and
+# chromium-driver through apt where apt and root are available; otherwise it says why and those tests skip.
+setup-browser:
+	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then echo "note: no apt-get here; install chromium yourself, the browser tests skip" >&2; \
+	elif [ "$$(id -u)" != 0 ]; then echo "note: not root; run 'sudo apt-get install -y chromium chromium-driver', the browser tests skip" >&2; \
+	else (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	  || echo "note: apt-get could not install chromium; the browser tests skip" >&2; fi
+
+test: setup setup-local setup-browser
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 test-slow: setup
