@@ -178,7 +178,7 @@ def test_card_mode_shows_the_tool_description(ev):
     desc = ev.catalog[it.tool].api_description
     service_desc = ev.catalog[it.tool].tool_description
     assert f"Consider this tool: SkyCast Weather (API: current_weather). Service description: {service_desc} API description: {desc}\n" in card
-    assert "<<" not in card and desc in it.options  # the demo MCQ's correct answer is the API description: a ceiling
+    assert "<<" not in card  # card mode names the tool by its text, never by its virtual token
     with pytest.raises(ValueError, match="probe.modes may only contain"):
         ProbeConfig(modes=["token", "tool"])
     with pytest.raises(ValueError, match="probe.flag_share"):

@@ -253,3 +253,99 @@ def test_baselines_carry_fingerprints_too(tmp_path):
     with pytest.raises(FingerprintMismatch, match=r"system.baseline.kind: 'bm25' \(on disk\) vs 'dense' \(now\)"):
         run({**cfg, "baselines": {"bm25": {"kind": "dense"}}})
     assert run(cfg)["results"][0]["metrics"] == first["metrics"]
+
+
+def _bm25_cfg(out, limit=3):
+    return {"parametric": False, "baselines": {"bm25": {"kind": "bm25"}}, "output_dir": str(out),
+            "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": limit}},
+            "decoding": {"beam_width": 3, "ks": [1], "resamples": 10}}
+
+
+def test_a_held_output_folder_is_refused_naming_the_holder_or_skipped(tmp_path, monkeypatch):
+    import socket
+
+    from toolsense.utils.rundir import RunDir
+
+    out = tmp_path / "out"
+    with RunDir(out).claim() as held:  # flock is per open file: this process's own evaluation is refused too
+        assert held
+        with pytest.raises(RuntimeError) as e:
+            run(_bm25_cfg(out))
+        assert f"another process is evaluating into this folder (pid {os.getpid()} on {socket.gethostname()}" in str(e.value)
+        monkeypatch.setenv("TOOLSENSE_BUSY", "skip")
+        assert run(_bm25_cfg(out)) == {"skipped": str(out)}
+        assert sorted(p.name for p in out.iterdir()) == [".lock"]  # nothing was written
+        monkeypatch.setenv("TOOLSENSE_BUSY", "sometimes")
+        with pytest.raises(ValueError, match="TOOLSENSE_BUSY='sometimes'"):
+            run(_bm25_cfg(out))
+    monkeypatch.setenv("TOOLSENSE_BUSY", "fail")
+    assert run(_bm25_cfg(out))["results"][0]["n"] == 3  # released: the folder is free again
+
+
+def test_toolsense_busy_wait_blocks_until_the_holder_lets_go(tmp_path, monkeypatch, caplog):
+    import logging
+    import threading
+    import time
+
+    from toolsense.utils.rundir import RunDir
+
+    out, release, holding = tmp_path / "out", threading.Event(), threading.Event()
+
+    def hold():
+        with RunDir(out).claim():
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holding.wait(10)
+    monkeypatch.setenv("TOOLSENSE_BUSY", "wait")
+    done = {}
+    worker = threading.Thread(target=lambda: done.update(run(_bm25_cfg(out))))
+    with caplog.at_level(logging.WARNING):
+        worker.start()
+        time.sleep(1.5)
+        assert not done and not (out / "results.json").exists()  # still waiting
+        release.set()
+        worker.join(60)
+        holder.join()
+    assert done["results"][0]["n"] == 3
+    assert any(f"waiting for pid {os.getpid()}" in r.getMessage() for r in caplog.records)
+
+
+def test_two_evaluate_py_processes_started_at_once_one_is_refused(tmp_path):
+    """Issue 21: both used to run to the end, and samples.jsonl held every item twice."""
+    import socket
+
+    out = tmp_path / "out"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "1"}
+    cmd = [sys.executable, "evaluate.py", "model=tiny_random", "benchmark=demo_realistic", "decoding=beam10",
+           "decoding.free_form=false", "decoding.resamples=20", "device=cpu", f"output_dir={out}"]
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes[0] == 0 and codes[1] != 0, [o[1][-1500:] for o in outs]
+    winner, loser = (0, 1) if procs[0].returncode == 0 else (1, 0)
+    assert (f"another process is evaluating into this folder (pid {procs[winner].pid} on {socket.gethostname()}"
+            in outs[loser][1])
+    ids = [json.loads(x)["item_id"] for x in (out / "realistic" / "model" / "samples.jsonl").read_text().splitlines()]
+    assert len(ids) == 54 and len(set(ids)) == 54
+    assert json.loads((out / "results.json").read_text())["results"][0]["n"] == 54
+
+
+def test_an_empty_catalog_is_named_by_evaluate_py(tmp_path):
+    """Issue 21: evaluation died in an internal ``max()`` on a 0-byte catalog, naming no file."""
+    empty, blank = tmp_path / "empty.jsonl", tmp_path / "blank.jsonl"
+    empty.write_text("")
+    blank.write_text("\n  \n\n")
+    cmd = [sys.executable, "evaluate.py", "model=tiny_random", "benchmark.limit=2", "decoding=beam10", "device=cpu",
+           f"catalog.path={empty}", f"output_dir={tmp_path / 'out'}"]
+    proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "1"},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and f"{empty}: the catalog holds no tools" in proc.stderr
+    assert "max()" not in proc.stderr and not (tmp_path / "out" / "results.json").exists()
+    from toolsense.utils.io import DataError
+
+    with pytest.raises(DataError, match=rf"{blank}: the catalog holds no tools"):  # baselines load the catalog too
+        run({**_bm25_cfg(tmp_path / "bl"), "catalog": {"path": str(blank)}})

@@ -195,6 +195,9 @@ class AnnotateConfig:
     """Answers a rater may give for a retrieval item: do the gold tools serve the query?"""
     sheets: list[str] = field(default_factory=list)
     """task=kappa: the filled sheets (CSV) to compute κ from."""
+    keys: list[str] = field(default_factory=list)
+    """task=kappa: the answer keys (``<benchmark>_key.csv``, written by task=annotate beside each
+    sheet and kept from the raters); empty = any key file lying beside a sheet."""
 
     def __post_init__(self) -> None:
         if self.items < 1 or self.raters < 2:

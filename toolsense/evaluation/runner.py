@@ -208,21 +208,24 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
 
 
 def rating_task(cfg: EvaluateConfig, out: Path) -> dict[str, Any]:
-    """``task=annotate``: a rating sheet per configured benchmark (annotate.py) under ``out``;
-    ``task=kappa``: Fleiss' κ per benchmark from ``annotate.sheets``."""
+    """``task=annotate``: a rating sheet per configured benchmark (annotate.py) under ``out``, its
+    answer key in a separate file (raters rate blind); ``task=kappa``: Fleiss' κ per benchmark
+    from ``annotate.sheets``, and the raters' agreement with the keys."""
     from toolsense.evaluation.annotate import run_kappa, write_sheet
 
     acfg = cfg.annotate
     if cfg.task == Task.kappa:
         return run_kappa(acfg, out)
     where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
-    sheets = {}
+    sheets, keys = {}, {}
     for label, bc in cfg.benchmark_sections().items():
         bench = load_benchmark(bc, where.format(label))
         bench.name = label
-        sheets[label] = str(write_sheet(bench, acfg, out))
-        print(f"wrote {sheets[label]} ({min(acfg.items, len(bench.items))} items, {acfg.raters} rater columns)")
-    return {"sheets": sheets}
+        sheet, key = write_sheet(bench, acfg, out)
+        sheets[label], keys[label] = str(sheet), str(key)
+        print(f"wrote {sheet} ({min(acfg.items, len(bench.items))} items, {acfg.raters} rater columns) for the raters "
+              f"and its answer key {key} (keep it from them; task=kappa reads it)")
+    return {"sheets": sheets, "keys": keys}
 
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
