@@ -90,3 +90,19 @@ def test_stage2_tools_follow_what_training_kept(tmp_path):
                    run_dir / "config.yaml")
     with pytest.raises(FileNotFoundError, match=r"config.yaml: stage2.sources\[0\] \(kind jsonl\): cannot rebuild"):
         stage2_tools(run_dir, DEMO_TOOLS)
+
+
+def test_app_e_split_of_conf_stage2_demo_short_covers_every_realistic_item(tmp_path):
+    """stage2=demo_short (the short split plus one query for each of the 31 tools it lacks): all
+    126 tools, so every one of the 54 realistic test items is covered — App. E's rerun on equal terms."""
+    from toolsense.catalog import load_demo_queries
+    from toolsense.evaluation.runner import CONF_DIR
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    stage2 = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "stage2" / "demo_short.yaml"))
+    OmegaConf.save(OmegaConf.create({"stage2": stage2}), run_dir / "config.yaml")
+    trained = stage2_tools(run_dir, DEMO_TOOLS)
+    assert trained.tools == DEMO_TOOLS
+    golds = [q.tools for q in load_demo_queries(split="test", style="short")]
+    assert coverage_summary(golds, trained)["covered"] == 54 == len(golds)
