@@ -98,3 +98,21 @@ def test_backend_is_for_dense_only():
         BaselineConfig(kind="bm25", backend="int8")
     with pytest.raises(ValueError, match="baseline.backend must be torch, int8 or onnx"):
         BaselineConfig(kind="dense", backend="fp16")
+
+
+def test_dense_document_is_part_of_the_cache_key(cache, monkeypatch):
+    """baseline.document=toolgen encodes ToolGen's documents into their own entry; the default's stays valid."""
+    from toolsense.models.encoders import TEXT_TEMPLATES
+
+    cat = load_catalog(ASSETS / "tools.jsonl")
+    seen: list[list[str]] = []
+    real = SentenceEncoder.encode
+    monkeypatch.setattr(SentenceEncoder, "encode", lambda self, texts, *a, **k: seen.append(list(texts)) or real(self, texts, *a, **k))
+    build_baseline(cat, BaselineConfig(kind="dense"), 5)
+    build_baseline(cat, BaselineConfig(kind="dense", document="toolgen"), 5)
+    assert sorted(seen[1]) == sorted(TEXT_TEMPLATES.get("toolgen")(t) for t in cat)  # the documents encoded are ToolGen's
+    assert len(list(cache.glob("*.npy"))) == 2
+    seen.clear()
+    build_baseline(cat, BaselineConfig(kind="dense"), 5)
+    build_baseline(cat, BaselineConfig(kind="dense", document="toolgen"), 5)
+    assert seen == []  # both from the cache
