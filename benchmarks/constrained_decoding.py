@@ -11,7 +11,9 @@ Measured side by side in one run, on the same model, prompts and beam width:
 - reference: one query at a time, HF ``generate(num_beams=B)`` with a LogitsProcessor that walks
   a dict trie for every beam at every step (how the original ToolGen evaluation works).
 Prints ours/floor (target <= 1.5x for flat), reference/ours (target >= 10x for hierarchical),
-and whether the top-B tool lists are identical (target: all).
+and whether the top-B tool lists are identical (target: all). Each side runs ``--repeats`` times,
+interleaved with the others (benchmarks/timing.py): min, median and spread per side; ratios on
+the minima, medians beside them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
+from timing import interleaved, line, ratio  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 from toolsense.catalog import load_catalog, load_toolbench_queries  # noqa: E402
 from toolsense.data.prompts import PromptConfig  # noqa: E402
@@ -95,6 +98,7 @@ def main() -> None:
     ap.add_argument("--beam", type=int, default=50)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs of each side, interleaved")
     args = ap.parse_args()
 
     catalog = load_catalog(os.path.join(DATA, "toolbench_virtual_tokens.txt"))
@@ -108,7 +112,7 @@ def main() -> None:
     model.eval()
     print(f"{len(index.paths)} tools, {len(index.tokens())} new tokens ({args.index}) added in {time.time() - t0:.1f}s; device={device}")
     queries = load_toolbench_queries(os.path.join(DATA, "toolbench_queries", "G1_instruction.json"))[: args.queries]
-    dec = DecodingConfig(beam_width=args.beam, ks=[1, min(10, args.beam), args.beam], batch_size=args.batch, free_form=False)
+    dec = DecodingConfig(beam_width=args.beam, ks=sorted({1, min(10, args.beam), args.beam}), batch_size=args.batch, free_form=False)
     retriever = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), dec)
     ids = encode(tok, [retriever.prompt(q) for q in queries])
     batches = length_batches([len(s) for s in ids], args.batch)
@@ -121,22 +125,26 @@ def main() -> None:
         for b in batches:
             prefill_shared(model, [ids[i] for i in b], tok.pad_token_id, device)
 
-    floor()  # warm-up
-    sync(); t = time.time(); floor(); sync(); t_floor = time.time() - t
-    sync(); t = time.time(); floor_shared(); sync(); t_floor_shared = time.time() - t
     ours, our_scores = {}, {}
-    sync(); t = time.time()
-    for rec in retriever.run(queries):
-        ours[rec.query.query_id] = [x["tool"] for x in rec.constrained]
-        our_scores[rec.query.query_id] = {x["tool"]: x["score"] for x in rec.constrained}
-    sync(); t_ours = time.time() - t
+
+    def run_ours() -> None:
+        for rec in retriever.run(queries):
+            ours[rec.query.query_id] = [x["tool"] for x in rec.constrained]
+            our_scores[rec.query.query_id] = {x["tool"]: x["score"] for x in rec.constrained}
 
     trie = dict_trie(index, tok)
     ref_q = queries[: args.ref_queries]
-    reference_search(model, tok, ids[0], trie, args.beam, index.depth() + 1)  # warm-up
-    sync(); t = time.time()
-    ref = {q.query_id: reference_search(model, tok, ids[i], trie, args.beam, index.depth() + 1) for i, q in enumerate(ref_q)}
-    sync(); t_ref = (time.time() - t) * len(queries) / len(ref_q)
+    ref: dict = {}
+
+    def run_ref() -> None:
+        ref.update({q.query_id: reference_search(model, tok, ids[i], trie, args.beam, index.depth() + 1) for i, q in enumerate(ref_q)})
+
+    sides = {"floor": floor, "floor_shared": floor_shared, "ours": run_ours}
+    if args.ref_queries:
+        sides["reference"] = run_ref
+    times = interleaved(sides, args.repeats, desc="constrained decoding")
+    scale = len(queries) / len(ref_q) if ref_q else 1.0
+    times["reference"] = [t * scale for t in times.get("reference", [])]
 
     # FLOPs on hardware whose cost is linear in them (CPU): the floor's padded prompt tokens
     # through the body; ours = each batch's shared prefix once + the rest per prompt, then the B
@@ -150,24 +158,27 @@ def main() -> None:
     flops_ratio = (ours_tokens * body + len(queries) * args.beam * (body + head)) / (prefill_tokens * body)
     bound = 1 + len(queries) * args.beam * (body + head) / (prefill_tokens * body)
 
+    print(f"queries={len(queries)} beam={args.beam} index={args.index} tools={len(index.paths)}")
+    print(line("floor (one batched prefill)", times["floor"]))
+    print(line(f"floor, common prefix once ({min(shared)}-{max(shared)} tok)", times["floor_shared"]))
+    print(line("ours (batched, tensor masks)", times["ours"]))
+    print(f"ours/floor = {ratio(times['ours'], times['floor'])} (target <= 1.5x for flat); "
+          f"against the shared-prefix prefill {ratio(times['ours'], times['floor_shared'])}")
+    if index.depth() == 1:
+        print(f"  FLOPs over the floor's: {bound:.2f}x for an exact method that prefills like the floor "
+              f"(+ {args.beam} candidates x (body + {head // 2 // 10**6}M-weight head) over {prefill_tokens} padded prompt tokens); "
+              f"{flops_ratio:.2f}x for ours (shared prefixes)")
+    if times["reference"]:
+        print(line(f"reference ({len(ref_q)} timed, scaled)", times["reference"]))
+        print(f"reference/ours = {ratio(times['reference'], times['ours'])} (target >= 10x for hierarchical)")
+    if not ref:
+        return
     same = sum(ours[k] == v for k, v in ref.items())
     same10 = sum(ours[k][:10] == v[:10] for k, v in ref.items())
     # A list that differs only where two tools' scores lie within float rounding (1e-4) of each
     # other: same set, and the reference's order never contradicts our scores by more than that.
     ties = sum(ours[k] != v and set(ours[k]) == set(v)
                and all(our_scores[k][a] >= our_scores[k][b] - 1e-4 for a, b in zip(v, v[1:])) for k, v in ref.items())
-    print(f"queries={len(queries)} beam={args.beam} index={args.index} tools={len(index.paths)}")
-    print(f"floor (one batched prefill) : {t_floor:8.2f} s")
-    print(f"  the same prefill encoding each batch's common prefix once ({min(shared)}-{max(shared)} tokens; ours does this): "
-          f"{t_floor_shared:.2f} s")
-    print(f"ours (batched, tensor masks): {t_ours:8.2f} s   ours/floor = {t_ours / t_floor:.2f}x (target <= 1.5x for flat); "
-          f"against the shared-prefix prefill {t_ours / t_floor_shared:.2f}x")
-    if index.depth() == 1:
-        print(f"  FLOPs over the floor's: {bound:.2f}x for an exact method that prefills like the floor "
-              f"(+ {args.beam} candidates x (body + {head // 2 // 10**6}M-weight head) over {prefill_tokens} padded prompt tokens); "
-              f"{flops_ratio:.2f}x for ours (shared prefixes)")
-    print(f"reference (HF generate + dict trie, per query; {len(ref_q)} timed, scaled): {t_ref:8.2f} s   "
-          f"reference/ours = {t_ref / t_ours:.1f}x (target >= 10x for hierarchical)")
     print(f"identical top-{args.beam} lists: {same}/{len(ref)}; identical top-10: {same10}/{len(ref)}; "
           f"the others differ only by near-ties (scores within 1e-4): {ties}/{len(ref) - same}")
 

@@ -106,3 +106,26 @@ def test_qwen25_coder_05b_answers_trivial_questions():
     assert lm_loss(model, tok, "The capital of France is Paris. It is a large city with many museums.") < 2.5
     assert lm_loss(model, tok, "museums city France Paris with The many is a capital large It of is.") > 7.0
     assert lm_loss(model, tok, "def add(a, b):\n    return a + b\n") < 1.5
+
+
+def test_read_embeddings_gives_the_saved_matrices_without_the_model(tmp_path):
+    """drift reads a checkpoint's two matrices from its safetensors (tied: one), never the whole
+    model in fp32; values equal the loaded model's."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from toolsense.models import ModelConfig, load_model_and_tokenizer, read_embeddings
+    from toolsense.utils.modeling import embeddings_tied
+
+    model, tok = load_model_and_tokenizer(ModelConfig("tiny_random", dtype="bfloat16"))
+    model.save_pretrained(tmp_path / "tied")
+    mats = read_embeddings(tmp_path / "tied")
+    assert embeddings_tied(mats) and mats.get_input_embeddings().weight.dtype == torch.float32
+    assert torch.equal(mats.get_input_embeddings().weight, model.get_input_embeddings().weight.float())
+    model.config.tie_word_embeddings = False
+    untied = AutoModelForCausalLM.from_config(model.config)
+    untied.save_pretrained(tmp_path / "untied")
+    mats = read_embeddings(tmp_path / "untied")
+    assert not embeddings_tied(mats)
+    assert torch.equal(mats.get_output_embeddings().weight, untied.get_output_embeddings().weight.float())
+    assert read_embeddings(tmp_path) is None  # no safetensors here: the caller loads the model

@@ -20,7 +20,8 @@ import torch
 from toolsense.evaluation.config import DriftConfig
 from toolsense.evaluation.outputs import write_json
 from toolsense.index import ToolIndex, add_index_tokens
-from toolsense.models import ModelConfig, load_model_and_tokenizer
+from toolsense.models import ModelConfig, load_model_and_tokenizer, read_embeddings
+from toolsense.models.loading import load_tokenizer
 from toolsense.utils.modeling import embeddings_tied
 from toolsense.utils.progress import progress
 from toolsense.utils.rundir import RunDir
@@ -61,6 +62,9 @@ def load_checkpoint(run: Path, name: str, mcfg: ModelConfig, index: ToolIndex):
         return model, tok
     if not (run / name / "config.json").is_file():
         raise FileNotFoundError(f"{run / name}: no model folder for checkpoint {name!r}")
+    mats = read_embeddings(run / name)  # the two matrices from the safetensors, not the whole model in fp32
+    if mats is not None:
+        return mats, load_tokenizer(mcfg, str(run / name))
     return load_model_and_tokenizer(mcfg, path=run / name, device="cpu")
 
 

@@ -55,6 +55,20 @@ def load_tokenizer(cfg: ModelConfig, path: str | None = None):
     return tok
 
 
+def _from_pretrained(auto_cls, src: str, kwargs: dict):
+    """``auto_cls.from_pretrained``, with a weights file that cannot be read (truncated by a full
+    disk or a kill while copying) named in the error: safetensors' own message names no file."""
+    from safetensors import SafetensorError
+
+    try:
+        return auto_cls.from_pretrained(src, **kwargs)
+    except SafetensorError as e:
+        files = sorted(p.name for p in Path(src).glob("*.safetensors")) if Path(src).is_dir() else []
+        where = f"{src}/{files[0]}" if len(files) == 1 else f"{src} ({', '.join(files) or 'its .safetensors files'})"
+        raise OSError(f"{where}: the model weights cannot be read ({e}); the file is truncated or corrupt: copy it "
+                      "again, or delete the model folder and rerun the command that wrote it") from e
+
+
 def load_model_and_tokenizer(cfg: ModelConfig, path: str | Path | None = None, device: str | torch.device | None = None):
     """Returns ``(model, tokenizer)``. ``path`` overrides where weights are read from (e.g. a
     Stage-1 checkpoint) while the model section still decides EOS, template and dtype."""
@@ -65,9 +79,53 @@ def load_model_and_tokenizer(cfg: ModelConfig, path: str | Path | None = None, d
     kwargs = {"dtype": resolve_dtype(str(cfg.dtype)), "trust_remote_code": cfg.trust_remote_code}
     if cfg.attn_implementation:
         kwargs["attn_implementation"] = cfg.attn_implementation
-    model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
+    model = _from_pretrained(AutoModelForCausalLM, src, kwargs)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     if device is not None:
         model.to(device)
     return model, tok
+
+
+class EmbeddingMatrices(torch.nn.Module):
+    """A checkpoint's input embedding and (untied) LM-head matrices alone, with the accessors of
+    a causal LM (``get_input_embeddings().weight``, ``get_output_embeddings()``), so code that
+    reads embeddings (drift) takes it in place of the model. Tied: one tensor for both."""
+
+    def __init__(self, inp: torch.Tensor, out: torch.Tensor | None):
+        super().__init__()
+        self.embed = torch.nn.Embedding.from_pretrained(inp, freeze=True)
+        self.head = None
+        if out is not None:
+            self.head = torch.nn.Linear(out.shape[1], out.shape[0], bias=False)
+            self.head.weight = torch.nn.Parameter(out, requires_grad=False)
+
+    def get_input_embeddings(self):
+        return self.embed
+
+    def get_output_embeddings(self):
+        return self.head if self.head is not None else self.embed
+
+
+def read_embeddings(folder: str | Path) -> EmbeddingMatrices | None:
+    """The embedding matrices of a saved model folder read straight from its safetensors files
+    (``*embed_tokens.weight``; ``*lm_head.weight`` when untied), in float32 — the rest of the
+    checkpoint is never loaded (an 8B model in fp32 is 32 GB of host memory for two matrices).
+    None when the folder has no safetensors or no such tensor (the caller loads the model)."""
+    from safetensors import safe_open
+
+    found: dict[str, torch.Tensor] = {}
+    for f in sorted(Path(folder).glob("*.safetensors")):
+        with safe_open(str(f), framework="pt") as h:
+            for key in h.keys():
+                if key.endswith("embed_tokens.weight") and "input" not in found:
+                    found["input"] = h.get_tensor(key).float()
+                elif key.endswith("lm_head.weight"):
+                    found["output"] = h.get_tensor(key).float()
+    if "input" not in found:
+        return None
+    import json
+
+    cfg = json.loads((Path(folder) / "config.json").read_text()) if (Path(folder) / "config.json").is_file() else {}
+    tied = cfg.get("tie_word_embeddings", (cfg.get("text_config") or {}).get("tie_word_embeddings", False))
+    return EmbeddingMatrices(found["input"], None if tied else found.get("output"))

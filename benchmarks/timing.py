@@ -1,0 +1,63 @@
+"""Side-by-side timing that holds still on a loaded machine: every side runs ``repeats`` times,
+interleaved (a, b, c, a, b, c, ...), so a burst of load from elsewhere hits all sides alike
+instead of one; each side reports min, median and spread ((max - min) / median) and the ratios
+use the minimum (the least-disturbed run) with the medians beside them. A progress bar shows
+which side and repeat is running. Used by the scripts in this folder (run them from the repo
+root: ``python benchmarks/<script>.py``)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Mapping
+
+from tqdm.auto import tqdm
+
+
+def _sync() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def interleaved(sides: Mapping[str, Callable[[], object]], repeats: int = 3, warmup: bool = True,
+                desc: str = "timing") -> dict[str, list[float]]:
+    """Seconds of each call of each side, ``repeats`` rounds, sides in turn within a round.
+    ``warmup`` runs every side once first, untimed (allocator, kernels, caches)."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    total = len(sides) * (repeats + int(warmup))
+    with tqdm(total=total, desc=desc, unit="run", dynamic_ncols=True) as bar:
+        if warmup:
+            for name, fn in sides.items():
+                bar.set_postfix_str(f"{name} (warm-up)")
+                fn()
+                bar.update(1)
+        for r in range(repeats):
+            for name, fn in sides.items():
+                bar.set_postfix_str(f"{name} {r + 1}/{repeats}")
+                _sync()
+                t = time.perf_counter()
+                fn()
+                _sync()
+                times[name].append(time.perf_counter() - t)
+                bar.update(1)
+    return times
+
+
+def stats(ts: list[float]) -> dict[str, float]:
+    """min / median / spread of one side's times (spread = (max - min) / median)."""
+    med = statistics.median(ts)
+    return {"min": min(ts), "median": med, "spread": (max(ts) - min(ts)) / med if med > 0 else 0.0, "n": len(ts)}
+
+
+def line(name: str, ts: list[float], scale: float = 1.0, unit: str = "s") -> str:
+    s = stats([t * scale for t in ts])
+    return f"{name:<34} min {s['min']:8.3f} {unit}  median {s['median']:8.3f} {unit}  spread {100 * s['spread']:5.1f}%  (n={s['n']})"
+
+
+def ratio(a: list[float], b: list[float]) -> str:
+    """``a / b`` on the minima, and on the medians."""
+    return f"{min(a) / min(b):.2f}x (medians {statistics.median(a) / statistics.median(b):.2f}x)"
