@@ -78,15 +78,38 @@ def load_run(run_dir: str | Path, stage: str = "stage2", device: Optional[str] =
 
 def load_untrained(model_cfg: ModelConfig, catalog_cfg: CatalogConfig, index_cfg: IndexConfig,
                    prompts: Optional[PromptConfig] = None, device: Optional[str] = None) -> EvalModel:
-    """A base model with the index's tokens added (mean-of-sub-token init) and no training."""
+    """A base model with the index's tokens added (mean-of-sub-token init) and no training; or a
+    released ToolGen-style checkpoint (``model.name_or_path=<its folder>``) whose tokenizer already
+    holds every index token: those tokens, rows, EOS and chat template are its own and reused as
+    they are (no token added, no resize; ``stage: checkpoint``). A tokenizer holding only some of
+    them is an error: the catalog / index do not match that checkpoint."""
     catalog = load_from_config(catalog_cfg)
     index = index_from_config(index_cfg, catalog, lambda: encoder_embeddings(catalog, index_cfg.encoder))
     model, tok = load_model_and_tokenizer(model_cfg, device=pick_device(device))
-    add_index_tokens(index, model, tok)
+    stage = _index_tokens_state(index, tok, model_cfg.name_or_path)
+    if stage == "untrained":
+        add_index_tokens(index, model, tok)
     model.eval()
-    source = {"run": None, "stage": "untrained", "model": model_cfg.name_or_path}
+    source = {"run": None, "stage": stage, "model": model_cfg.name_or_path}
     return EvalModel(model, tok, index, catalog, prompts or PromptConfig(), source,
                      sha256_text(json.dumps(index.to_dict(), sort_keys=True, ensure_ascii=False)))
+
+
+def _index_tokens_state(index: ToolIndex, tokenizer, name: str) -> str:
+    """``checkpoint`` when the tokenizer holds every index token already (a released ToolGen
+    model), ``untrained`` when it holds none; some but not all is a ValueError naming the counts."""
+    vocab = tokenizer.get_vocab()
+    tokens = index.tokens()
+    have = [t for t in tokens if t in vocab]
+    if len(have) == len(tokens):
+        log.info("%s already holds all %d index tokens: reusing its rows (no resize)", name, len(tokens))
+        return "checkpoint"
+    if have:
+        missing = next(t for t in tokens if t not in vocab)
+        raise ValueError(f"model.name_or_path={name}: its tokenizer holds {len(have)} of the {len(tokens)} index tokens "
+                         f"(missing e.g. {missing!r}); a checkpoint with tool tokens must hold them all: set catalog= / "
+                         "index= to the ones it was trained on (catalog=toolbench_tokens index=flat for ToolGen)")
+    return "untrained"
 
 
 def portable_source(source: dict[str, Any], results_dir: str | Path) -> dict[str, Any]:
