@@ -2,6 +2,7 @@
 
     python generate.py                                   # demo catalog, embedded SmolLM2 writes and judges
     python generate.py catalog=toolsense_release writer.backend=openai writer.openai_model=gpt-4o-mini
+    TOOLSENSE_BUSY=wait python generate.py ...             # another process holds the folder: wait (skip: move on; default: stop)
 """
 
 import hydra
@@ -19,6 +20,9 @@ register_configs()
 def main(dict_cfg: DictConfig) -> None:
     cfg = to_config(GenerateConfig, dict_cfg)
     summary = run(cfg)
+    if summary.get("skipped"):  # TOOLSENSE_BUSY=skip and another process holds the folder
+        print(f"skipped {summary['output_dir']}: busy ({summary['holder']})")
+        return
     log_job_summary(cfg.logger, summary, prefix="gen", out=summary["output_dir"], config=as_plain(cfg), job_type="generate")
     print(OmegaConf.to_yaml(OmegaConf.create(summary)))
 

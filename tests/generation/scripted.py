@@ -87,12 +87,14 @@ class FakeOpenAIServer:
     the service), ``copy:<title>`` (the last reply given for that title's prompt: a duplicate), ``wrong_count`` (an MCQ with two wrong answers);
     ``judge_garbled=True`` makes every temperature-0 judge reply prose (the retry parses).
     ``no_schema`` answers 400 to any request carrying ``response_format``.
+    ``gate`` (an Event) holds every reply until it is set; ``waiting`` counts the requests held.
     Every request body is recorded (``requests``) with its status."""
 
     def __init__(self, faults: dict[str, str] | None = None, *, no_schema: bool = False, judge_garbled: bool = False,
-                 delay_s: float = 0.0, sleep_s: float = 2.0):
+                 delay_s: float = 0.0, sleep_s: float = 2.0, gate: threading.Event | None = None):
         self.faults, self.no_schema, self.judge_garbled = faults or {}, no_schema, judge_garbled
         self.delay_s, self.sleep_s = delay_s, sleep_s
+        self.gate, self.waiting = gate, 0
         self.llm = ScriptedLLM()
         self.requests: list[dict] = []
         self.last_reply: dict[str, str] = {}
@@ -106,6 +108,10 @@ class FakeOpenAIServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if server.gate is not None and not server.gate.is_set():
+                    with server.lock:
+                        server.waiting += 1
+                    server.gate.wait()
                 status, payload = server.reply(body)
                 data = json.dumps(payload).encode()
                 try:

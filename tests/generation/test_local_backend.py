@@ -46,3 +46,26 @@ def test_local_server_generates_rrb_mcq_qa_and_stops(tmp_path, demo_catalog, nb,
         path = tmp_path / f"{kind}.jsonl"
         if path.exists():  # what the small model got through loads with the evaluation loaders
             assert len(load_benchmark(BenchmarkConfig(loader=kind, path=str(path))).items) == accepted
+
+
+def test_a_local_reply_does_not_depend_on_the_requests_before_it(demo_catalog):
+    """Resume reproduces: the server evaluates each request from scratch (no prefix reuse of the
+    previous request's KV cache), so the last of three requests gets the same reply from a freshly
+    started server, where it is the first — as after a restart of an interrupted generation."""
+    from toolsense.generation import prompts
+    from toolsense.generation.llm import build_llm
+
+    cfg = LLMConfig(backend="local", max_new_tokens=48, temperature=0.7, timeout_s=120)
+    asks = [prompts.qa_writer(demo_catalog[i], "Yes") for i in (0, 40, 80)]  # one system prompt, three cards
+    llm = build_llm(cfg)
+    try:
+        in_sequence = [str(llm(m, temperature=0.7, seed=3)) for m in asks]
+    finally:
+        llm.close()
+    llm = build_llm(cfg)
+    try:
+        first = str(llm(asks[-1], temperature=0.7, seed=3))
+        again = str(llm(asks[-1], temperature=0.7, seed=3))  # straight after itself: the longest prefix reuse
+    finally:
+        llm.close()
+    assert first == in_sequence[-1] == again

@@ -112,8 +112,7 @@ class GenerateConfig:
         bad_tiers = [t for t in self.rrb_per_tier if t not in ("easy", "medium", "hard")]
         if bad_tiers:
             raise ValueError(f"rrb_per_tier: unknown tiers {bad_tiers}; choose from easy, medium, hard")
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        self._check_counts()
         local = [r for r, llm in (("writer", self.writer), ("judge", self.judge)) if llm is not None and llm.backend == "hf"]
         if self.concurrency > 1 and local:
             raise ValueError(f"concurrency={self.concurrency}: {local[0]}.backend=hf runs one local model in this process; "
@@ -134,6 +133,23 @@ class GenerateConfig:
         if self.purpose == "training" and not self.exclude:
             raise ValueError("purpose=training: name the evaluation benchmarks to hold out in exclude=[...] "
                              "(the leakage guard keeps their gold tools and queries out of training data)")
+
+    def _check_counts(self) -> None:
+        """Counts and sizes, each named by its field, before anything loads (a bad value used to
+        surface in numpy after the whole RRB had been generated)."""
+        if not self.tasks:
+            raise ValueError("tasks=[]: give at least one of rrb, mcq, qa")
+        for tier, n in self.rrb_per_tier.items():
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ValueError(f"rrb_per_tier.{tier}={n!r}: must be a whole number >= 0")
+        for name, value, lo in (("n_probes", self.n_probes, 0), ("max_attempts", self.max_attempts, 1)):
+            if value < lo:
+                raise ValueError(f"{name}={value}: must be >= {lo}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        for name, price in self.prices.items():
+            if any(v < 0 for v in price.values()):
+                raise ValueError(f"prices.{name}={dict(price)}: prices must be >= 0 (USD per million tokens)")
 
 
 def register_configs() -> None:

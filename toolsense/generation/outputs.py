@@ -8,7 +8,14 @@ the differing fields. Settings that change only *how fast* items are made (``con
 retries, time-outs, the endpoint URL, the key's variable name) are not part of it.
 
 ``summary.json`` and ``data_card.md`` are computed from the files themselves, so they count
-everything across resumes, not just the last run.
+everything across resumes, not just the last run. Rejection rows are keyed by (task, attempt):
+a rerun that redoes an item (killed between its attempts, or its ``final`` row torn) replays
+the same attempts from the reply cache and writes none of them twice. Each invocation that ends
+appends its own counters to ``invocations.jsonl``.
+
+A folder that holds no item and no rejection (a start that failed, an interrupted first
+minute) may be claimed by another configuration; its reply cache stays (keyed by the exact
+request, it can only be reused for the same request).
 """
 
 from __future__ import annotations
@@ -26,6 +33,15 @@ from toolsense.utils.paths import atomic_write_text
 
 IDENTITY_FILE = "generation_config.json"
 ITEM_FILES = {"rrb": "rrb.jsonl", "mcq": "mcq.jsonl", "qa": "qa.jsonl"}
+REJECTED_FILE = "rejected.jsonl"
+INVOCATIONS_FILE = "invocations.jsonl"
+UNAVAILABLE = "service unavailable (left for a rerun)"
+
+
+def rejection_key(row: dict) -> tuple:
+    """One attempt of one task; a "left for a rerun" row is its own key, so the rerun's real
+    outcome of that attempt is still recorded."""
+    return row["task_id"], row["attempt"], row.get("reason") == UNAVAILABLE
 _SPEED_ONLY = {"output_dir", "output_root", "on_exists", "concurrency", "max_retries", "timeout_s", "base_url",
                "api_key_env", "prices", "logger"}
 
@@ -42,7 +58,8 @@ def _llm_identity(llm: dict | None) -> dict | None:
     """An LLM section without the settings of the backend it does not use."""
     if llm is None:
         return None
-    unused = {"hf": ("openai_model", "structured_output", "gguf", "local_ctx"), "openai": ("model", "gguf", "local_ctx"),
+    unused = {"hf": ("openai_model", "structured_output", "gguf", "local_ctx", "local_threads"),
+              "openai": ("model", "gguf", "local_ctx", "local_threads"),
               "local": ("model", "openai_model")}[llm.get("backend")]
     return {k: v for k, v in llm.items() if k not in unused}
 
@@ -68,18 +85,33 @@ def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def claim_output_dir(out: Path, ident: dict) -> None:
-    """Save the identity in a fresh directory, or check that a resumed one was made with the
-    same; raise naming each differing field (old -> new) otherwise."""
+def produced(out: Path) -> bool:
+    """Whether the folder holds any generated item or rejection (not merely a reply cache)."""
+    return any((out / f).is_file() and (out / f).read_bytes().strip(b"\x00\n ") for f in (*ITEM_FILES.values(), REJECTED_FILE))
+
+
+def claim_output_dir(out: Path, ident: dict, write: bool = True) -> None:
+    """Save the identity in a fresh directory (``write``), or check that a resumed one was made
+    with the same; raise naming each differing field (old -> new) otherwise — unless the folder
+    produced nothing yet (:func:`produced`), which the new identity may then take over."""
     path = out / IDENTITY_FILE
     if path.exists():
         old, new = _flat(json.loads(path.read_text())), _flat(json.loads(json.dumps(ident, default=str)))
         diff = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-        if diff:
+        if not diff:
+            return
+        if produced(out):
             raise ValueError(f"{out} holds a generation made with another configuration; differing fields: "
                              + "; ".join(diff) + ". Use another output_dir (or the default, derived from the config).")
-        return
-    atomic_write_text(path, json.dumps(ident, indent=2, sort_keys=True, default=str))
+    if write:
+        atomic_write_text(path, json.dumps(ident, indent=2, sort_keys=True, default=str))
+
+
+def record_invocation(out: Path, counters: dict) -> list[dict]:
+    """Append this invocation's counters to ``invocations.jsonl``; returns every invocation's."""
+    store = JsonlStore(out / INVOCATIONS_FILE)
+    store.append(counters)
+    return store.rows
 
 
 def _tokens(cache_rows: list[dict], prices: dict[str, dict[str, float]]) -> dict:
@@ -115,9 +147,14 @@ def _label_counts(rrb: list[dict]) -> dict[str, float]:
     return out
 
 
-def summarise(out: Path, stores: dict[str, JsonlStore], cache_rows: list[dict], prices: dict, run_stats: dict) -> dict:
+def summarise(out: Path, stores: dict[str, JsonlStore], cache_rows: list[dict], prices: dict, run_stats: dict,
+              invocations: list[dict] = ()) -> dict:
     """Cumulative counts from the files: accepted per tier/kind, final rejections, every
-    rejection reason, QA Yes/No balance, token usage and cost; plus this run's ``run_stats``."""
+    rejection reason (each (task, attempt) once, even in a file an older version wrote twice),
+    QA Yes/No balance, token usage and cost, ``gen/llm_calls`` (= the cache's rows, the same
+    count as ``usage.by_stage.*.calls``) and ``gen/llm_cache_hits`` (summed over the
+    ``invocations`` that ended); plus this run's ``run_stats`` (``skipped_done``, ``left_for_rerun``,
+    ...) and this run's calls and hits under ``gen/this_run/``."""
     s: Counter = Counter()
     for row in stores["rrb"]:
         s[f"gen/rrb/{row['complexity']}/accepted"] += 1
@@ -127,20 +164,26 @@ def summarise(out: Path, stores: dict[str, JsonlStore], cache_rows: list[dict], 
         s[f"gen/qa/answer_{row['answer'].lower()}"] += 1
     s.update(_label_counts(stores["rrb"].rows))
     reasons: Counter = Counter()
-    for row in stores["rejected"]:
+    rejected = stores["rejected"]
+    for row in (rejected.by_key.values() if rejected.by_key else rejected.rows):
         reasons[row["reason"]] += 1
         if row.get("final"):
             kind, tier = row["task_id"].split("-")[:2]
             s[f"gen/rrb/{tier}/rejected" if kind == "rrb" else f"gen/{kind}/rejected"] += 1
     summary: dict[str, Any] = dict(sorted(s.items()))
+    this_run = dict(invocations[-1]) if invocations else {}
     summary.update({f"gen/{k}": v for k, v in run_stats.items()})
+    summary["gen/llm_calls"] = len(cache_rows)
+    summary["gen/llm_cache_hits"] = sum(int(inv.get("llm_cache_hits", 0)) for inv in invocations)
+    summary.update({f"gen/this_run/{k}": this_run[k] for k in ("llm_calls", "llm_cache_hits") if k in this_run})
     summary["rejection_reasons"] = dict(reasons.most_common())
     summary["usage"] = _tokens(cache_rows, prices)
     return summary
 
 
 def write_summary(out: Path, summary: dict, ident: dict, elapsed_s: float) -> None:
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    """``summary.json`` (without ``output_dir``: a file names no machine path) and ``data_card.md``."""
+    (out / "summary.json").write_text(json.dumps({k: v for k, v in summary.items() if k != "output_dir"}, indent=2))
     (out / "data_card.md").write_text(data_card(summary, ident, elapsed_s))
 
 

@@ -28,6 +28,7 @@ from toolsense.catalog import Catalog, Tool
 from toolsense.catalog.config import load_from_config
 from toolsense.catalog.tool import fold_text
 from toolsense.generation import outputs
+from toolsense.generation.checks import catalog_names
 from toolsense.generation.config import GenerateConfig
 from toolsense.generation.dedupe import Encode, QuestionDeduper, minilm_encoder
 from toolsense.generation.guard import HeldOut
@@ -38,6 +39,7 @@ from toolsense.generation.prompts import usable_description
 from toolsense.generation.rrb import make_rrb_item, plan_rrb
 from toolsense.generation.sampling import stratified_sample
 from toolsense.utils.jsonl import JsonlStore
+from toolsense.utils.rundir import RunDir, busy_policy
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -104,7 +106,7 @@ class _Run:
     def __init__(self, cfg: GenerateConfig, out: Path, catalog: Catalog, writer: ChatLLM, judge: ChatLLM | None):
         self.cfg, self.out, self.catalog, self.writer, self.judge = cfg, out, catalog, writer, judge
         self.stores = {k: JsonlStore(out / f) for k, f in outputs.ITEM_FILES.items()}
-        self.stores["rejected"] = JsonlStore(out / "rejected.jsonl")
+        self.stores["rejected"] = JsonlStore(out / outputs.REJECTED_FILE, key=outputs.rejection_key)
         self.stats: Counter = Counter()
         finished = {row["task_id"] for row in self.stores["rejected"] if row.get("final")}
         self.done = finished | {r["generation"]["task_id"] for k in outputs.ITEM_FILES for r in self.stores[k]}
@@ -134,7 +136,8 @@ class _Run:
             if res.item is not None and not accept(job, res, dry=True):
                 self.stats[f"{kind}/redone_after_concurrent_clash"] += 1
                 res = one(job)  # replays cached replies; the clash is now an ordinary code-check rejection
-            self.stores["rejected"].extend(res.rejections)
+            rejected = self.stores["rejected"]  # keyed: a redone item's replayed attempts are not written twice
+            rejected.extend(row for row in res.rejections if outputs.rejection_key(row) not in rejected)
             if res.unavailable:
                 self.stats["left_for_rerun"] += 1
             elif res.item is not None:
@@ -180,8 +183,9 @@ def _run_probes(r: _Run, nb: Neighbourhoods, encode: Encode | None) -> None:
     probe_tools = [catalog[n] for n in stratified_sample(list(catalog), cfg.n_probes, cfg.seed + 1, key=lambda t: t.service)]
     temp = cfg.writer.temperature
     dedupe = {k: QuestionDeduper(encode, cfg.dedupe_cosine, [row["question"] for row in r.stores[k]]) for k in ("mcq", "qa")}
+    names = catalog_names(catalog)
     makers = {
-        "mcq": lambda tool, a: make_mcq_item(tool, catalog, nb, r.writer, r.judge, temp, a, cfg.seed, dedupe["mcq"]),
+        "mcq": lambda tool, a: make_mcq_item(tool, catalog, nb, r.writer, r.judge, temp, a, cfg.seed, dedupe["mcq"], names),
         "qa": lambda tool, a: make_qa_item(tool, qa_target(r.stores["qa"].rows), r.writer, r.judge, temp, a, dedupe["qa"]),
     }
     for kind in [k for k in ("mcq", "qa") if k in cfg.tasks]:
@@ -204,14 +208,42 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
         catalog: Catalog | None = None, embeddings: np.ndarray | None = None, encode: Encode | None = None) -> dict:
     """Generate the configured benchmarks; returns the (cumulative) summary.
     ``writer``/``judge``/``catalog``/``embeddings``/``encode`` (the question encoder for
-    near-duplicates; default MiniLM) may be passed in (tests, notebooks)."""
+    near-duplicates; default MiniLM) may be passed in (tests, notebooks).
+
+    One process per output folder: the folder's ``.lock`` (:meth:`RunDir.claim`) is held for the
+    whole run; a second process stops naming the holder, or with ``TOOLSENSE_BUSY=skip`` returns
+    ``{"skipped": "busy", ...}``, or with ``TOOLSENSE_BUSY=wait`` waits for it. The folder is
+    claimed for this configuration (``generation_config.json``) only after every setting has been
+    checked and the LLMs have started, so a failed start leaves nothing that refuses the corrected command."""
     t0 = time.perf_counter()
+    policy = busy_policy()
     catalog = catalog or load_from_config(cfg.catalog)
+    check_against_catalog(cfg, catalog)
     ident = outputs.identity(cfg, catalog)
     out = Path(cfg.output_dir) if cfg.output_dir else outputs.default_output_dir(cfg.output_root, ident)
+    with RunDir(out).claim(wait=policy == "wait") as held:
+        if not held:
+            holder = RunDir(out).holder() or "unknown"
+            if policy == "skip":
+                log.info("%s: another process (%s) generates into this folder; skipped (TOOLSENSE_BUSY=skip)", out, holder)
+                return {"output_dir": str(out), "skipped": "busy", "holder": holder}
+            raise RuntimeError(f"{out}: another process is generating into this folder ({holder}; it holds {out / '.lock'}). "
+                               "Wait for it, or set TOOLSENSE_BUSY=wait to wait, or TOOLSENSE_BUSY=skip to skip busy folders")
+        return _generate(cfg, out, ident, catalog, writer, judge, embeddings, encode, t0)
+
+
+def check_against_catalog(cfg: GenerateConfig, catalog: Catalog) -> None:
+    """What only the catalog can tell, checked before any folder is touched."""
+    if "rrb" in cfg.tasks and sum(cfg.rrb_per_tier.values()) and len(catalog) <= cfg.pool_k:
+        raise ValueError(f"pool_k={cfg.pool_k}: the catalog holds only {len(catalog)} tools (a pool is the anchor + pool_k others)")
+
+
+def _generate(cfg: GenerateConfig, out: Path, ident: dict, catalog: Catalog, writer: ChatLLM | None, judge: ChatLLM | None,
+              embeddings: np.ndarray | None, encode: Encode | None, t0: float) -> dict:
+    """The run, with the folder's lock held."""
     if out.exists() and any(out.glob("*.jsonl")) and cfg.on_exists == "error":
         raise FileExistsError(f"{out} already holds generated files (on_exists=error)")
-    outputs.claim_output_dir(out, ident)
+    outputs.claim_output_dir(out, ident, write=False)  # refused before anything loads
     log.info("generating into %s", out)
     nb = Neighbourhoods(catalog, cfg.encoder, embeddings)
     cache = JsonlStore(out / "llm_cache.jsonl")
@@ -227,6 +259,7 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
             judge = judge or (built(cfg.judge) if cfg.judge else writer)
         else:
             judge = None
+        outputs.claim_output_dir(out, ident)  # everything started: the folder is this configuration's now
         r = _Run(cfg, out, catalog, writer, judge)
         held_out = HeldOut.from_files(list(cfg.exclude)) if cfg.exclude else None
         if "rrb" in cfg.tasks:
@@ -234,9 +267,9 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
         if {"mcq", "qa"} & set(cfg.tasks):
             _run_probes(r, nb, encode or minilm_encoder(cfg.encoder))
     llms = {id(x): x for x in (writer, judge) if isinstance(x, CachedLLM)}.values()
-    r.stats["llm_calls"] = sum(x.calls for x in llms)
-    r.stats["llm_cache_hits"] = sum(x.hits for x in llms)
-    summary = outputs.summarise(out, r.stores, cache.rows, cfg.prices, dict(r.stats))
+    this_run = {"llm_calls": sum(x.calls for x in llms), "llm_cache_hits": sum(x.hits for x in llms),
+                "wall_s": round(time.perf_counter() - t0, 3)}
+    summary = outputs.summarise(out, r.stores, cache.rows, cfg.prices, dict(r.stats), outputs.record_invocation(out, this_run))
     summary["output_dir"] = str(out)
     outputs.write_summary(out, summary, ident, time.perf_counter() - t0)
     log.info("generation summary: %s", summary)
