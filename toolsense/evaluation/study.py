@@ -54,7 +54,9 @@ class StudyConfig:
     """Processes per sweep, each training the runs no other holds: one per core with
     OMP_NUM_THREADS=1 (2 on 2 cores). Worker i > 0 logs to ``<root>/<sweep>.worker<i>.log``."""
     train: bool = True
-    """false = build the report from what is under ``root`` without training anything."""
+    """false = build the report from what is under ``root`` without training anything (where
+    ``root`` does not exist, from ``archive`` unpacked into root's parent: a fresh clone rebuilds
+    docs/reproduction.md from docs/reproduction_results.tar.xz alone)."""
     report: str = "docs/reproduction.md"
     """The report (Markdown)."""
     plots_dir: str = "docs/img/reproduction"
@@ -158,12 +160,34 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
 
     if cfg.train:
         run_sweeps(cfg)
+    unpacked = not cfg.train and unpack_archive(cfg)
     summary = write_report(cfg)
     print(f"wrote {cfg.report} ({len(summary['findings'])} findings) from the results under {cfg.root}")
-    if cfg.archive:
+    if cfg.archive and not unpacked:
         n = archive_results(cfg.root, cfg.archive)
         print(f"wrote {cfg.archive} ({n} files the report is built from)")
     return summary
+
+
+def unpack_archive(cfg: StudyConfig) -> bool:
+    """``train=false`` on a machine where the study never ran (``root`` absent or holding only
+    hidden folders): unpack ``archive``
+    (paths relative to root's parent) so the report is rebuilt from the shipped results alone.
+    True when it unpacked (the archive is then not packed again from its own contents)."""
+    import tarfile
+
+    root = Path(cfg.root)
+    ran_here = root.is_dir() and any(not p.name.startswith(".") for p in root.iterdir())  # Hydra's .hydra_reproduce aside
+    if ran_here or not cfg.archive or not Path(cfg.archive).is_file():
+        return False
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(cfg.archive) as tar:
+        members = [m for m in tar.getmembers() if m.isfile() and m.name.split("/")[0] == root.name]
+        if not members:
+            raise FileNotFoundError(f"archive: {cfg.archive} holds nothing under {root.name}/ (root={cfg.root})")
+        tar.extractall(root.parent, members=members, filter="data")
+    print(f"{cfg.root} held no results: unpacked {len(members)} files of {cfg.archive} into {root.parent}")
+    return True
 
 
 REPORT_FILES = ("results.json", "samples.jsonl", "samples.fingerprint.json", "drift.json", "config.yaml", "index.json",

@@ -53,7 +53,7 @@ def drift_ratio_ci(flat: list[dict], hier: list[dict], resamples: int, seed: int
 
 def hierarchical_drift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f = Finding(6, "Hierarchical tokens drift less in Stage 2 than flat ones; their mutual cosine barely changes",
-                "7–24× less drift; |Δcos| < 0.002")
+                "7–24× less drift; \\|Δcos\\| < 0.002")
     g = sw.get("grid")
     est, dcos, verdicts, why = {}, [], [], []
     for tun in ("lora", "full"):
@@ -89,7 +89,7 @@ def hierarchical_drift(sw: dict[str, Sweep], s: Settings) -> Finding:
         return ("—" if e.get("value") is None else f"{e['value']:.1f}×") + ci
 
     f.ours = (", ".join(f"{t}: flat drift {fmt(e)} hierarchical" for t, e in est.items())
-              + (f"; hierarchical max |Δcos| {max(abs(x) for x in dcos):.4f}" if dcos else ""))
+              + (f"; hierarchical max \\|Δcos\\| {max(abs(x) for x in dcos):.4f}" if dcos else ""))
     f.verdict = combine(verdicts)
     f.why = "; ".join(why)
     f.details = {"ratio_flat_over_hierarchical": est, "dcos_hierarchical": dcos, "verdicts": verdicts,

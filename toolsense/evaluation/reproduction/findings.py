@@ -138,7 +138,7 @@ def _covered_pairs(pairs: list[tuple[Sweep, str, Sweep, str]], col: str, metric:
             ca, cb = item_coverage(a_src[seed]), item_coverage(b_src[seed])
             if a is None or b is None or ca is None or cb is None:
                 continue
-            keep = {i for i in a if i in b and ca.get(i) and cb.get(i)}
+            keep = [i for i in a if i in b and ca.get(i) and cb.get(i)]  # in file order: the same draws every build
             out.append(({i: a[i] for i in keep}, {i: b[i] for i in keep}))
             counts.setdefault("grid", (sum(ca.values()), len(ca)))
             counts.setdefault("appendix_e", (sum(cb.values()), len(cb)))

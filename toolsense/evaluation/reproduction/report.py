@@ -233,6 +233,9 @@ def write_report(cfg) -> dict[str, Any]:
     sweeps = {n: found[n] for n in sorted(found, key=lambda n: order.index(n) if n in order else len(order))}
     if not any(s.comp for s in sweeps.values()):
         raise FileNotFoundError(f"{cfg.root}: no evaluation results under any sweep (did the study's evaluate.suite run?)")
+    for name, sw in sweeps.items():  # the full tables the report points to (an unpacked archive has none)
+        if sw.comp:
+            (sw.path / "comparison.md").write_text(comparison_table(sw.comp), encoding="utf-8")
     settings = settings_of(cfg)
     main = study_findings(sweeps, settings, "grid")
     seconds = {name: f for name in SECOND_READINGS if (f := study_findings(sweeps, settings, name))}
