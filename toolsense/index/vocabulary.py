@@ -50,17 +50,22 @@ def add_index_tokens(index: ToolIndex, model, tokenizer) -> list[int]:
         # baseline is moved before its tokens are added) must not meet CPU indices.
         dev = emb.device
         lengths = torch.tensor([max(len(s), 1) for s in sub], device=dev)
-        flat = torch.tensor([i for s in sub for i in (s or [tokenizer.eos_token_id])], device=dev)
+        ids = [i for s in sub for i in (s or [tokenizer.eos_token_id])]
+        # Only the sub-token rows in fp32 (not the whole matrix: 2 GB per rank at 8B): same means.
+        used = sorted(set(ids))
+        pos = {t: j for j, t in enumerate(used)}
+        local = torch.tensor([pos[i] for i in ids], device=dev)
+        used = torch.tensor(used, device=dev)
         offsets = torch.cat([torch.zeros(1, dtype=torch.long, device=dev), lengths.cumsum(0)[:-1]])
         new_ids = torch.arange(n_old, n_old + len(new), device=dev)
-        emb[new_ids] = torch.nn.functional.embedding_bag(flat, emb[:n_old].float(), offsets, mode="mean").to(emb.dtype)
+        emb[new_ids] = torch.nn.functional.embedding_bag(local, emb[used].float(), offsets, mode="mean").to(emb.dtype)
         emb[n_old + len(new):] = 0  # padding rows: no token; deterministic, and retrieval leaves them out
         out = model.get_output_embeddings()
         if out is not None and not embeddings_tied(model):
             if was_tied:
                 raise RuntimeError("resizing untied a tied model")
             w = out.weight
-            w[new_ids] = torch.nn.functional.embedding_bag(flat, w[:n_old].float(), offsets, mode="mean").to(w.dtype)
+            w[new_ids] = torch.nn.functional.embedding_bag(local, w[used].float(), offsets, mode="mean").to(w.dtype)
             w[n_old + len(new):] = 0
             if getattr(out, "bias", None) is not None:
                 out.bias[n_old:] = 0

@@ -79,6 +79,8 @@ def load_model_and_tokenizer(cfg: ModelConfig, path: str | Path | None = None, d
     kwargs = {"dtype": resolve_dtype(str(cfg.dtype)), "trust_remote_code": cfg.trust_remote_code}
     if cfg.attn_implementation:
         kwargs["attn_implementation"] = cfg.attn_implementation
+    if device is not None and torch.device(device).type == "cuda":
+        kwargs["device_map"] = str(device)  # weights go straight to the GPU: no full copy in host memory per rank
     model = _from_pretrained(AutoModelForCausalLM, src, kwargs)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
