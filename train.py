@@ -17,7 +17,7 @@ import os
 import hydra
 from omegaconf import DictConfig
 
-from toolsense.training import TrainConfig, register_configs, run
+from toolsense.training import Prepared, TrainConfig, prepare, register_configs, run
 from toolsense.utils.config import to_config, to_plain
 from toolsense.utils.hydra import shared_output_dir, sweep_name
 from toolsense.utils.rundir import RunDir
@@ -34,6 +34,8 @@ NOT_RESULT = ("output_dir", "logger")
 def main(dict_cfg: DictConfig) -> float | None:
     cfg = to_config(TrainConfig, dict_cfg)
     cfg.logger.group = cfg.logger.group or sweep_name()  # a sweep is one W&B group; a single run's is its experiment
+    prepared = prepare(cfg)  # refuse a bad run before the folder is claimed or anything is written
+    refuse_scored_queries(cfg, prepared)
     run_dir = shared_output_dir(cfg.output_dir)
     rd = RunDir(run_dir)
     identity = {k: v for k, v in to_plain(dict_cfg).items() if k not in NOT_RESULT}
@@ -43,7 +45,7 @@ def main(dict_cfg: DictConfig) -> float | None:
                      "what is missing", run_dir, rd.done_path)
             return None
         if held:
-            loss = train_and_evaluate(cfg, run_dir)
+            loss = train_and_evaluate(cfg, run_dir, prepared)
             rd.mark_finished(identity)
             return loss
     if os.environ.get("TOOLSENSE_BUSY") == "skip":
@@ -53,8 +55,20 @@ def main(dict_cfg: DictConfig) -> float | None:
                        "wait for it, or set TOOLSENSE_BUSY=skip to skip busy runs of a sweep")
 
 
-def train_and_evaluate(cfg: TrainConfig, run_dir: str) -> float | None:
-    summary = run(cfg, output_dir=run_dir)
+def refuse_scored_queries(cfg: TrainConfig, prepared: Prepared) -> None:
+    """Stage 2 must not train on a query the run's evaluation scores (by normalised text, or id
+    within one file): refused naming each source and benchmark file and the count."""
+    if not prepared.sources:
+        return
+    from toolsense.data.leakage import refuse_leakage
+    from toolsense.evaluation.leakage import scored_query_sets
+
+    refuse_leakage(prepared.sources, scored_query_sets(cfg.evaluate.suite, list(cfg.evaluate.overrides), list(cfg.evaluate.stages),
+                                                       {k: list(v) for k, v in cfg.evaluate.stage_overrides.items()}))
+
+
+def train_and_evaluate(cfg: TrainConfig, run_dir: str, prepared: Prepared | None = None) -> float | None:
+    summary = run(cfg, output_dir=run_dir, prepared=prepared)
     if cfg.evaluate.suite is not None or cfg.evaluate.overrides or cfg.evaluate.drift:
         from toolsense.evaluation.runner import evaluate_trained_run
 

@@ -17,7 +17,7 @@ from toolsense.data.memorization import build_memorization_examples
 from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import ModelConfig, load_model_and_tokenizer
 from toolsense.training import run, to_train_config
-from toolsense.training.runner import stage2_examples
+from toolsense.training.runner import stage2_examples, stage2_queries
 
 LR = {"lora": "3e-3", "full": "3e-3"}
 
@@ -58,7 +58,8 @@ def test_experiment_trains(experiment, tuning, tmp_path):
     # Loss falls: Stage 1 on the memorization examples, Stage 2 on the retrieval examples.
     memo = build_memorization_examples(catalog, index, typed.memorization)
     assert mean_completion_loss(s1, tok, memo) < mean_completion_loss(base, tok, memo) - 0.01
-    retr = stage2_examples(typed, index)
+    retr, skipped = stage2_examples(typed, index, stage2_queries(typed))
+    assert skipped == {"tools": 0, "queries": 0, "sample": []}
     assert mean_completion_loss(s2, tok, retr) < mean_completion_loss(s1, tok, retr) - 0.01
 
     # What moved.

@@ -21,9 +21,9 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZER
 @pytest.mark.parametrize("launcher", ["local", "submitit_local"])  # submitit_local: the Slurm launcher's machinery
 def test_sweep_trains_evaluates_and_compares(tmp_path, launcher):
     sweep = tmp_path / "sweep"
-    evaluate = f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","decoding=beam10","decoding.resamples=100"]'
+    evaluate = f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test","decoding=beam10","decoding.resamples=100"]'
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))],
-           "stage1.max_steps=2", "stage2.max_steps=2", "experiment=tg,tg_5fm", evaluate, f"hydra.sweep.dir={sweep}", f"launcher={launcher}",
+           "stage1.max_steps=2", "stage2.max_steps=2", "experiment=tg,tg_5fm", "stage2.sources.0.split=train", evaluate, f"hydra.sweep.dir={sweep}", f"launcher={launcher}",
            "hydra.callbacks.compare.metrics=[Rc@1,Rf@1,IS@1,Rc@10,Rf@10]",
            f"evaluate.drift={launcher == 'local'}"]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
@@ -32,7 +32,7 @@ def test_sweep_trains_evaluates_and_compares(tmp_path, launcher):
     assert runs == ["0_tg-lora", "1_tg_5fm-lora"]
     for run in runs:
         res = json.loads((sweep / run / "eval" / "generated" / "model" / "results.json").read_text())
-        assert res["n"] == 16 and res["source"]["run"] == "../../.."  # the run, relative to the results file
+        assert res["n"] == 3 and res["source"]["run"] == "../../.."  # the run, relative to the results file
         assert 0.0 <= res["metrics"]["Rc@1"]["value"] <= 1.0
     table = (sweep / "comparison.md").read_text().splitlines()
     assert table[0].startswith("| system | generated Rc@1 | generated Rf@1 | generated IS@1 | generated Rc@10 | generated Rf@10 |")

@@ -140,4 +140,9 @@ def load_queries(sources: list[QuerySource]) -> list[Query]:
 
 def load_query_sets(sources: list[QuerySource]) -> list[QuerySet]:
     """Each source's queries with its files, named ``stage2.sources.<i>`` (for leakage checks)."""
+    for i, src in enumerate(sources):
+        if src.kind != "demo" and (not src.path or src.path == "???"):
+            raise ValueError(f"stage2.sources.{i}.path is required for a {str(src.kind)!r} source: point it at a training "
+                             f"query file (not the test queries of a benchmark the run is evaluated on), e.g. "
+                             f"stage2.sources.{i}.path=/data/{src.kind}/train.json")
     return [QuerySet(f"stage2.sources.{i}", tuple(source_files(src)), QUERY_SOURCES.get(src.kind)(src)) for i, src in enumerate(sources)]

@@ -2,10 +2,10 @@
 (``logger=wandb``); metrics namespaced ``train/``, ``eval/``, ``gen/``; configs redacted."""
 
 from toolsense.tracking.trackers import (TRACKERS, JsonlTracker, LoggerConfig, LoggerKind, MultiTracker, Tracker,
-                                         WandbTracker, eval_metrics, evaluation_tracker, job_tracker, log_job_summary,
+                                         WandbTracker, eval_metrics, evaluation_tracker, forget_rows, job_tracker, log_job_summary,
                                          make_tracker,
                                          namespaced, redact, run_labels, wandb_mode)
 
 __all__ = ["TRACKERS", "JsonlTracker", "LoggerConfig", "LoggerKind", "MultiTracker", "Tracker", "WandbTracker",
-           "eval_metrics", "evaluation_tracker", "job_tracker", "log_job_summary", "make_tracker", "namespaced", "redact", "run_labels",
+           "eval_metrics", "evaluation_tracker", "forget_rows", "job_tracker", "log_job_summary", "make_tracker", "namespaced", "redact", "run_labels",
            "wandb_mode"]

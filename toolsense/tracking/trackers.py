@@ -107,6 +107,23 @@ class JsonlTracker:
         """Nothing to close: each line is appended and the file closed as it is logged."""
 
 
+def forget_rows(path: str | Path, drop: Callable[[dict], bool]) -> int:
+    """Rewrite a metrics.jsonl without the rows ``drop`` selects (atomically; a torn last line
+    left by a kill is cut first, see JsonlStore); returns how many went. A resumed stage uses it
+    so that the steps it redoes replace the killed run's rows instead of repeating them."""
+    from toolsense.utils.jsonl import JsonlStore
+    from toolsense.utils.paths import atomic_write_text
+
+    path = Path(path)
+    if not path.exists():
+        return 0
+    rows = JsonlStore(path).rows
+    kept = [r for r in rows if not drop(r)]
+    if len(kept) < len(rows):
+        atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
+    return len(rows) - len(kept)
+
+
 class WandbTracker:
     """One W&B run under ``<run_dir>/wandb`` (offline unless ``mode`` says otherwise). On finish an
     offline run prints the ``wandb sync`` command that uploads it."""

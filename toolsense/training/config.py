@@ -56,20 +56,34 @@ class Precision(StrEnum):
 
 @dataclass
 class StageSchedule:
-    """Optimisation settings of one stage."""
+    """Optimisation settings of one stage. A stage is sized either in epochs (``max_steps=-1``:
+    ``epochs`` passes over the stage's examples, the number of steps following from the data and
+    ``trainer.effective_batch``) or in optimiser steps (``max_steps`` > 0, which overrides
+    ``epochs``). Stage 1 sized in epochs sees every memorization format equally often whatever the
+    mix (``memorization.format_epochs`` weights one format against the others)."""
 
     enabled: bool = True
     """Run this stage (stage1.enabled=false with stage2.init_from runs Stage 2 only)."""
     epochs: float = 1.0
+    """Passes over the stage's examples (> 0; a fraction trains on part of one pass); used when max_steps=-1."""
     max_steps: int = -1
-    """> 0 overrides epochs (a few steps for smoke tests)."""
+    """> 0 overrides epochs (a few steps for smoke tests); -1 = size the stage by epochs."""
     learning_rate: float = 2e-5
+    """Peak learning rate (> 0)."""
     lr_scheduler: str = "cosine"
     warmup_ratio: float = 0.03
     """Linear warmup over this fraction of the stage's optimiser steps, in [0, 1) (transformers
     reads a warmup_steps value >= 1 as a step count, so 1.0 would mean one step, not all)."""
 
     def check(self, name: str) -> None:
+        """Refuse values no stage can train with, naming ``<name>.<field>`` (run from
+        ``TrainConfig.__post_init__``, before any model loads)."""
+        if not self.epochs > 0:
+            raise ValueError(f"{name}.epochs must be > 0 (passes over the stage's examples), got {self.epochs}")
+        if self.max_steps != -1 and self.max_steps < 1:
+            raise ValueError(f"{name}.max_steps must be >= 1, or -1 to size the stage by {name}.epochs; got {self.max_steps}")
+        if not self.learning_rate > 0:
+            raise ValueError(f"{name}.learning_rate must be > 0, got {self.learning_rate}")
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise ValueError(f"{name}.warmup_ratio must be in [0, 1) (a fraction of the stage's steps), got {self.warmup_ratio}")
 
@@ -89,6 +103,8 @@ class Stage2Config(StageSchedule):
     def __post_init__(self) -> None:
         self.multi_tool = choice(MultiTool, self.multi_tool, "stage2.multi_tool")
         self.on_unknown_tool = choice(OnUnknownTool, self.on_unknown_tool, "stage2.on_unknown_tool")
+        if self.max_queries != -1 and self.max_queries < 1:
+            raise ValueError(f"stage2.max_queries must be >= 1, or -1 to keep every query; got {self.max_queries}")
 
 
 @dataclass
@@ -124,6 +140,10 @@ class TuningConfig:
             raise ValueError(f"tuning.embedding_lr_scale must be > 0, got {self.embedding_lr_scale}")
         if self.method == "lora" and self.r < 1:
             raise ValueError(f"tuning.r must be >= 1 for LoRA, got {self.r}")
+        if self.method == "lora" and not self.alpha > 0:
+            raise ValueError(f"tuning.alpha must be > 0 for LoRA, got {self.alpha}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"tuning.dropout must be in [0, 1), got {self.dropout}")
 
 
 @dataclass
@@ -161,6 +181,12 @@ class TrainerConfig:
         for name in ("effective_batch", "per_device_batch", "max_length", "save_steps", "logging_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"trainer.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("weight_decay", "max_grad_norm", "dataloader_num_workers"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"trainer.{name} must be >= 0, got {getattr(self, name)}")
+        if self.save_total_limit is not None and self.save_total_limit < 1:
+            raise ValueError(f"trainer.save_total_limit must be >= 1 (checkpoints kept; a rerun resumes from the last), "
+                             f"got {self.save_total_limit}")
 
 
 @dataclass

@@ -17,22 +17,25 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-from toolsense.catalog import Catalog
+from toolsense.catalog import Catalog, Query
 from toolsense.catalog.config import load_from_config
 from toolsense.data.memorization import build_memorization_examples
 from toolsense.data.retrieval import retrieval_examples
-from toolsense.data.sources import load_queries
+from toolsense.data.leakage import QuerySet
+from toolsense.data.sources import load_query_sets
 from toolsense.index import ToolIndex
 from toolsense.index.config import index_from_config
 from toolsense.models.encoders import encoder_embeddings
 from toolsense.tracking import make_tracker
 from toolsense.training.config import TrainConfig, to_train_config
 from toolsense.training.stage import StageRunner, stage_done
+from toolsense.training.trainer import plan_batch, world_size
 from toolsense.utils.config import to_plain
 from toolsense.utils.rundir import RunDir
 
@@ -72,11 +75,49 @@ def _tags(cfg: TrainConfig, stage: str) -> list[str]:
     ]
 
 
-def stage2_examples(cfg: TrainConfig, index: ToolIndex) -> list:
-    queries = load_queries(cfg.stage2.sources)
-    if cfg.stage2.max_queries > 0:
-        queries = queries[: cfg.stage2.max_queries]
-    return retrieval_examples(queries, index, cfg.prompts, cfg.stage2.multi_tool, cfg.stage2.on_unknown_tool)
+@dataclass
+class Prepared:
+    """What :func:`prepare` read and checked before a run directory is claimed."""
+
+    catalog: Catalog
+    sources: list[QuerySet] = field(default_factory=list)
+    """Stage 2's sources as read, each with its files (``stage2.sources.<i>``); empty when Stage 2 is off."""
+
+
+def stage2_queries(cfg: TrainConfig, sources: Optional[list[QuerySet]] = None) -> list[Query]:
+    """Stage 2's queries, every source in order, the first ``stage2.max_queries`` when > 0."""
+    queries = [q for s in (sources if sources is not None else load_query_sets(cfg.stage2.sources)) for q in s.queries]
+    return queries[: cfg.stage2.max_queries] if cfg.stage2.max_queries > 0 else queries
+
+
+def prepare(cfg: TrainConfig) -> Prepared:
+    """Everything that can refuse a run, before anything is written or a model loads: the batch
+    plan (``trainer.effective_batch`` over this job's processes), the catalog (a file without
+    tools is refused naming it) and the Stage-2 sources (each file read, and, under
+    ``on_unknown_tool=error``, every gold tool in the catalog). ``train.py`` runs it before it
+    claims the folder, so a failed start leaves nothing behind that would refuse the corrected
+    command."""
+    plan_batch(cfg.trainer, world_size())
+    catalog = load_from_config(cfg.catalog)
+    sources = load_query_sets(cfg.stage2.sources) if cfg.stage2.enabled else []
+    queries = stage2_queries(cfg, sources)
+    if cfg.stage2.on_unknown_tool == "error":
+        unknown = next(((q, t) for q in queries for t in q.tools if t not in catalog), None)
+        if unknown is not None:
+            raise ValueError(f"stage2: query {unknown[0].query_id!r} names a tool not in the catalog ({unknown[1]!r}); "
+                             "set stage2.on_unknown_tool=skip to drop such tools")
+    return Prepared(catalog, sources)
+
+
+def stage2_examples(cfg: TrainConfig, index: ToolIndex, queries: list[Query]) -> tuple[list, dict[str, Any]]:
+    """Stage 2's examples and what ``on_unknown_tool=skip`` dropped: ``{tools, queries, sample}``
+    (gold tools skipped, queries left with none, the first few ``query_id: tool``)."""
+    skipped: list[tuple[str, str]] = []
+    examples = retrieval_examples(queries, index, cfg.prompts, cfg.stage2.multi_tool, cfg.stage2.on_unknown_tool, skipped)
+    kept = {ex.meta.get("query_id") for ex in examples}
+    report = {"tools": len(skipped), "queries": len({qid for qid, _ in skipped} - kept),
+              "sample": [f"{qid}: {tool}" for qid, tool in skipped[:5]]}
+    return examples, report
 
 
 def _run_stage(name: str, cfg: TrainConfig, raw: dict, index: ToolIndex, examples, run_dir: Path, init: Optional[str]) -> dict:
@@ -91,14 +132,17 @@ def _run_stage(name: str, cfg: TrainConfig, raw: dict, index: ToolIndex, example
         tracker.finish()
 
 
-def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = None) -> dict[str, Any]:
+def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = None, prepared: Optional[Prepared] = None) -> dict[str, Any]:
     """Train the configured stages into ``output_dir`` (default ``cfg.output_dir``); returns a
-    summary ``{stage: {train_loss, global_step, ...}}`` (also appended to metrics.jsonl)."""
+    summary ``{stage: {train_loss, global_step, ...}}`` (also appended to metrics.jsonl); Stage 2's
+    carries ``skipped_unknown_tools`` (see :func:`stage2_examples`). ``prepared``: what
+    :func:`prepare` returned for this config (else it runs here, before anything is written)."""
     typed = cfg if isinstance(cfg, TrainConfig) else to_train_config(cfg)
+    prepared = prepared or prepare(typed)
     run_dir = Path(output_dir or typed.output_dir or "outputs/train")
     rd = RunDir(run_dir)
     raw = write_config(cfg if not isinstance(cfg, TrainConfig) else OmegaConf.structured(cfg), run_dir)
-    catalog = load_from_config(typed.catalog)
+    catalog = prepared.catalog
     index = load_or_build_index(typed, catalog, run_dir)
     summary: dict[str, Any] = {}
     if typed.stage1.enabled:
@@ -112,7 +156,8 @@ def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = No
         if stage_done(rd.stage("stage2")):
             log.info("stage2: %s exists, skipping", rd.stage("stage2"))
         else:
-            summary["stage2"] = _run_stage("stage2", typed, raw, index, stage2_examples(typed, index), run_dir, init)
+            examples, skipped = stage2_examples(typed, index, stage2_queries(typed, prepared.sources))
+            summary["stage2"] = {**_run_stage("stage2", typed, raw, index, examples, run_dir, init), "skipped_unknown_tools": skipped}
     if _is_main() and summary:
         with open(rd.metrics_path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"summary": summary}) + "\n")

@@ -27,6 +27,7 @@ from toolsense.training.trainer import (
     ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, master_weights, plan_batch, restore_embedding_rows, sft_config,
     world_size,
 )
+from toolsense.training.resume import LOSS_FILE, LossTotalCallback, checkpoint_step, forget_logged_after, loss_sum_at, stage_loss
 from toolsense.training.tuning import Trainable, prepare_trainable
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ class StageRunner:
     trainer: Any = field(default=None, init=False)
     tokenizer: Any = field(default=None, init=False)
     result: dict = field(default_factory=dict, init=False)
+    loss_total: Any = field(default=None, init=False)
 
     @property
     def out_dir(self) -> Path:
@@ -91,7 +93,8 @@ class StageRunner:
         self.trainable = prepare_trainable(model, self.cfg.tuning, ids)
         self.tokenizer = tok
         run_name = f"{self.cfg.experiment}-{self.cfg.tuning.method}-{self.name}"
-        callbacks = [TrackerCallback(self.tracker, self.name)] if self.tracker is not None else []
+        self.loss_total = LossTotalCallback()  # first: it corrects train_loss before the tracker forwards it
+        callbacks = [self.loss_total] + ([TrackerCallback(self.tracker, self.name)] if self.tracker is not None else [])
         if self.trainable.method == "lora":
             callbacks.append(EmbeddingRowsCallback(self.trainable))
         self.trainer = ToolsenseSFTTrainer(
@@ -103,20 +106,30 @@ class StageRunner:
             callbacks=callbacks,
             embedding_lr_scale=self.cfg.tuning.embedding_lr_scale,
         )
+        self.loss_total.trainer = self.trainer
         plan = plan_batch(self.cfg.trainer, world_size())
         log.info("%s: %d examples (%s); batch %d per device x %d accumulation x %d processes = %d", self.name, len(dataset),
                  ", ".join(sorted(set(dataset["kind"]))), plan.per_device, plan.grad_accum, plan.world_size, plan.effective)
 
     def train(self) -> dict:
-        ckpt = last_checkpoint(self.ckpt_dir, needs=(ROWS_FILE,) if self.trainable.method == "lora" else ())
+        """Train from the newest complete checkpoint (or from the start). The stage's metrics rows
+        after that point are dropped first (the steps are redone and logged again), and
+        ``train_loss`` is the mean over all the stage's steps, before and after a resume."""
+        ckpt = last_checkpoint(self.ckpt_dir, needs=(LOSS_FILE, ROWS_FILE) if self.trainable.method == "lora" else (LOSS_FILE,))
         if ckpt is not None:
             log.info("%s: resuming from %s", self.name, ckpt)
             if self.trainable.method == "lora" and not restore_embedding_rows(self.trainable, ckpt):
                 raise RuntimeError(f"{ckpt} has no {ROWS_FILE} (the trained embedding rows); delete it to restart {self.name}")
+        self.loss_total.resumed_from, self.loss_total.loss_sum_before = checkpoint_step(ckpt), loss_sum_at(ckpt)
+        if self.trainer.is_world_process_zero():
+            dropped = forget_logged_after(self.run_dir / "metrics.jsonl", self.name, checkpoint_step(ckpt))
+            if dropped:
+                log.info("%s: %d metrics rows logged after step %d are redone and replaced", self.name, dropped, checkpoint_step(ckpt))
         out = self.trainer.train(resume_from_checkpoint=ckpt)
         history = [h["loss"] for h in self.trainer.state.log_history if "loss" in h]
         self.result = {
-            "train_loss": out.training_loss, "global_step": out.global_step, "resumed_from": ckpt,
+            "train_loss": stage_loss(out.training_loss, checkpoint_step(ckpt), loss_sum_at(ckpt), out.global_step),
+            "global_step": out.global_step, "resumed_from": ckpt,
             "first_logged_loss": history[0] if history else None, "last_logged_loss": history[-1] if history else None,
         }
         return self.result

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 from transformers import TrainerCallback
+from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 from trl import SFTConfig, SFTTrainer
 
 from toolsense.models import ModelConfig
@@ -190,6 +191,12 @@ class ToolsenseSFTTrainer(SFTTrainer):
                              "groups; remove trainer.deepspeed.optimizer or set tuning.embedding_lr_scale=1.0")
         super().__init__(*args, **kwargs)
 
+    def _get_train_sampler(self, train_dataset=None):
+        sampler = super()._get_train_sampler(train_dataset)
+        if isinstance(sampler, LengthGroupedSampler):
+            return EpochSeededLengthGroupedSampler(sampler.batch_size, lengths=sampler.lengths, seed=self.args.data_seed or self.args.seed)
+        return sampler
+
     def get_decay_parameter_names(self, model) -> list[str]:
         skip = no_decay_parameter_names(model)
         return [n for n in super().get_decay_parameter_names(model) if n not in skip]
@@ -212,6 +219,28 @@ class ToolsenseSFTTrainer(SFTTrainer):
             log.info("embedding_lr_scale=%g: %d embedding matrices at lr %g%s", self.embedding_lr_scale, len(moved), lr,
                      " (DeepSpeed)" if self.is_deepspeed_enabled else "")
         return opt
+
+
+class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
+    """transformers' length-grouped order, drawn for epoch ``e`` from ``seed + e`` alone.
+
+    The stock sampler draws from the global RNG, whose state at an epoch's start a run resumed
+    mid-epoch cannot reproduce (it restores the RNG only after re-drawing the order), so the
+    resumed steps saw other batches than the killed run would have; here every epoch's order is
+    a function of the seed and the epoch (the Trainer calls ``set_epoch``), as accelerate's
+    seedable random sampler does for ``batching=padded``."""
+
+    def __init__(self, batch_size: int, lengths: list[int], seed: int):
+        super().__init__(batch_size, lengths=lengths)
+        self.seed, self.epoch = seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __iter__(self):
+        generator = torch.Generator()
+        generator.manual_seed(self.seed + self.epoch)
+        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
 
 
 class TrackerCallback(TrainerCallback):
