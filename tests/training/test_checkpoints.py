@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from toolsense.training.stage import last_checkpoint
 from toolsense.training.trainer import ROWS_FILE
 
@@ -30,3 +32,18 @@ def test_newest_complete_checkpoint_wins(tmp_path, caplog):
 def test_no_complete_checkpoint_means_a_fresh_start(tmp_path):
     _ckpt(tmp_path, 4, "adapter_model.safetensors")
     assert last_checkpoint(tmp_path, needs=(ROWS_FILE,)) is None
+
+
+def test_a_truncated_weights_file_is_named_in_the_error(tmp_path):
+    """safetensors' own error names no file; loading a run's model folder names it."""
+    from toolsense.models import ModelConfig, load_model_and_tokenizer
+
+    cfg = ModelConfig(name_or_path="tiny_random")
+    model, tok = load_model_and_tokenizer(cfg)
+    model.save_pretrained(tmp_path / "stage1")
+    tok.save_pretrained(tmp_path / "stage1")
+    weights = tmp_path / "stage1" / "model.safetensors"
+    with open(weights, "r+b") as f:
+        f.truncate(weights.stat().st_size // 2)
+    with pytest.raises(OSError, match=rf"^{weights}: the model weights cannot be read \(.*\); the file is truncated or corrupt"):
+        load_model_and_tokenizer(cfg, path=tmp_path / "stage1")

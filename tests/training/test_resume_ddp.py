@@ -43,6 +43,7 @@ def test_killed_run_resumes_from_checkpoint(tmp_path):
     assert (run_dir / "stage1" / "model.safetensors").exists()
     logged = [r["step"] for r in rows if "train/stage1/loss" in r]
     assert logged[-(30 - resumed_at):] == list(range(resumed_at + 1, 31))  # the rerun trained only the rest
+    assert logged == list(range(1, 31))  # each step once: the killed run's rows after the checkpoint were replaced
 
     again = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "trained and evaluated earlier under this config (done.json); skipped" in again.stdout + again.stderr
