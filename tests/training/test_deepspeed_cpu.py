@@ -21,9 +21,24 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZER
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="DeepSpeed's CPU comm op is compiled with gcc")
 
 
-@pytest.mark.parametrize("trainer,tuning,rows,port", [("ds_zero2", "lora", "virtual", 29561), ("ds_zero2", "lora", "all", 29563),
-                                                      ("ds_zero3", "full", "all", 29562)])
-def test_zero_on_two_cpu_processes(tmp_path, trainer, tuning, rows, port):
+def _group_lrs(obj) -> list[float] | None:
+    """The per-group base learning rates saved with a checkpoint (a scheduler's ``base_lrs`` or
+    an optimizer's ``param_groups``), wherever in the state they sit."""
+    if isinstance(obj, dict):
+        if "base_lrs" in obj:
+            return [float(x) for x in obj["base_lrs"]]
+        if isinstance(obj.get("param_groups"), list) and obj["param_groups"] and "lr" in obj["param_groups"][0]:
+            return [float(g.get("initial_lr", g["lr"])) for g in obj["param_groups"]]
+        for v in obj.values():
+            if (found := _group_lrs(v)) is not None:
+                return found
+    return None
+
+
+@pytest.mark.parametrize("trainer,tuning,rows,scale,port", [("ds_zero2", "lora", "virtual", 1.0, 29561),
+                                                            ("ds_zero2", "lora", "all", 2.5, 29563),
+                                                            ("ds_zero3", "full", "all", 2.5, 29562)])
+def test_zero_on_two_cpu_processes(tmp_path, trainer, tuning, rows, scale, port):
     from toolsense.catalog import load_catalog
     from toolsense.index import ToolIndex, add_index_tokens
     from toolsense.models import ModelConfig, load_model_and_tokenizer
@@ -33,13 +48,21 @@ def test_zero_on_two_cpu_processes(tmp_path, trainer, tuning, rows, port):
            *TINY, "experiment=tg", f"trainer={trainer}", f"tuning={tuning}", f"tuning.embedding_rows={rows}", "trainer.use_cpu=true",
            "trainer.gradient_checkpointing=false",
            "trainer.effective_batch=8", "trainer.per_device_batch=4", "stage1.max_steps=3", "stage2.enabled=false",
-           "trainer.save_steps=3", "stage1.learning_rate=1e-2", f"output_dir={run_dir}"]
+           "trainer.save_steps=3", "stage1.learning_rate=1e-2", f"tuning.embedding_lr_scale={scale}", f"output_dir={run_dir}"]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
     assert "batch 4 per device x 1 accumulation x 2 processes = 8" in out.stdout + out.stderr
-    shards = sorted(p.name for p in (run_dir / "checkpoints" / "stage1" / "checkpoint-3" / "global_step3").iterdir())
+    step_dir = run_dir / "checkpoints" / "stage1" / "checkpoint-3" / "global_step3"
+    shards = sorted(p.name for p in step_dir.iterdir())
     assert [s for s in shards if "optim_states" in s] == ["zero_pp_rank_0_mp_rank_00_optim_states.pt",
                                                          "zero_pp_rank_1_mp_rank_00_optim_states.pt"]
+    # tuning.embedding_lr_scale reaches DeepSpeed's optimizer as its own parameter group
+    files = [step_dir.parent / "scheduler.pt", step_dir / "zero_pp_rank_0_mp_rank_00_optim_states.pt", step_dir / "mp_rank_00_model_states.pt"]
+    found = [_group_lrs(torch.load(f, map_location="cpu", weights_only=False)) for f in files if f.exists()]
+    lrs = next((x for x in found if x is not None), None)
+    assert lrs is not None and max(lrs) == pytest.approx(1e-2 * scale) and min(lrs) == pytest.approx(1e-2)
+    if scale != 1.0:
+        assert f"embedding_lr_scale={scale:g}: " in out.stdout + out.stderr and "(DeepSpeed)" in out.stdout + out.stderr
 
     base, tok = load_model_and_tokenizer(ModelConfig("tiny_random", dtype="float32"))
     n_old = len(tok)
