@@ -1,12 +1,12 @@
-"""How much of BM25's score on our catalog is owed to its undocumented half.
+"""What the undocumented half of our catalog does to BM25.
 
 Of ``catalog=toolbench``'s 46,984 tools, 22,475 have no API description in the public data
 (only their service's text or their names), while the paper's BM25 indexes ToolBench's corpus,
-where every API has its record. A distractor without a description rarely outranks a documented
-gold tool, so our BM25 competes against about half the documents the paper's does. This measures
-the sensitivity directly: BM25 (ours and ToolGen's) on catalogs that keep every gold tool and
-all, half or a quarter of the *documented* other tools (seeded), with the undocumented ones out.
-The change per halving of documented distractors is the slope the page extrapolates from.
+where every API has its record. Whether that makes our BM25 easier (fewer real competitors) or
+harder (short name-only documents that BM25's length normalisation favours) is measured here:
+BM25 (ours and ToolGen's) on catalogs that keep every gold tool and all, half or a quarter of the
+*documented* other tools (seeded), with the undocumented ones out. The change per halving of
+documented distractors is the slope the page extrapolates from.
 
 Written to ``<out>/density.json`` (computed once; delete it to recompute).
 """
