@@ -3,13 +3,16 @@
     python -m toolsense.export beir catalog=toolbench benchmark=toolbench_g1 output_dir=outputs/beir
     python -m toolsense.export beir suite=demo                  # every retrieval benchmark of a suite
     python -m toolsense.export trec outputs/demo/eval           # run files + qrels of existing results
+    python -m toolsense.export lmeval run=<run> benchmark=demo_mcq output_dir=outputs/lmeval   # probes as lm-eval tasks
 
 ``beir`` composes ``conf/evaluate.yaml`` with the overrides given (the same ``catalog=`` /
 ``benchmark=`` / ``suite=`` groups and dotted keys as evaluate.py) and writes, per retrieval
 benchmark, ``<output_dir>/<benchmark>/{corpus.jsonl, queries.jsonl, qrels/test.tsv}``
 (evaluation/export.py: write_beir). ``trec`` writes ``run.constrained.trec``, ``run.free.trec``
 and ``qrels.trec`` beside every retrieval ``samples.jsonl`` under the folders given
-(evaluation/export.py: export_tree); evaluations made now write them themselves.
+(evaluation/export.py: export_tree); evaluations made now write them themselves. ``lmeval``
+loads the model under test as evaluate.py does (``run=`` or ``model=``) and writes each MCQ / QA
+benchmark, in each ``probe.modes``, as an lm-eval task into ``output_dir`` (evaluation/lmeval.py).
 """
 
 from __future__ import annotations
@@ -21,21 +24,27 @@ from typing import Sequence
 USAGE = __doc__.split("\n\n")[1]
 
 
-def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
+def _compose(overrides: Sequence[str], default_out: str):
+    """evaluate.yaml composed with ``overrides`` (``output_dir=`` taken out): (config, output dir)."""
     from hydra import compose, initialize_config_dir
 
-    from toolsense.catalog.config import load_from_config
-    from toolsense.evaluation.benchmarks import load_benchmark
     from toolsense.evaluation.config import EvaluateConfig, register_configs
-    from toolsense.evaluation.export import write_beir
     from toolsense.evaluation.runner import CONF_DIR
     from toolsense.utils.config import to_config
 
     register_configs()
     ovr = [o for o in overrides if not o.startswith("output_dir=")]
-    out = Path(next((o.split("=", 1)[1] for o in overrides if o.startswith("output_dir=")), "outputs/beir"))
+    out = Path(next((o.split("=", 1)[1] for o in overrides if o.startswith("output_dir=")), default_out))
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = to_config(EvaluateConfig, compose("evaluate", overrides=ovr))
+        return to_config(EvaluateConfig, compose("evaluate", overrides=ovr)), out
+
+
+def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
+    from toolsense.catalog.config import load_from_config
+    from toolsense.evaluation.benchmarks import load_benchmark
+    from toolsense.evaluation.export import write_beir
+
+    cfg, out = _compose(overrides, "outputs/beir")
     catalog = load_from_config(cfg.catalog)
     where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
     written = {}
@@ -65,7 +74,29 @@ def trec(roots: Sequence[str]) -> list[Path]:
     return done
 
 
-COMMANDS = {"beir": beir, "trec": trec}
+def lmeval(overrides: Sequence[str]) -> list[Path]:
+    from toolsense.evaluation.benchmarks import load_benchmark
+    from toolsense.evaluation.lmeval import write_lmeval_task
+    from toolsense.evaluation.runner import load_model_under_test
+
+    cfg, out = _compose(overrides, "outputs/lmeval")
+    where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
+    benches = {label: load_benchmark(bc, where.format(label)) for label, bc in cfg.benchmark_sections().items()}
+    probes = {label: b for label, b in benches.items() if b.kind in ("mcq", "qa")}
+    if not probes:
+        raise SystemExit("no MCQ / QA benchmark in the configuration; name one with benchmark=demo_mcq or suite=<name>")
+    ev = load_model_under_test(cfg)
+    written = []
+    for label, bench in probes.items():
+        bench.name = label
+        for mode in cfg.probe.modes:
+            written.append(write_lmeval_task(ev, bench, mode, cfg.probe, out))
+            print(f"wrote {written[-1]}")
+    print(f"run: lm_eval --model hf --model_args pretrained=<checkpoint> --include_path {out} --tasks {written[0].stem}")
+    return written
+
+
+COMMANDS = {"beir": beir, "trec": trec, "lmeval": lmeval}
 
 
 def main(argv: Sequence[str]) -> None:
