@@ -3,8 +3,8 @@
 A model cannot retrieve from a query a tool it never saw a query for, so comparing two runs whose
 Stage-2 data cover different tools compares their data, not their training. An evaluation that
 records coverage per item (``covered`` in samples.jsonl) is read as it is; for results written
-before that, coverage is computed post hoc from the run's ``config.yaml`` (its ``stage2.sources``,
-loaded through the Stage-2 query-source registry, data/sources.py) and each item's gold tools.
+before that (the shipped archive), coverage is computed post hoc from the run's ``config.yaml``
+and ``index.json`` by evaluation/coverage.py's ``stage2_tools`` and each item's gold tools.
 """
 
 from __future__ import annotations
@@ -13,32 +13,24 @@ import functools
 import json
 from pathlib import Path
 
-import yaml
-
-from toolsense.data.sources import QUERY_SOURCES, QuerySource
+from toolsense.evaluation.coverage import stage2_tools
 from toolsense.utils.io import DataError
 
 
 @functools.lru_cache(maxsize=None)
 def trained_tools(run: str) -> frozenset[str] | None:
-    """The gold tools of every Stage-2 query of ``run`` (its config.yaml's ``stage2.sources``);
-    None when the run has no config.yaml or no Stage 2."""
-    path = Path(run) / "config.yaml"
-    if not path.is_file():
+    """The tools Stage 2 of ``run`` trained on (evaluation/coverage.py: stage2_tools, the one
+    rebuild of a run's Stage-2 tools, restricted to the tools of the run's index.json); None
+    when the run has no config.yaml or index.json."""
+    index = Path(run) / "index.json"
+    if not (Path(run) / "config.yaml").is_file() or not index.is_file():
         return None
-    cfg = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    stage2 = cfg.get("stage2") or {}
-    if not stage2.get("enabled", True) or not stage2.get("sources"):
-        return None
-    tools: set[str] = set()
-    for i, raw in enumerate(stage2["sources"]):
-        try:
-            src = QuerySource(**raw)
-        except TypeError as e:
-            raise DataError(f"{path}: stage2.sources[{i}] is not a query source ({e})") from None
-        for q in QUERY_SOURCES.get(src.kind)(src):
-            tools.update(q.tools)
-    return frozenset(tools)
+    try:
+        names = [t["name"] for t in json.loads(index.read_text(encoding="utf-8"))["tools"]]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise DataError(f"{index}: not a tool index ({e})") from None
+    found = stage2_tools(run, names)
+    return None if found is None else found.tools
 
 
 def _run_of(result_path: Path) -> Path | None:
