@@ -5,6 +5,10 @@ A *ranking* is a list of tool names in rank order; ``None`` marks an output that
 
 - hit@k (Rc@k for constrained rankings, Rf@k for free-form): 1 if any gold tool is in the top k.
 - recall@k: fraction of the gold tools found in the top k ("full recall" at k = beam width).
+- COMP@k (completeness): 1 if *every* gold tool is in the top k; the test that fits multi-answer
+  queries (RRB medium / hard: 2-3 and 4-8 gold tools), where hit@k credits one of them.
+- R-precision: the fraction of the top |gold| that is gold (= recall at |gold|), one number per
+  query that needs no cut-off and scales with the number of answers (trec_eval's ``Rprec``).
 - NDCG@k with binary gains; the ideal DCG counts *all* gold tools (min(k, |gold|) ideal hits),
   not only the ones retrieved — a model that finds one of four gold tools does not score 1.
 - IS@k = Rf@k / Rc@k, and 0 when Rc@k = 0. Where every free-form hit is also a constrained hit
@@ -38,6 +42,23 @@ def recall_at(ranking: Ranking, gold: Iterable[str], k: int) -> float:
     return len(found) / len(gold)
 
 
+def complete_at(ranking: Ranking, gold: Iterable[str], k: int) -> float:
+    """COMP@k: 1.0 if every gold tool is among the top k (``None`` outputs count as misses)."""
+    gold = set(gold)
+    if not gold:
+        raise ValueError("COMP@k is undefined for a query without gold tools")
+    return float(gold <= {t for t in ranking[:k] if t is not None})
+
+
+def r_precision(ranking: Ranking, gold: Iterable[str]) -> float:
+    """R-precision: distinct gold tools in the top R = |gold|, divided by R (a tool repeated in
+    the ranking is found once; a ranking shorter than R simply finds fewer)."""
+    gold = set(gold)
+    if not gold:
+        raise ValueError("R-precision is undefined for a query without gold tools")
+    return recall_at(ranking, gold, len(gold))
+
+
 def ndcg_at(ranking: Ranking, gold: Iterable[str], k: int) -> float:
     gold = set(gold)
     if not gold:
@@ -58,12 +79,15 @@ def internalization_score(rf: float, rc: float) -> float:
 
 
 def item_metrics(ranking: Ranking, gold: Sequence[str], ks: Sequence[int], prefix: str) -> dict[str, float]:
-    """``{prefix}hit@k``, ``{prefix}recall@k``, ``{prefix}ndcg@k`` for each k."""
+    """``{prefix}hit@k``, ``{prefix}recall@k``, ``{prefix}ndcg@k``, ``{prefix}comp@k`` for each k
+    and ``{prefix}rprec``."""
     out = {}
     for k in ks:
         out[f"{prefix}hit@{k}"] = hit_at(ranking, gold, k)
         out[f"{prefix}recall@{k}"] = recall_at(ranking, gold, k)
         out[f"{prefix}ndcg@{k}"] = ndcg_at(ranking, gold, k)
+        out[f"{prefix}comp@{k}"] = complete_at(ranking, gold, k)
+    out[f"{prefix}rprec"] = r_precision(ranking, gold)
     return out
 
 
@@ -151,7 +175,9 @@ def aggregate(rows: Sequence[dict[str, float]], ks: Sequence[int], resamples: in
     (Wilson, or the delta method over the same resamples; flagged under ``min_hits`` hits).
 
     Returns ``{metric: {value, lo, hi}}`` with metric names ``Rc@k``, ``Rf@k``, ``IS@k``,
-    ``recall_c@k``, ``recall_f@k``, ``ndcg_c@k``, ``ndcg_f@k``.
+    ``recall_c@k``, ``recall_f@k``, ``ndcg_c@k``, ``ndcg_f@k``, and, where every row has them
+    (samples written before COMP / R-precision existed do not), ``COMPc@k``, ``COMPf@k``,
+    ``Rprec_c``, ``Rprec_f``.
     """
     if not rows:
         return {}
@@ -165,8 +191,13 @@ def aggregate(rows: Sequence[dict[str, float]], ks: Sequence[int], resamples: in
             out[f"{name}@{k}"] = mean_ci(hits[p], idx).to_dict()
             out[f"recall_{p}@{k}"] = mean_ci([r[f"{p}_recall@{k}"] for r in rows], idx).to_dict()
             out[f"ndcg_{p}@{k}"] = mean_ci([r[f"{p}_ndcg@{k}"] for r in rows], idx).to_dict()
+            if all(f"{p}_comp@{k}" in r for r in rows):
+                out[f"COMP{p}@{k}"] = mean_ci([r[f"{p}_comp@{k}"] for r in rows], idx).to_dict()
         if with_free:
             out[f"IS@{k}"] = is_ci(hits["f"], hits["c"], idx, min_hits=min_hits)
+    for p, _ in systems:
+        if all(f"{p}_rprec" in r for r in rows):
+            out[f"Rprec_{p}"] = mean_ci([r[f"{p}_rprec"] for r in rows], idx).to_dict()
     return out
 
 

@@ -111,19 +111,32 @@ def benchmark_label(res: dict) -> str:
 
 def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
     """ONE table for a whole evaluation: a row per (benchmark, system). Retrieval rows fill
-    Rc@k, Rf@k (percent) and IS@k (ratio) with 95% intervals; probe rows fill accuracy (flagged
+    Rc@k, Rf@k (percent) and IS@k (ratio) with 95% intervals, then the multi-answer metrics
+    COMPc@k / COMPf@k (every gold tool in the top k) and R-precision (constrained / free-form;
+    metrics.py); a benchmark with several tiers (RRB easy / medium / hard) gets one more row per
+    tier under its row, labelled ``<benchmark> [<tier>]``. Probe rows fill accuracy (flagged
     when one answer dominates), chance, majority rate, top answer and the debiased accuracy
     (probe_stats.py). ``covered``: items with a gold tool the run's Stage 2 trained on (coverage.py;
     '—' for untrained models and baselines). Missing gold tools / probe tools are counted in the last column."""
     from toolsense.evaluation.probe_stats import PROBE_COLUMNS, probe_cells
 
     header = ["benchmark", "system", "n", "covered"] + [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] \
-        + [f"IS@{k}" for k in ks] + PROBE_COLUMNS + ["missing tools"]
+        + [f"IS@{k}" for k in ks] + [f"COMPc@{k}" for k in ks] + [f"COMPf@{k}" for k in ks] + ["Rprec c", "Rprec f"] \
+        + PROBE_COLUMNS + ["missing tools"]
     rows = []
     for r in results:
-        m = r["metrics"]
         probe = ["—"] * len(PROBE_COLUMNS) if r["kind"] == "retrieval" else probe_cells(r)
-        rows.append([benchmark_label(r), r["system"], r["n"], coverage_cell(r)] + [fmt(m.get(f"Rc@{k}")) for k in ks]
-                    + [fmt(m.get(f"Rf@{k}")) for k in ks] + [fmt(m.get(f"IS@{k}"), pct=False) for k in ks]
+        rows.append([benchmark_label(r), r["system"], r["n"], coverage_cell(r)] + _retrieval_cells(r["metrics"], ks)
                     + probe + [r["missing"]["count"]])
+        tiers = (r.get("tiers") or {}) if r["kind"] == "retrieval" else {}
+        for tier, t in tiers.items() if len(tiers) > 1 else ():
+            rows.append([f"{benchmark_label(r)} [{tier}]", r["system"], t["n"], "—"] + _retrieval_cells(t["metrics"], ks)
+                        + ["—"] * len(PROBE_COLUMNS) + ["—"])
     return markdown_table(header, rows)
+
+
+def _retrieval_cells(m: dict, ks: Sequence[int]) -> list[str]:
+    """Rc, Rf, IS, COMPc, COMPf per k, then R-precision c / f: one row's retrieval cells."""
+    return ([fmt(m.get(f"Rc@{k}")) for k in ks] + [fmt(m.get(f"Rf@{k}")) for k in ks]
+            + [fmt(m.get(f"IS@{k}"), pct=False) for k in ks] + [fmt(m.get(f"COMPc@{k}")) for k in ks]
+            + [fmt(m.get(f"COMPf@{k}")) for k in ks] + [fmt(m.get("Rprec_c")), fmt(m.get("Rprec_f"))])
