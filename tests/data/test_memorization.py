@@ -96,3 +96,19 @@ def test_hierarchical_formats_refuse_flat_index(catalog):
     with pytest.raises(ValueError, match=r"memorization.formats: unknown format 'bogus'"):
         check_formats(["bogus"], "flat")
     assert set(MEMORIZATION_FORMATS.names()) == {"desc2tok", "tok2desc", "mcts", "hier_next", "hier_node"}
+
+
+def test_format_epochs_repeat_or_subsample_one_format(catalog):
+    """memorization.format_epochs: 2 passes over tok2desc, 0.4 of desc2tok (2 of 5 tools, seeded);
+    no entry = each format once, in the same order as without the option."""
+    index = build_index(catalog, "flat")
+    plain = build_memorization_examples(catalog, index, MemorizationConfig(formats=["desc2tok", "tok2desc"]))
+    cfg = MemorizationConfig(formats=["desc2tok", "tok2desc"], format_epochs={"tok2desc": 2, "desc2tok": 0.4})
+    ex = build_memorization_examples(catalog, index, cfg)
+    t2d, d2t = by_kind(ex, "tok2desc"), by_kind(ex, "desc2tok")
+    assert len(t2d) == 10 and sorted(e.tool for e in t2d) == sorted(2 * catalog.names)
+    assert len(d2t) == 2 and len({e.tool for e in d2t}) == 2
+    assert build_memorization_examples(catalog, index, cfg) == ex  # seeded
+    assert build_memorization_examples(catalog, index, MemorizationConfig(formats=["desc2tok", "tok2desc"], format_epochs={})) == plain
+    with pytest.raises(ValueError, match=r"^memorization.format_epochs.mcts: 'mcts' is not in memorization.formats"):
+        MemorizationConfig(formats=["desc2tok"], format_epochs={"mcts": 1.0})

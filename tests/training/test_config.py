@@ -124,3 +124,25 @@ def test_slurm_launcher_composes_to_submitit(tmp_path):
     assert "partition" not in plain.hydra.launcher  # the local Slurm file touches only launcher=slurm
     assert OmegaConf.to_container(cfg.hydra.sweep)["subdir"] == "${hydra.job.num}_${experiment}-${tuning.method}"
     assert cfg.hydra.callbacks.compare._target_ == "toolsense.evaluation.compare.CompareAfterSweep"
+
+
+def test_stage1_sized_in_epochs_sees_every_format_equally_often():
+    """stage1.epochs=1 (max_steps=-1): TG and TG-3FM each see every one of their formats once per
+    tool, whatever the mix; the SFTConfig trains by epochs, not steps."""
+    from collections import Counter
+
+    from tests.training.conftest import TINY
+    from toolsense.catalog.config import load_from_config
+    from toolsense.data.memorization import build_memorization_examples
+    from toolsense.index.config import index_from_config
+    from toolsense.training.trainer import sft_config
+
+    sized = [o for o in TINY if not o.startswith("stage1.max_steps")] + ["stage1.max_steps=-1", "stage1.epochs=1"]
+    for experiment, formats in (("tg", ["desc2tok"]), ("tg_3fm", ["desc2tok", "tok2desc", "mcts"])):
+        cfg = to_train_config(compose_train([f"experiment={experiment}", *sized]))
+        catalog = load_from_config(cfg.catalog)
+        index = index_from_config(cfg.index, catalog, None)
+        counts = Counter(e.kind for e in build_memorization_examples(catalog, index, cfg.memorization))
+        assert counts == {f: len(catalog) for f in formats}
+        args = sft_config(cfg.trainer, cfg.stage1, "unused", "t")
+        assert (args.num_train_epochs, args.max_steps) == (1.0, -1)
