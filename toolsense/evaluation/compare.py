@@ -31,6 +31,8 @@ from typing import Any, Iterable, Sequence
 from toolsense.evaluation.outputs import benchmark_label, markdown_table, write_json
 from toolsense.evaluation.probe_stats import flag_text
 from toolsense.evaluation.cell_stats import combine_seeds, effect_size, retention, stage2_schemes
+from toolsense.evaluation.html_report import write_report
+from toolsense.evaluation.significance import legend, marker, table_significance
 from toolsense.evaluation.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
 from toolsense.evaluation.stats import drift_ratio
 from toolsense.utils.io import DataError
@@ -204,7 +206,8 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
     return {"columns": order["retrieval"] + order["probe"] + retention_cols + order["drift"], "rows": rows,
             "cells": cells, "baselines": baselines,
             "schemes": {lb: rows_meta[lb]["scheme"] for lb in rows if lb in rows_meta},
-            "statistics": {"cohens_d": effect_size(cells, stage2_schemes(rows_meta), order["retrieval"], effect_metric, resamples, seed)},
+            "statistics": {"cohens_d": effect_size(cells, stage2_schemes(rows_meta), order["retrieval"], effect_metric, resamples, seed),
+                           "significance": table_significance(entries, col_metric, rows, resamples, seed)},
             "sources": {f"{lb} | {col}": [r["_path"] for _, r in ents] if len(ents) > 1 else ents[0][1]["_path"]
                         for (lb, col), ents in entries.items()}}
 
@@ -235,8 +238,10 @@ def fmt_cell(col: str, est: dict | None) -> str:
 
 def comparison_table(comp: dict[str, Any]) -> str:
     header = ["system"] + comp["columns"]
-    rows = [[label] + [fmt_cell(col, comp["cells"][label].get(col)) for col in comp["columns"]] for label in comp["rows"]]
-    table = markdown_table(header, rows)
+    sig = (comp.get("statistics") or {}).get("significance")
+    rows = [[label] + [fmt_cell(col, comp["cells"][label].get(col)) + marker(sig, label, col) for col in comp["columns"]]
+            for label in comp["rows"]]
+    table = markdown_table(header, rows) + legend(sig)
     d = (comp.get("statistics") or {}).get("cohens_d")
     if d and d.get("d") is not None:
         ci = f" [{d['lo']:.2f}, {d['hi']:.2f}]" if d.get("lo") is not None else ""
@@ -280,6 +285,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
 
         comp["plots"] = [str(p) for p in render_all(comp, out, prefix="comparison_")]
     write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": list(cfg.metrics), **comp})
+    write_report(cfg.roots, out / "report.html", title="toolsense comparison")  # every evaluation compared (html_report.py)
     print(table)
     print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")
     return comp

@@ -35,7 +35,7 @@ def collect_evaluations(root: str | Path) -> list[tuple[Path, dict[str, Any]]]:
     out = []
     for path in sorted(Path(root).rglob("results.json")):
         res = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(res, dict) and "kind" in res and "metrics" in res:
+        if isinstance(res, dict) and {"kind", "metrics", "benchmark", "system"} <= set(res):
             out.append((path.parent, res))
     return out
 
@@ -56,7 +56,7 @@ def _row_head(folder: str, r: dict) -> str:
     return (f'<tr data-folder="{html.escape(folder)}" data-bench="{html.escape(benchmark_label(r))}" '
             f'data-system="{html.escape(str(r["system"]))}"><td class="l">{html.escape(folder)}</td>'
             f'<td class="l">{html.escape(benchmark_label(r))}</td><td class="l">{html.escape(str(r["system"]))}</td>'
-            f'<td data-metric="n" data-value="{r["n"]}">{r["n"]}</td>')
+            f'<td data-metric="n" data-value="{r.get("n", "")}">{r.get("n", "—")}</td>')
 
 
 def metrics_tables(rows: Sequence[tuple[str, dict]]) -> str:
@@ -159,19 +159,23 @@ def sample_records(folder: Path, res: dict[str, Any], ks: Sequence[int]) -> list
     base = {"bench": benchmark_label(res), "system": str(res["system"]), "kind": res["kind"]}
     out = []
     for r in JsonlStore(path, key="item_id", repair=False).by_key.values():
+        # rows of older or hand-written results may lack fields: shown as empty, never an error
+        ident, gold = str(r.get("item_id")), r.get("gold", [])
         if res["kind"] == "retrieval":
-            rec = {**base, "id": r["item_id"], "tier": r.get("tier", "—"), "query": r["query"], "gold": r["gold"],
-                   "constrained": _beams(r["constrained"]), "free": _beams(r.get("free")),
-                   "hits": {str(k): int(r["metrics"].get(f"c_hit@{k}", 0)) for k in ks}}
-            rec["text"] = " ".join([r["query"], r["item_id"], *r["gold"]]).lower()
+            query, m = str(r.get("query", "")), r.get("metrics", {})
+            rec = {**base, "id": ident, "tier": r.get("tier", "—"), "query": query, "gold": list(gold),
+                   "constrained": _beams(r.get("constrained") or []), "free": _beams(r.get("free")),
+                   "hits": {str(k): int(m.get(f"c_hit@{k}", 0)) for k in ks}}
+            rec["text"] = " ".join([query, ident, *map(str, gold)]).lower()
         else:
             from toolsense.evaluation.probe_stats import probe_answers
 
-            letters = probe_answers(res["kind"], len(r["options_shown"]))
-            rec = {**base, "id": r["item_id"], "tier": res["kind"], "query": r["question"], "tool": r["tool"],
-                   "options": r["options_shown"], "letters": list(letters), "gold": r["gold"], "pred": r["pred"],
-                   "order": r.get("permutation"), "correct": bool(r["correct"])}
-            rec["text"] = " ".join([r["question"], r["item_id"], r["tool"]]).lower()
+            options = r.get("options_shown") or []
+            letters = probe_answers(res["kind"], len(options)) if options else []
+            rec = {**base, "id": ident, "tier": res["kind"], "query": str(r.get("question", "")), "tool": str(r.get("tool", "")),
+                   "options": options, "letters": list(letters), "gold": gold, "pred": r.get("pred"),
+                   "order": r.get("permutation"), "correct": bool(r.get("correct"))}
+            rec["text"] = " ".join([rec["query"], ident, rec["tool"]]).lower()
         out.append(rec)
     return out
 
@@ -203,15 +207,17 @@ def render(evaluations: Sequence[tuple[Path, dict[str, Any]]], title: str, meta:
             f'<script type="application/json" id="samples-data">{data}</script><script>{JS}</script></body></html>')
 
 
-def write_report(root: str | Path, out: str | Path | None = None, title: str | None = None) -> Path | None:
+def write_report(root: str | Path | Sequence[str | Path], out: str | Path | None = None, title: str | None = None) -> Path | None:
     """Write ``report.html`` (default ``<root>/report.html``) for every evaluation under
-    ``root``; returns its path, or None when ``root`` holds no per-evaluation results."""
-    root = Path(root)
-    evaluations = collect_evaluations(root)
+    ``root`` (a folder, or several: a comparison's roots); returns its path, or None when no
+    per-evaluation results are there."""
+    roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+    evaluations = [e for r in roots for e in collect_evaluations(r)]
     if not evaluations:
         return None
+    root = roots[0]
     shas = sorted({str(r.get("git_sha"))[:10] for _, r in evaluations if r.get("git_sha")})
-    meta = f"{len(evaluations)} evaluations under {root.name or root}; git {', '.join(shas) or 'unknown'}"
+    meta = f"{len(evaluations)} evaluations under {', '.join(r.name or str(r) for r in roots)}; git {', '.join(shas) or 'unknown'}"
     path = Path(out) if out is not None else root / "report.html"
     atomic_write_text(path, render(evaluations, title or f"toolsense report: {root.name}", meta))
     return path
