@@ -12,6 +12,7 @@ from toolsense.data.prompts import PromptConfig
 from toolsense.evaluation.baselines import BM25_SCORERS, BM25_TOKENIZERS
 from toolsense.evaluation.benchmarks import BenchmarkConfig
 from toolsense.evaluation.compare import CompareConfig
+from toolsense.evaluation.systems import SYSTEMS
 from toolsense.index.config import IndexConfig
 from toolsense.models import ModelConfig
 from toolsense.models.encoders import TEXT_TEMPLATES
@@ -165,6 +166,44 @@ class BaselineConfig:
 
 
 @dataclass
+class SystemConfig:
+    """A system beside the parametric model and the baselines (``SYSTEMS`` in systems.py;
+    ``conf/system/*.yaml``); docs/systems.md says how to add one."""
+
+    kind: str = "restricted"
+    """``restricted``: the model's constrained search over the ``candidates`` baseline's top
+    ``n_candidates`` tools; ``rrf``: reciprocal-rank fusion of the model's ranking with it."""
+    label: Optional[str] = None
+    """Row name in tables and folder name; default the kind."""
+    candidates: BaselineConfig = field(default_factory=BaselineConfig)
+    """The non-parametric ranker the system combines with the model (a baseline section)."""
+    n_candidates: int = 20
+    """restricted: first-stage tools the model may choose from (its ranking holds at most these)."""
+    rrf_k: float = 60.0
+    """rrf: the constant k of 1 / (k + rank) (60, Cormack et al. 2009)."""
+    fuse_depth: Optional[int] = None
+    """rrf: how deep each ranking enters the fusion; None = decoding.beam_width."""
+
+    def __post_init__(self) -> None:
+        self.kind = SYSTEMS.check(self.kind, "system.kind")
+        if isinstance(self.candidates, dict):
+            self.candidates = BaselineConfig(**self.candidates)
+        if self.n_candidates < 1:
+            raise ValueError(f"system.n_candidates must be >= 1, got {self.n_candidates}")
+        if not (math.isfinite(self.rrf_k) and self.rrf_k >= 0):
+            raise ValueError(f"system.rrf_k must be a finite number >= 0, got {self.rrf_k}")
+        if self.fuse_depth is not None and self.fuse_depth < 1:
+            raise ValueError(f"system.fuse_depth must be >= 1 or null, got {self.fuse_depth}")
+
+    def identity(self) -> dict:
+        """What the system's rankings depend on besides the model and decoding (its fingerprint)."""
+        out: dict = {"kind": self.kind, "candidates": self.candidates.identity()}
+        out.update({"n_candidates": self.n_candidates} if self.kind == "restricted" else
+                   {"rrf_k": self.rrf_k, "fuse_depth": self.fuse_depth} if self.kind == "rrf" else {})
+        return out
+
+
+@dataclass
 class DriftConfig:
     checkpoints: list[str] = field(default_factory=lambda: ["base", "stage1", "stage2"])
     """Stages of the run compared in order; 'base' = the base model with freshly initialised tokens."""
@@ -240,6 +279,10 @@ class EvaluateConfig:
     baseline: Optional[BaselineConfig] = None
     baselines: dict[str, BaselineConfig] = field(default_factory=dict)
     """A suite's label -> baseline map; replaces ``baseline``."""
+    system: Optional[SystemConfig] = None
+    """One system (``system=<name>``, conf/system/): a hybrid evaluated beside the model."""
+    systems: dict[str, SystemConfig] = field(default_factory=dict)
+    """A suite's label -> system map; replaces ``system``."""
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
@@ -269,6 +312,13 @@ class EvaluateConfig:
             raise ValueError(f"stage must be stage1 or stage2 (a checkpoint of run), got {self.stage!r}")
         if self.task == Task.drift and not self.run:
             raise ValueError("task=drift needs run=<training run directory>")
+        if self.task == Task.evaluate and not self.parametric and self.system_sections():
+            raise ValueError(f"systems {sorted(self.system_sections())} re-rank with the parametric model: "
+                             "they need parametric=true (or drop system= / systems=)")
+        clash = set(self.system_sections()) & (set(self.baseline_sections()) | {"model", *PROBE_MODES})
+        if clash:
+            raise ValueError(f"system labels {sorted(clash)} are taken by a baseline, the model or a probe mode "
+                             "(each names an output folder): set system.label / systems.<name>.label")
 
     def benchmark_sections(self) -> dict[str, BenchmarkConfig]:
         """The suite's benchmarks, else the single one under its label (or loader)."""
@@ -280,6 +330,12 @@ class EvaluateConfig:
         if self.baselines:
             return dict(self.baselines)
         return {self.baseline.label or self.baseline.kind: self.baseline} if self.baseline is not None else {}
+
+    def system_sections(self) -> dict[str, SystemConfig]:
+        """The suite's systems, else the single one under its label (or kind)."""
+        if self.systems:
+            return dict(self.systems)
+        return {self.system.label or self.system.kind: self.system} if self.system is not None else {}
 
 
 def register_configs() -> None:

@@ -25,7 +25,8 @@ from omegaconf import DictConfig
 from toolsense.catalog.config import load_from_config
 from toolsense.evaluation.baselines import build_baseline
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
-from toolsense.evaluation.config import BaselineConfig, DecodingConfig, EvaluateConfig, ProbeConfig, Task, register_configs
+from toolsense.evaluation.config import (BaselineConfig, DecodingConfig, EvaluateConfig, ProbeConfig, SystemConfig, Task,
+                                         register_configs)
 from toolsense.evaluation.coverage import stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
@@ -34,6 +35,7 @@ from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identi
                                               model_identity)
 from toolsense.evaluation.outputs import git_sha, results_table, write_json
 from toolsense.evaluation.probes import evaluate_probe
+from toolsense.evaluation.systems import build_system
 from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.tasks import evaluate_ranking
 from toolsense.tracking import eval_metrics, evaluation_tracker, namespaced
@@ -54,11 +56,14 @@ def system_name(ev: EvalModel) -> str:
 
 
 def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, catalog, baselines_cfg: Mapping[str, BaselineConfig],
-          dec: DecodingConfig, probe: ProbeConfig) -> dict[Path, dict[str, Any]]:
-    """Every evaluation folder this run writes, with its fingerprint (fingerprint.py)."""
+          dec: DecodingConfig, probe: ProbeConfig, systems_cfg: Mapping[str, SystemConfig] | None = None) -> dict[Path, dict[str, Any]]:
+    """Every evaluation folder this run writes, with its fingerprint (fingerprint.py). A system
+    (systems.py) is fingerprinted by its own settings, the model it re-ranks with, the decoding
+    and the catalog its baseline ranks."""
     plan: dict[Path, dict[str, Any]] = {}
+    systems_cfg = systems_cfg or {}
     model = model_identity(ev) if ev is not None else None
-    baseline_catalog = catalog_identity(catalog) if baselines_cfg else None
+    baseline_catalog = catalog_identity(catalog) if baselines_cfg or systems_cfg else None
     probe_fp = {k: v for k, v in dataclasses.asdict(probe).items() if k not in ("batch_size", "modes")}
     for label, bench in benches.items():
         b = benchmark_identity(bench)
@@ -70,6 +75,10 @@ def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, cat
                 plan[out / label / bl_label] = {
                     "evaluation": "retrieval", "benchmark": b, "decoding": {"top": dec.beam_width, "ks": dec.ks},
                     "system": {"baseline": bc.identity(), "catalog_sha256": baseline_catalog}}
+            for s_label, sc in systems_cfg.items():
+                plan[out / label / s_label] = {
+                    "evaluation": "retrieval", "benchmark": b, "decoding": decoding_identity(dataclasses.replace(dec, free_form=False)),
+                    "system": {"system": sc.identity(), "model": model, "catalog_sha256": baseline_catalog}}
         elif model is not None:
             for mode in probe.modes:
                 plan[out / label / mode] = {"evaluation": bench.kind, "system": model, "benchmark": b, "mode": mode,
@@ -90,13 +99,13 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
     benches = {label: load_benchmark(bc, where.format(label)) for label, bc in cfg.benchmark_sections().items()}
     for label, b in benches.items():
         b.name = label
-    baselines_cfg = cfg.baseline_sections()
+    baselines_cfg, systems_cfg = cfg.baseline_sections(), cfg.system_sections()
     ev = load_model_under_test(cfg) if cfg.parametric else None
     catalog = ev.catalog if ev is not None else load_from_config(cfg.catalog)
     plan: dict[Path, dict[str, Any]] = {}
 
     def _claim() -> None:  # rank 0 only: hashing the checkpoint once is enough
-        plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, probe))
+        plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, probe, systems_cfg))
         claim(list(plan.items()), cfg.overwrite)
 
     shard.on_main(_claim)
@@ -105,7 +114,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
         provenance.update(index_sha256=ev.index_sha256, source=ev.source)
     retriever = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, dec) if ev is not None else None
     trained = stage2_tools(ev.source["run"], ev.index.paths) if ev is not None and ev.source.get("run") else None
-    baselines = {label: build_baseline(catalog, bc, dec.beam_width) for label, bc in baselines_cfg.items()} if shard.main else {}
+    others = _other_systems(cfg, ev, catalog, provenance) if shard.main else []
     results = []
     for label, bench in benches.items():
         if bench.kind == "retrieval":
@@ -117,12 +126,10 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
                     results.append(res)
             if not shard.main:
                 continue
-            for bl_label, ranker in baselines.items():
-                d = out / label / bl_label
-                bl_dec = dataclasses.replace(dec, free_form=False)
-                prov = {**provenance, "index_sha256": None, "source": {"baseline": as_plain(baselines_cfg[bl_label])},
-                        "fingerprint": plan[d]}
-                results.append(evaluate_ranking(bench, bl_label, ranker.run, set(catalog.names), bl_dec, d, prov))
+            for s_label, ranker, known, prov in others:
+                d = out / label / s_label
+                results.append(evaluate_ranking(bench, s_label, ranker.run, known, dataclasses.replace(dec, free_form=False), d,
+                                                {**prov(d), "fingerprint": plan[d]}))
         elif ev is not None and shard.main:
             for mode in probe.modes:
                 d = out / label / mode
@@ -132,6 +139,25 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
                 write_json(d / "results.json", res)
                 results.append(res)
     return results
+
+
+def _other_systems(cfg: EvaluateConfig, ev: EvalModel | None, catalog, provenance: dict[str, Any]) -> list[tuple]:
+    """``(label, ranker, known tools, provenance of a results folder)`` of every baseline and
+    every system (systems.py) of ``cfg``: ranked on rank 0, constrained only, beside the model.
+    A system's provenance names the model it re-ranks with, its run relative to the folder."""
+    top = cfg.decoding.beam_width
+    out = []
+    for label, bc in cfg.baseline_sections().items():
+        prov = {**provenance, "index_sha256": None, "source": {"baseline": as_plain(bc)}}
+        out.append((label, build_baseline(catalog, bc, top), set(catalog.names), lambda d, p=prov: p))
+    for label, sc in cfg.system_sections().items():
+        ranker = build_system(ev, catalog, sc, cfg.decoding)
+
+        def prov_of(d: Path, sc=sc) -> dict[str, Any]:
+            return {**provenance, "source": {"system": as_plain(sc), "model": portable_source(ev.source, d)}}
+
+        out.append((label, ranker, set(ev.index.paths), prov_of))
+    return out
 
 
 def run(cfg: EvaluateConfig | DictConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:

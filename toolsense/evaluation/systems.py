@@ -1,0 +1,144 @@
+"""Systems: anything that ranks tools for a query, as a registered plug-in (``SYSTEMS``).
+
+The parametric model (``decoding/retrieval.py: Retriever``) and the baselines (``baselines.py``)
+rank tools; the systems here combine them, and any new design is one more decorated builder:
+
+- ``restricted`` (hybrid a): a first-stage baseline (``system.candidates``: BM25 or dense) picks
+  the top ``system.n_candidates`` tools, then the parametric model's *constrained* beam search
+  runs on a trie of those tools only (one trie per query, built with ``Trie.build`` from the
+  index's token ids), so the model re-ranks the candidates and can return nothing else.
+- ``rrf`` (hybrid b): reciprocal-rank fusion of the model's constrained ranking with the
+  baseline's, ``score(t) = sum over rankings of 1 / (rrf_k + rank)`` (rank from 1; Cormack et
+  al. 2009, k = 60), each ranking cut at ``system.fuse_depth`` (default the beam width).
+
+A builder takes ``(ev, catalog, cfg, dec)`` and returns an object whose ``run(queries)`` yields
+one :class:`Retrieved` per query (any order): the contract ``tasks.evaluate_ranking`` scores.
+Both hybrids rank with the constrained search only (``free`` is None): Rf / IS stay the
+parametric model's own measures, reported on its ``model`` row. How to add one: docs/systems.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
+
+from toolsense.catalog import Catalog, Query
+from toolsense.decoding.retrieval import Retrieved, Retriever
+from toolsense.evaluation.baselines import build_baseline
+from toolsense.index.trie import Trie
+from toolsense.index.vocabulary import tool_token_ids
+from toolsense.utils.registry import Registry
+
+if TYPE_CHECKING:  # config.py checks system.kind against the registry below
+    from toolsense.evaluation.config import DecodingConfig, SystemConfig
+    from toolsense.evaluation.context import EvalModel
+
+
+class SystemRanker(Protocol):
+    """What the evaluation needs of a system: one :class:`Retrieved` per query."""
+
+    def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]: ...
+
+
+SYSTEMS: Registry[Callable[["EvalModel", Catalog, "SystemConfig", "DecodingConfig"], SystemRanker]] = Registry("system")
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[str | None]], k: float = 60.0) -> list[tuple[str, float]]:
+    """``[(tool, fused score)]`` best first. A tool's score sums ``1 / (k + rank)`` over the
+    rankings that hold it (rank = its first position, from 1; ``None`` outputs hold their slot
+    and score nothing; a repeat adds nothing). Ties go to the better best rank, then the name, so
+    fusing a ranking of distinct tools with itself (any number of times) returns it unchanged."""
+    if k < 0:
+        raise ValueError(f"reciprocal rank fusion needs k >= 0, got {k}")
+    score: dict[str, float] = defaultdict(float)
+    best: dict[str, int] = {}
+    for ranking in rankings:
+        seen: set[str] = set()
+        for i, tool in enumerate(ranking):
+            if tool is None or tool in seen:
+                continue
+            seen.add(tool)
+            score[tool] += 1.0 / (k + i + 1)
+            best[tool] = min(best.get(tool, i), i)
+    return sorted(score.items(), key=lambda kv: (-kv[1], best[kv[0]], kv[0]))
+
+
+def _constrained_only(dec: "DecodingConfig") -> "DecodingConfig":
+    return dataclasses.replace(dec, free_form=False)
+
+
+class RestrictedRanker:
+    """Hybrid (a): the model's constrained search over a per-query trie of the first stage's
+    top ``n`` tools. Tools of the candidates that the index lacks are skipped (they have no
+    token ids); a query left with no candidate gets an empty ranking (every metric 0)."""
+
+    def __init__(self, ev: "EvalModel", first: SystemRanker, n: int, dec: "DecodingConfig"):
+        self.ev, self.first, self.n, self.dec = ev, first, n, _constrained_only(dec)
+        self.ids = tool_token_ids(ev.index, ev.tokenizer)
+        self.depth = ev.index.depth()
+
+    def candidates(self, rec: Retrieved) -> list[str]:
+        return [x["tool"] for x in rec.constrained[: self.n] if x["tool"] in self.ids]
+
+    def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]:
+        for rec in self.first.run(queries):
+            cands = self.candidates(rec)
+            if not cands:
+                yield Retrieved(rec.query, "", [], None)
+                continue
+            trie = Trie.build({t: self.ids[t] for t in cands}, self.ev.tokenizer.eos_token_id)
+            retriever = Retriever(self.ev.model, self.ev.tokenizer, trie, self.depth, self.ev.prompts, self.dec)
+            out = next(retriever.run([rec.query]))
+            rank = {t: i + 1 for i, t in enumerate(cands)}
+            ranked = [{**x, "candidate_rank": rank[x["tool"]]} for x in out.constrained]
+            yield Retrieved(rec.query, out.prompt, ranked, None)
+
+
+class FusionRanker:
+    """Hybrid (b): reciprocal-rank fusion of the model's constrained ranking with a baseline's,
+    each cut at ``depth``; the fused list keeps the best ``top``. Queries go through both in
+    chunks and come back in input order."""
+
+    def __init__(self, ev: "EvalModel", other: SystemRanker, k: float, depth: int, dec: "DecodingConfig"):
+        self.model = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, _constrained_only(dec))
+        self.other, self.k, self.depth, self.top = other, k, depth, dec.beam_width
+        self.chunk = max(dec.batch_size, 1) * 4
+
+    def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]:
+        for start in range(0, len(queries), self.chunk):
+            part = list(queries[start : start + self.chunk])
+            mine = {r.query.query_id: r for r in self.model.run(part)}
+            theirs = {r.query.query_id: r for r in self.other.run(part)}
+            for q in part:
+                a, b = mine[q.query_id], theirs[q.query_id]
+                lists = [[x["tool"] for x in r.constrained[: self.depth]] for r in (a, b)]
+                ranks = [{t: i + 1 for i, t in reversed(list(enumerate(lst)))} for lst in lists]
+                fused = [{"tool": t, "score": round(s, 6), "model_rank": ranks[0].get(t), "other_rank": ranks[1].get(t)}
+                         for t, s in reciprocal_rank_fusion(lists, self.k)[: self.top]]
+                yield Retrieved(q, a.prompt, fused, None)
+
+
+def _needs_model(ev: Any, cfg: "SystemConfig") -> None:
+    if ev is None:
+        raise ValueError(f"system kind={cfg.kind} re-ranks with the parametric model: it needs parametric=true")
+
+
+@SYSTEMS.register("restricted")
+def restricted(ev: "EvalModel", catalog: Catalog, cfg: "SystemConfig", dec: "DecodingConfig") -> SystemRanker:
+    """Hybrid (a): ``cfg.candidates`` proposes ``cfg.n_candidates`` tools, the model ranks them."""
+    _needs_model(ev, cfg)
+    return RestrictedRanker(ev, build_baseline(catalog, cfg.candidates, cfg.n_candidates), cfg.n_candidates, dec)
+
+
+@SYSTEMS.register("rrf")
+def rrf(ev: "EvalModel", catalog: Catalog, cfg: "SystemConfig", dec: "DecodingConfig") -> SystemRanker:
+    """Hybrid (b): the model's ranking fused with ``cfg.candidates``' by reciprocal rank."""
+    _needs_model(ev, cfg)
+    depth = cfg.fuse_depth or dec.beam_width
+    return FusionRanker(ev, build_baseline(catalog, cfg.candidates, depth), cfg.rrf_k, depth, dec)
+
+
+def build_system(ev: "EvalModel | None", catalog: Catalog, cfg: "SystemConfig", dec: "DecodingConfig") -> SystemRanker:
+    return SYSTEMS.get(cfg.kind)(ev, catalog, cfg, dec)
+
