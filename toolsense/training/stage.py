@@ -120,6 +120,7 @@ class StageRunner:
             log.info("%s: resuming from %s", self.name, ckpt)
             if self.trainable.method == "lora" and not restore_embedding_rows(self.trainable, ckpt):
                 raise RuntimeError(f"{ckpt} has no {ROWS_FILE} (the trained embedding rows); delete it to restart {self.name}")
+        # read now: save_total_limit may delete the resumed checkpoint while training
         self.loss_total.resumed_from, self.loss_total.loss_sum_before = checkpoint_step(ckpt), loss_sum_at(ckpt)
         if self.trainer.is_world_process_zero():
             dropped = forget_logged_after(self.run_dir / "metrics.jsonl", self.name, checkpoint_step(ckpt))
@@ -128,7 +129,7 @@ class StageRunner:
         out = self.trainer.train(resume_from_checkpoint=ckpt)
         history = [h["loss"] for h in self.trainer.state.log_history if "loss" in h]
         self.result = {
-            "train_loss": stage_loss(out.training_loss, checkpoint_step(ckpt), loss_sum_at(ckpt), out.global_step),
+            "train_loss": stage_loss(out.training_loss, checkpoint_step(ckpt), self.loss_total.loss_sum_before, out.global_step),
             "global_step": out.global_step, "resumed_from": ckpt,
             "first_logged_loss": history[0] if history else None, "last_logged_loss": history[-1] if history else None,
         }
