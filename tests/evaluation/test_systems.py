@@ -111,5 +111,33 @@ def test_runner_evaluates_fingerprints_and_resumes_a_system(tiny_run, tmp_path):
     assert (hyb / "samples.jsonl").read_text() == before
     assert {r["system"]: r["metrics"] for r in again["results"]}["hyb"] == rows["hyb"]["metrics"]
     assert "| realistic | hyb |" in (tmp_path / "table.md").read_text()
+    from toolsense.evaluation.compare import collect, comparison
+
+    comp = comparison(collect([tmp_path]), ["Rc@6", "COMPc@6", "Rprec_c"])
+    hyb_rows = [r for r in comp["rows"] if r.startswith("hyb (")]
+    assert len(hyb_rows) == 1 and any(r.startswith("fused (") for r in comp["rows"])
+    cell = comp["cells"][hyb_rows[0]]["realistic COMPc@6"]
+    assert cell["value"] == pytest.approx(rows["hyb"]["metrics"]["COMPc@6"]["value"])
     with pytest.raises(Exception, match="n_candidates"):  # another candidate count is another system
         run({**cfg, "systems": {"hyb": {"kind": "restricted", "n_candidates": 3, "candidates": {"kind": "bm25"}}}})
+
+
+@pytest.mark.parametrize("suite,bench", [("hybrids", "realistic"), ("hybrids_rrb", "rrb")])
+def test_hybrid_suites_compose(suite, bench):
+    from hydra import compose, initialize_config_dir
+
+    from toolsense.evaluation.runner import CONF_DIR
+    from toolsense.utils.config import to_config
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = to_config(EvaluateConfig, compose("evaluate", overrides=[f"suite={suite}"]))
+    systems = cfg.system_sections()
+    assert sorted(systems) == ["restricted_bm25", "restricted_dense", "rrf_bm25", "rrf_dense"]
+    assert systems["restricted_dense"].candidates.kind == "dense" and systems["restricted_bm25"].n_candidates == 20
+    assert systems["rrf_bm25"].rrf_k == 60 and sorted(cfg.baseline_sections()) == ["bm25", "dense"]
+    assert list(cfg.benchmark_sections()) == [bench]
+    if suite == "hybrids_rrb":
+        assert cfg.benchmark_sections()["rrb"].path.endswith("released/rrb_dev.jsonl")
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        one = to_config(EvaluateConfig, compose("evaluate", overrides=["system=rrf_dense"]))
+    assert list(one.system_sections()) == ["rrf_dense"]

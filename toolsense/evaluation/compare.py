@@ -113,6 +113,10 @@ def row_key(res: dict[str, Any]) -> tuple[str, bool, str | None, str]:
     src = res.get("source") or {}
     if "baseline" in src:
         return str(res["system"]), True, None, ""
+    if "system" in src:  # a system re-ranking with a model (systems.py): one row per system x model
+        model_run = run_dir_of({**res, "source": src.get("model") or {}})
+        who = run_info(model_run).label if model_run else str((src.get("model") or {}).get("model"))
+        return f"{res['system']} ({who})", False, None, ""
     run = run_dir_of(res)
     if run:
         stage = src.get("stage") or "stage2"

@@ -109,7 +109,8 @@ def _short(v: Any) -> str:
     return "+".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
-ITEM_KEYS = {"Rc": "c_hit", "Rf": "f_hit", "recall_c": "c_recall", "recall_f": "f_recall", "ndcg_c": "c_ndcg", "ndcg_f": "f_ndcg"}
+ITEM_KEYS = {"Rc": "c_hit", "Rf": "f_hit", "recall_c": "c_recall", "recall_f": "f_recall", "ndcg_c": "c_ndcg", "ndcg_f": "f_ndcg",
+             "COMPc": "c_comp", "COMPf": "f_comp"}
 """A retrieval metric's name in results.json → its per-item key in samples.jsonl (``<key>@k``)."""
 
 
@@ -150,6 +151,8 @@ def item_values(result_path: str | Path, metric: str) -> dict[str, tuple[float, 
             return {i: (float(r["metrics"][f"f_hit@{k}"]), float(r["metrics"][f"c_hit@{k}"])) for i, r in rows.items()}
         if name in ITEM_KEYS:
             return {i: float(r["metrics"][f"{ITEM_KEYS[name]}@{k}"]) for i, r in rows.items()}
+        if metric in ("Rprec_c", "Rprec_f"):  # R-precision has no cut-off (metrics.r_precision)
+            return {i: float(r["metrics"][f"{metric[-1]}_rprec"]) for i, r in rows.items()}
     except KeyError as e:
         raise DataError(f"{path}: an item lacks field {e.args[0]!r} needed for {metric}") from None
     return None
