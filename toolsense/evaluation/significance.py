@@ -58,7 +58,8 @@ def row_items(ents: Sequence[tuple[Any, dict]], metric: str) -> dict[str, float]
     runs.item_values, over the items every result has; None without per-item values."""
     from toolsense.evaluation.runs import item_values
 
-    per = [item_values(res["_path"], metric) for _, res in ents if res.get("_path")]
+    # only results that have the metric (a baseline has no free-form hits: no Rf@k / IS@k to read)
+    per = [item_values(res["_path"], metric) for est, res in ents if res.get("_path") and est and est.get("value") is not None]
     if not per or any(v is None for v in per):
         return None
     common = set(per[0]).intersection(*per[1:])
