@@ -313,17 +313,20 @@ def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
     findings = lambda text: [line for line in text.splitlines() if line[:4] in {f"| {n} " for n in range(1, 8)}]  # noqa: E731
     assert findings((rebuilt_dir / "r.md").read_text(encoding="utf-8")) == findings(report)
 
-    # the report follows the files: edit one result, rebuild without training, the table shows it
-    res_path = grid / "0_tg-lora" / "eval" / "standard" / "model" / "results.json"
-    res = json.loads(res_path.read_text())
-    res["metrics"]["Rc@5"] = {**res["metrics"]["Rc@5"], "value": 0.987, "lo": 0.9, "hi": 1.0}
-    res_path.write_text(json.dumps(res))
+    # the report follows the files: every constrained search of one evaluation hits (its per-item samples, which
+    # the cells are computed from), rebuild without training, the table shows Rc@5 = 100%
+    samples_path = grid / "0_tg-lora" / "eval" / "standard" / "model" / "samples.jsonl"
+    rows = [json.loads(line) for line in samples_path.read_text().splitlines() if line.strip()]
+    for r in rows:
+        r["metrics"]["c_hit@5"] = 1.0
+    samples_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before_row = next(line for line in report.splitlines() if line.startswith("| tg-lora |"))
     stage2_model = grid / "0_tg-lora" / "stage2" / "model.safetensors"
     before = stage2_model.stat().st_mtime_ns if stage2_model.exists() else None
     _reproduce(tmp_path, "train=false")
     rebuilt = (tmp_path / "reproduction.md").read_text(encoding="utf-8")
     row = next(line for line in rebuilt.splitlines() if line.startswith("| tg-lora |"))
-    assert "98.7" in row and "98.7" not in report
+    assert row.split(" | ")[1] == "100.0 [100.0, 100.0]" and before_row.split(" | ")[1] != "100.0 [100.0, 100.0]"
     assert (stage2_model.stat().st_mtime_ns if stage2_model.exists() else None) == before
 
 
