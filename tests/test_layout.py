@@ -55,6 +55,17 @@ CONCEPTS: dict[str, str] = {
     "catalog_embeddings": "models/encoders/cache.py",
     "claim": "evaluation/fingerprint.py",
     "score_redactions": "audit/run.py",
+    "SYSTEMS": "evaluation/systems.py",
+    "reciprocal_rank_fusion": "evaluation/systems.py",
+    "stage2_tools": "evaluation/coverage.py",
+    "refuse_leakage": "data/leakage.py",
+    "cluster_bootstrap": "evaluation/stats.py",
+    "combine_seeds": "evaluation/cell_stats.py",
+    "holm": "evaluation/significance.py",
+    "write_trec": "evaluation/export.py",
+    "write_html_report": "evaluation/html_report.py",
+    "toolgen_document": "models/encoders/documents.py",
+    "LossTotalCallback": "training/resume.py",
 }
 
 

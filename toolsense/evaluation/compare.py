@@ -31,7 +31,7 @@ from typing import Any, Iterable, Sequence
 from toolsense.evaluation.outputs import benchmark_label, markdown_table, write_json
 from toolsense.evaluation.probe_stats import flag_text
 from toolsense.evaluation.cell_stats import combine_seeds, effect_size, retention, stage2_schemes
-from toolsense.evaluation.html_report import write_report
+from toolsense.evaluation.html_report import write_html_report
 from toolsense.evaluation.significance import legend, marker, table_significance
 from toolsense.evaluation.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
 from toolsense.evaluation.stats import drift_ratio
@@ -289,7 +289,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
 
         comp["plots"] = [str(p) for p in render_all(comp, out, prefix="comparison_")]
     write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": list(cfg.metrics), **comp})
-    write_report(cfg.roots, out / "report.html", title="toolsense comparison")  # every evaluation compared (html_report.py)
+    write_html_report(cfg.roots, out / "report.html", title="toolsense comparison")  # every evaluation compared (html_report.py)
     print(table)
     print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")
     return comp

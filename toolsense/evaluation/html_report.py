@@ -207,7 +207,7 @@ def render(evaluations: Sequence[tuple[Path, dict[str, Any]]], title: str, meta:
             f'<script type="application/json" id="samples-data">{data}</script><script>{JS}</script></body></html>')
 
 
-def write_report(root: str | Path | Sequence[str | Path], out: str | Path | None = None, title: str | None = None) -> Path | None:
+def write_html_report(root: str | Path | Sequence[str | Path], out: str | Path | None = None, title: str | None = None) -> Path | None:
     """Write ``report.html`` (default ``<root>/report.html``) for every evaluation under
     ``root`` (a folder, or several: a comparison's roots); returns its path, or None when no
     per-evaluation results are there."""

@@ -30,7 +30,7 @@ from toolsense.evaluation.config import (BaselineConfig, DecodingConfig, Evaluat
 from toolsense.evaluation.coverage import stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
-from toolsense.evaluation.html_report import write_report
+from toolsense.evaluation.html_report import write_html_report
 from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identity, claim, decoding_identity,
                                               model_identity)
 from toolsense.evaluation.outputs import git_sha, results_table, write_json
@@ -227,7 +227,7 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
         summary = {"results": results, "config": plain, "git_sha": git_sha(), "seconds": round(time.time() - t0, 1)}
         write_json(out / "results.json", summary)
         track(eval_metrics(results))
-    report = write_report(out)  # report.html: tables, plots, a per-sample browser (html_report.py)
+    report = write_html_report(out)  # report.html: tables, plots, a per-sample browser (html_report.py)
     print(table)
     print(f"wrote {out / 'table.md'}, {out / 'results.json'} and {report} ({summary['seconds']} s)")
     return summary
