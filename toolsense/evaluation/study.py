@@ -156,6 +156,7 @@ def run_workers(cmd: list[str], workers: int, out: Path) -> int:
 
 def run_study(cfg: StudyConfig) -> dict[str, Any]:
     """Entry point of ``reproduce.py``: the sweeps (unless ``train=false``), then the report."""
+    from toolsense.evaluation.html_report import write_html_report
     from toolsense.evaluation.reproduction import write_report
 
     if cfg.train:
@@ -163,6 +164,9 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
     unpacked = not cfg.train and unpack_archive(cfg)
     summary = write_report(cfg)
     print(f"wrote {cfg.report} ({len(summary['findings'])} findings) from the results under {cfg.root}")
+    page = write_html_report(cfg.root, Path(cfg.root) / "report.html", title="toolsense study: every evaluation")
+    if page is not None:
+        print(f"wrote {page} (every evaluation of the study: tables, plots, a per-sample browser)")
     if cfg.archive and not unpacked:
         n = archive_results(cfg.root, cfg.archive)
         print(f"wrote {cfg.archive} ({n} files the report is built from)")
