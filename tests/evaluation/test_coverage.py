@@ -51,7 +51,7 @@ def test_demo_short_split_covers_22_of_54_realistic_items(short_split_run, tmp_p
     table = (tmp_path / "table.md").read_text().splitlines()
     assert table[0].startswith("| benchmark | system | n | covered | Rc@1 |")
     assert "| realistic | tiny_random:stage2 | 54 | 22/54 (41%) |" in table[2]
-    assert "| realistic | bm25 | 54 | — |" in table[3]
+    assert any(line.startswith("| realistic | bm25 | 54 | — |") for line in table)  # below the model's tier rows
     assert json.loads((tmp_path / "results.json").read_text())["results"][0]["coverage"]["covered"] == 22
 
 
