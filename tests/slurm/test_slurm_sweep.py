@@ -59,7 +59,8 @@ def _sbatch_line(sweep, flag: str) -> str:
 def _assert_failed_alone(out, sweep, failed: str) -> None:
     assert out.returncode != 0  # Hydra reports the failed job ...
     assert f"{sweep.parent / 'data' / 'queries-tg-0.jsonl'}: no such file" in out.stderr, out.stderr[-3000:]
-    assert not (sweep / failed / "stage2").exists() and (sweep / failed / "stage1" / "config.json").exists()
+    # ... before any work: train.py checks its Stage-2 sources before it trains Stage 1 (prepare)
+    assert not (sweep / failed / "stage1").exists() and not (sweep / failed / "stage2").exists()
     assert "--cpus-per-task=1" in _sbatch_line(sweep, "cpus-per-task")
     assert _sbatch_line(sweep, "gpus") == ""  # no GPU asked for on a cluster without one
 
