@@ -118,8 +118,9 @@ def test_documented_command_composes(cmd: Command):
             HydraConfig.instance().set_config(cfg)  # resolves ${hydra:...} as a real run would
             with open_dict(cfg):
                 del cfg["hydra"]
-            to_config(schema, cfg)
+            typed = to_config(schema, cfg)
     except Exception as e:  # noqa: BLE001 - the message must name the page and the command
         pytest.fail(f"{cmd}\n  -> {type(e).__name__}: {e}")
     finally:
         GlobalHydra.instance().clear()
+    assert isinstance(typed, schema)
