@@ -48,6 +48,11 @@ class Batching(StrEnum):
     padded = "padded"
 
 
+class HeadKind(StrEnum):
+    tokens = "tokens"
+    toolken = "toolken"
+
+
 class Precision(StrEnum):
     auto = "auto"
     bf16 = "bf16"
@@ -147,6 +152,23 @@ class TuningConfig:
 
 
 @dataclass
+class HeadConfig:
+    """How the model names a tool (``conf/head/*.yaml``)."""
+
+    kind: HeadKind = HeadKind.tokens
+    """tokens: ToolGen's virtual tokens in the vocabulary, learnt through Stage 1 / Stage 2 with
+    the tuning section; toolken: a ToolkenGPT-style head, the base LM frozen and one trainable
+    output row per tool fitted on the Stage-2 data (``training/toolken.py``, docs/systems.md)."""
+    batch_size: int = 8
+    """toolken only: prompts per forward pass of the frozen LM when reading their answer states."""
+
+    def __post_init__(self) -> None:
+        self.kind = choice(HeadKind, self.kind, "head.kind")
+        if self.batch_size < 1:
+            raise ValueError(f"head.batch_size must be >= 1, got {self.batch_size}")
+
+
+@dataclass
 class TrainerConfig:
     effective_batch: int = 1024
     """Examples per optimiser step over all processes (ToolGen: 1024); split as
@@ -239,8 +261,12 @@ class TrainConfig:
     output_dir: Optional[str] = None
     """The run directory; None = Hydra's output dir."""
     evaluate: EvaluateAfterConfig = field(default_factory=EvaluateAfterConfig)
+    head: HeadConfig = field(default_factory=HeadConfig)
+    """tokens (ToolGen, the default) or toolken (a frozen LM + one output row per tool)."""
 
     def __post_init__(self) -> None:
+        if self.head.kind == "toolken":
+            check_toolken(self)
         check_formats(self.memorization.formats, self.index.scheme)
         self.stage1.check("stage1")
         self.stage2.check("stage2")
@@ -255,6 +281,23 @@ class TrainConfig:
                 "embedding rows saved from unpartitioned weights, and tuning.embedding_rows=virtual masks gradient rows of "
                 "the embedding, neither of which ZeRO-3's partitioned parameters allow; use trainer=ds_zero2 or tuning=full"
             )
+
+
+def check_toolken(cfg: "TrainConfig") -> None:
+    """What a toolken head cannot do, refused naming the field: it is one row per tool (a flat
+    index), trains on Stage-2 data only, and is evaluated as a system (evaluate.py system=toolken)."""
+    if cfg.index.builder != "flat":
+        raise ValueError(f"head.kind=toolken has one output row per tool: it needs index=flat, got index.builder={cfg.index.builder}")
+    if cfg.stage1.enabled:
+        raise ValueError("head.kind=toolken trains on the Stage-2 data only (the toolken is an output row; the Stage-1 "
+                         "formats read tool tokens as inputs): set stage1.enabled=false (experiment=toolken does)")
+    if not cfg.stage2.enabled:
+        raise ValueError("head.kind=toolken trains on the Stage-2 data: stage2.enabled must be true")
+    if cfg.stage2.multi_tool != "split":
+        raise ValueError("head.kind=toolken predicts one toolken per example: stage2.multi_tool must be split")
+    if cfg.evaluate.suite is not None or cfg.evaluate.overrides or cfg.evaluate.drift:
+        raise ValueError("head.kind=toolken: evaluate.* after training is for token runs; evaluate the head with "
+                         "python evaluate.py system=toolken system.run=<this run> parametric=false (docs/systems.md)")
 
 
 def register_configs() -> None:

@@ -132,6 +132,27 @@ def _run_stage(name: str, cfg: TrainConfig, raw: dict, index: ToolIndex, example
         tracker.finish()
 
 
+def _run_toolken(cfg: TrainConfig, raw: dict, index: ToolIndex, run_dir: Path, prepared: Prepared) -> dict[str, Any]:
+    """``head.kind=toolken``: the frozen base model's toolken rows on the Stage-2 queries
+    (training/toolken.py) into ``<run>/toolken``; skipped when done, resumed when interrupted."""
+    from toolsense.training.toolken import STAGE, ToolkenRunner, toolken_done
+
+    if toolken_done(run_dir):
+        log.info("toolken: %s exists, skipping", run_dir / STAGE)
+        return {}
+    tracker = make_tracker(cfg.logger, run_dir=run_dir, name=f"{cfg.experiment}-{STAGE}", group=cfg.experiment,
+                           tags=[f"stage:{STAGE}", "head:toolken", f"model:{cfg.model.name_or_path}"], config=raw, extra={"stage": STAGE})
+    try:
+        result = ToolkenRunner(cfg, index, stage2_queries(cfg, prepared.sources), run_dir, tracker).run()
+    finally:
+        tracker.finish()
+    summary = {"stage2": {**result, "head": "toolken"}}
+    if _is_main():
+        with open(RunDir(run_dir).metrics_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"summary": summary}) + "\n")
+    return summary
+
+
 def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = None, prepared: Optional[Prepared] = None) -> dict[str, Any]:
     """Train the configured stages into ``output_dir`` (default ``cfg.output_dir``); returns a
     summary ``{stage: {train_loss, global_step, ...}}`` (also appended to metrics.jsonl); Stage 2's
@@ -144,6 +165,8 @@ def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = No
     raw = write_config(cfg if not isinstance(cfg, TrainConfig) else OmegaConf.structured(cfg), run_dir)
     catalog = prepared.catalog
     index = load_or_build_index(typed, catalog, run_dir)
+    if typed.head.kind == "toolken":
+        return _run_toolken(typed, raw, index, run_dir, prepared)
     summary: dict[str, Any] = {}
     if typed.stage1.enabled:
         if stage_done(rd.stage("stage1")):
