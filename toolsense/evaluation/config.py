@@ -12,7 +12,7 @@ from toolsense.data.prompts import PromptConfig
 from toolsense.evaluation.baselines import BM25_SCORERS, BM25_TOKENIZERS
 from toolsense.evaluation.benchmarks import BenchmarkConfig
 from toolsense.evaluation.compare import CompareConfig
-from toolsense.evaluation.systems import SYSTEMS
+from toolsense.evaluation.systems import STANDALONE, SYSTEMS
 from toolsense.index.config import IndexConfig
 from toolsense.models import ModelConfig
 from toolsense.models.encoders import TEXT_TEMPLATES
@@ -183,6 +183,9 @@ class SystemConfig:
     """rrf: the constant k of 1 / (k + rank) (60, Cormack et al. 2009)."""
     fuse_depth: Optional[int] = None
     """rrf: how deep each ranking enters the fusion; None = decoding.beam_width."""
+    run: Optional[str] = None
+    """toolken: the run trained with ``train.py experiment=toolken`` (its ``toolken/head.pt`` and
+    frozen base model rank the tools; no parametric model is needed)."""
 
     def __post_init__(self) -> None:
         self.kind = SYSTEMS.check(self.kind, "system.kind")
@@ -194,12 +197,16 @@ class SystemConfig:
             raise ValueError(f"system.rrf_k must be a finite number >= 0, got {self.rrf_k}")
         if self.fuse_depth is not None and self.fuse_depth < 1:
             raise ValueError(f"system.fuse_depth must be >= 1 or null, got {self.fuse_depth}")
+        if self.kind == "toolken" and not self.run:
+            raise ValueError("system.run must name a run trained with train.py experiment=toolken (system.kind=toolken)")
 
     def identity(self) -> dict:
         """What the system's rankings depend on besides the model and decoding (its fingerprint)."""
         out: dict = {"kind": self.kind, "candidates": self.candidates.identity()}
         out.update({"n_candidates": self.n_candidates} if self.kind == "restricted" else
                    {"rrf_k": self.rrf_k, "fuse_depth": self.fuse_depth} if self.kind == "rrf" else {})
+        if self.kind == "toolken":  # ranks alone: no candidates; its run is the fingerprint's model
+            out.pop("candidates")
         return out
 
 
@@ -312,8 +319,9 @@ class EvaluateConfig:
             raise ValueError(f"stage must be stage1 or stage2 (a checkpoint of run), got {self.stage!r}")
         if self.task == Task.drift and not self.run:
             raise ValueError("task=drift needs run=<training run directory>")
-        if self.task == Task.evaluate and not self.parametric and self.system_sections():
-            raise ValueError(f"systems {sorted(self.system_sections())} re-rank with the parametric model: "
+        needs_model = {k for k, sc in self.system_sections().items() if sc.kind not in STANDALONE}
+        if self.task == Task.evaluate and not self.parametric and needs_model:
+            raise ValueError(f"systems {sorted(needs_model)} re-rank with the parametric model: "
                              "they need parametric=true (or drop system= / systems=)")
         clash = set(self.system_sections()) & (set(self.baseline_sections()) | {"model", *PROBE_MODES})
         if clash:

@@ -35,7 +35,7 @@ from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identi
                                               model_identity)
 from toolsense.evaluation.outputs import git_sha, results_table, write_json
 from toolsense.evaluation.probes import evaluate_probe
-from toolsense.evaluation.systems import build_system
+from toolsense.evaluation.systems import build_system, system_decoding, system_model_identity
 from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.tasks import evaluate_ranking
 from toolsense.tracking import eval_metrics, evaluation_tracker, namespaced
@@ -77,8 +77,8 @@ def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, cat
                     "system": {"baseline": bc.identity(), "catalog_sha256": baseline_catalog}}
             for s_label, sc in systems_cfg.items():
                 plan[out / label / s_label] = {
-                    "evaluation": "retrieval", "benchmark": b, "decoding": decoding_identity(dataclasses.replace(dec, free_form=False)),
-                    "system": {"system": sc.identity(), "model": model, "catalog_sha256": baseline_catalog}}
+                    "evaluation": "retrieval", "benchmark": b, "decoding": decoding_identity(system_decoding(dec, sc)),
+                    "system": {"system": sc.identity(), "model": system_model_identity(ev, sc), "catalog_sha256": baseline_catalog}}
         elif model is not None:
             for mode in probe.modes:
                 plan[out / label / mode] = {"evaluation": bench.kind, "system": model, "benchmark": b, "mode": mode,
@@ -128,8 +128,8 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
                 continue
             for s_label, ranker, known, prov in others:
                 d = out / label / s_label
-                results.append(evaluate_ranking(bench, s_label, ranker.run, known, dataclasses.replace(dec, free_form=False), d,
-                                                {**prov(d), "fingerprint": plan[d]}))
+                sdec = system_decoding(dec, systems_cfg[s_label]) if s_label in systems_cfg else dataclasses.replace(dec, free_form=False)
+                results.append(evaluate_ranking(bench, s_label, ranker.run, known, sdec, d, {**prov(d), "fingerprint": plan[d]}))
         elif ev is not None and shard.main:
             for mode in probe.modes:
                 d = out / label / mode
@@ -152,11 +152,12 @@ def _other_systems(cfg: EvaluateConfig, ev: EvalModel | None, catalog, provenanc
         out.append((label, build_baseline(catalog, bc, top), set(catalog.names), lambda d, p=prov: p))
     for label, sc in cfg.system_sections().items():
         ranker = build_system(ev, catalog, sc, cfg.decoding)
+        answers = getattr(ranker, "source", None) or ev.source  # a standalone system (toolken) answers with its own run
 
-        def prov_of(d: Path, sc=sc) -> dict[str, Any]:
-            return {**provenance, "source": {"system": as_plain(sc), "model": portable_source(ev.source, d)}}
+        def prov_of(d: Path, sc=sc, answers=answers, extra=dict(getattr(ranker, "provenance", {}))) -> dict[str, Any]:
+            return {**provenance, **extra, "source": {"system": as_plain(sc), "model": portable_source(answers, d)}}
 
-        out.append((label, ranker, set(ev.index.paths), prov_of))
+        out.append((label, ranker, getattr(ranker, "known_tools", None) or set(ev.index.paths), prov_of))
     return out
 
 

@@ -131,12 +131,47 @@ def restricted(ev: "EvalModel", catalog: Catalog, cfg: "SystemConfig", dec: "Dec
     return RestrictedRanker(ev, build_baseline(catalog, cfg.candidates, cfg.n_candidates), cfg.n_candidates, dec)
 
 
+@SYSTEMS.register("toolken")
+def toolken(ev: "EvalModel | None", catalog: Catalog, cfg: "SystemConfig", dec: "DecodingConfig") -> SystemRanker:
+    """A ToolkenGPT-style head (evaluation/toolken.py): its own frozen model and toolken rows from
+    ``cfg.run``; constrained and free-form, without the parametric model."""
+    from toolsense.evaluation.toolken import ToolkenRanker
+
+    return ToolkenRanker(cfg.run, dec.beam_width, max(dec.batch_size, 1), str(ev.device) if ev is not None else None)
+
+
+STANDALONE = ("toolken",)
+"""Kinds that rank without the parametric model (they load their own): allowed under parametric=false."""
+
+
+def system_model_identity(ev: "EvalModel | None", cfg: "SystemConfig") -> dict[str, Any] | None:
+    """The fingerprint's ``model`` of a system's folder: the model that answers. The hybrids
+    answer with the parametric model; a toolken head with its own run (read from its files)."""
+    if cfg.kind == "toolken":
+        from toolsense.evaluation.toolken import toolken_identity
+
+        return toolken_identity(cfg.run)
+    from toolsense.evaluation.fingerprint import model_identity
+
+    return model_identity(ev) if ev is not None else None
+
+
 @SYSTEMS.register("rrf")
 def rrf(ev: "EvalModel", catalog: Catalog, cfg: "SystemConfig", dec: "DecodingConfig") -> SystemRanker:
     """Hybrid (b): the model's ranking fused with ``cfg.candidates``' by reciprocal rank."""
     _needs_model(ev, cfg)
     depth = cfg.fuse_depth or dec.beam_width
     return FusionRanker(ev, build_baseline(catalog, cfg.candidates, depth), cfg.rrf_k, depth, dec)
+
+
+def system_decoding(dec: "DecodingConfig", cfg: "SystemConfig") -> "DecodingConfig":
+    """The decoding a system's folder is scored and fingerprinted under: free-form only for the
+    kinds that have a free-form mode (toolken), and only when ``decoding.free_form`` is on."""
+    return dec if cfg.kind in FREE_FORM and dec.free_form else _constrained_only(dec)
+
+
+FREE_FORM = ("toolken",)
+"""Kinds whose rankers also return a free-form ranking (``Retrieved.free``); the hybrids do not."""
 
 
 def build_system(ev: "EvalModel | None", catalog: Catalog, cfg: "SystemConfig", dec: "DecodingConfig") -> SystemRanker:
