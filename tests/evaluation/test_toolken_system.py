@@ -136,3 +136,45 @@ def test_toolken_system_config_refusals(tmp_path):
         SystemConfig(kind="toolken")
     with pytest.raises(FileNotFoundError, match="experiment=toolken"):
         toolken_run(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_smollm2_toolken_learns_its_training_queries(tmp_path, smollm2_dir):
+    """The embedded SmolLM2 trained as a toolken head (train.py's runner, 9 weather tools, 16
+    queries): constrained Rc@1 on its training queries rises from the name-mean start to >= 0.75,
+    and the base model's LM head is untouched (its rows are the vocabulary half of the softmax)."""
+    from tests.training.conftest import TINY, compose_train
+    from toolsense.catalog import load_query_jsonl
+    from toolsense.evaluation.toolken import ToolkenRanker
+    from toolsense.training import to_train_config
+    from toolsense.training.runner import run as train
+
+    over = [o for o in TINY if not o.startswith("model=")] + ["model=smollm2_135m", "experiment=toolken", "stage2.epochs=40",
+                                                                "stage2.max_steps=-1", "stage2.learning_rate=3e-2"]
+    cfg = to_train_config(compose_train(over))
+    queries = load_query_jsonl(cfg.stage2.sources[0].path)
+
+    def rc1(run_dir):
+        got = list(ToolkenRanker(str(run_dir), top=1, batch_size=8).run(queries))
+        return sum(r.constrained[0]["tool"] in r.query.tools for r in got) / len(got)
+
+    summary = train(cfg, output_dir=tmp_path / "run")["stage2"]
+    after = rc1(tmp_path / "run")
+    state = torch.load(tmp_path / "run" / "toolken" / "head.pt")
+    torch.save({**state, "rows": _start_rows(tmp_path / "run", state["tools"])}, tmp_path / "run" / "toolken" / "head.pt")
+    before = rc1(tmp_path / "run")
+    assert summary["last_loss"] < summary["first_loss"] / 2
+    assert after >= 0.75 and after > before, (before, after)
+
+
+def _start_rows(run_dir, tools):
+    from toolsense.index import ToolIndex
+    from toolsense.catalog.config import CatalogConfig, load_from_config
+    from toolsense.models import ModelConfig, load_model_and_tokenizer
+    from toolsense.models.toolken import name_mean_rows
+    from toolsense.utils.rundir import RunDir
+
+    rd = RunDir(run_dir)
+    index = ToolIndex.load(rd.index_path, load_from_config(rd.section("catalog", CatalogConfig)))
+    model, tok = load_model_and_tokenizer(rd.section("model", ModelConfig))
+    return name_mean_rows(model, tok, [index.init_text[index.paths[t][0]] for t in tools])
