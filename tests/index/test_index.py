@@ -163,3 +163,37 @@ def test_index_file_is_plain_json(tmp_path):
     d = json.loads(build_index(cat, "flat").save(tmp_path / "i.json").read_text())
     assert d["tools"] == [{"name": "Svc0&&api_0", "tokens": ["<<Svc0&&api_0>>"]}, {"name": "Svc0&&api_1", "tokens": ["<<Svc0&&api_1>>"]}]
     assert d["catalog_hash"] == cat.content_hash()
+
+
+@pytest.mark.parametrize("builder", ["numeric", "semantic"])
+def test_numeric_and_semantic_ids_round_trip_are_unique_and_serve_the_trie(tmp_path, builder, demo_catalog, tiny_model):
+    idx = build_index(demo_catalog, builder)
+    back = ToolIndex.load(idx.save(tmp_path / "index.json"), demo_catalog)
+    assert back.paths == idx.paths and back.builder == builder and back.scheme == "hierarchical"
+    assert len(set(idx.paths.values())) == len(demo_catalog)  # every tool its own id
+    shared = {t: sum(t in p for p in idx.paths.values()) for t in idx.tokens()}
+    assert max(shared.values()) > 1  # tokens are shared between tools (per level, not per tool)
+    model, tok = tiny_model
+    add_index_tokens(idx, model, tok)
+    trie, ids = build_trie(idx, tok), tool_token_ids(idx, tok)
+    for name, seq in ids.items():  # every id decodes back; every continuation is a tool's next token
+        assert trie.lookup(seq + [tok.eos_token_id]) == name
+        for d in range(len(seq)):
+            below = {s[d] if len(s) > d else tok.eos_token_id for s in ids.values() if s[:d] == seq[:d]}
+            assert set(trie.allowed(seq[:d])) == below
+
+
+def test_numeric_and_semantic_values():
+    cat = small_catalog(3, 4)  # 12 tools: Svc0&&api_0 ... Svc2&&api_3
+    num = build_index(cat, "numeric")
+    assert num.paths["Svc0&&api_0"] == ("<<N:0>>", "<<N:0>>") and num.paths["Svc2&&api_3"] == ("<<N:1>>", "<<N:1>>")
+    assert num.params == {"width": 2} and sorted(num.tokens()) == [f"<<N:{d}>>" for d in range(10)]
+    sem = build_index(cat, "semantic")
+    assert sem.paths["Svc1&&api_2"] == ("<<W:svc>>", "<<W:1>>", "<<W:api>>", "<<W:2>>")
+    assert sem.init_text["<<W:svc>>"] == "svc"
+    from toolsense.index.builders import name_words
+
+    assert name_words("GeoDB Cities&&getCity_v2") == ["geo", "db", "cities", "get", "city", "v", "2"]
+    twins = Catalog.from_tools((t, f"mem:{i}") for i, t in enumerate([Tool.from_name("Foo Bar&&go"), Tool.from_name("FooBar&&go")]))
+    tw = build_index(twins, "semantic")
+    assert tw.paths["FooBar&&go"] == tw.paths["Foo Bar&&go"] + ("<<W:#2>>",)

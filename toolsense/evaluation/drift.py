@@ -131,6 +131,8 @@ def run_drift(run_dir: str | Path, cfg: DriftConfig, out_dir: str | Path) -> dic
     mcfg = rd.section("model", ModelConfig)
     index = ToolIndex.load(rd.index_path, load_from_config(rd.section("catalog", CatalogConfig)))
     mats, virt_ids, n_base = {}, None, None
+    if not index.tokens():
+        raise ValueError(f"{rd.index_path}: the index adds no tokens, so there are no virtual rows to measure drift on")
     for name in progress(cfg.checkpoints, desc="drift: checkpoints", unit="ckpt"):
         model, tok = load_checkpoint(run, name, mcfg, index)
         ids = torch.as_tensor(tok.convert_tokens_to_ids(index.tokens()))
@@ -145,6 +147,7 @@ def run_drift(run_dir: str | Path, cfg: DriftConfig, out_dir: str | Path) -> dic
     pair_ids = virt_ids if len(virt_ids) <= cfg.max_pairs_tokens else virt_ids[torch.randperm(len(virt_ids), generator=gen)[: cfg.max_pairs_tokens]]
     summary = compare(mats, virt_ids, base_ids, pair_ids)
     summary.update(run=Path(os.path.relpath(run.resolve(), out_dir.resolve())).as_posix(), checkpoints=cfg.checkpoints, n_virtual=len(virt_ids), n_base_sample=len(base_ids), seed=cfg.seed)
+    summary["index_sharing"] = index.sharing()  # per_level: each distinct token counted once, whatever the tools sharing it
     summary["flat"] = {f"{p['from']}->{p['to']}/{m}/{k}": v for p in summary["pairs"] for m in ("input", "output")
                        if m in p for k, v in p[m].items() if k != "rows"}
     write_json(out_dir / "drift.json", summary)

@@ -196,7 +196,7 @@ def evaluate_probe(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig,
         "above_chance": bool(rows) and acc["lo"] > stats["chance"],
         "missing": {"count": len(missing), "names": missing, "items_skipped": len(bench.items) - len(known)},
         "git_sha": git_sha(), "hashes": {"benchmark_sha256": bench.sha256, "index_sha256": ev.index_sha256},
-        "benchmark_path": bench.path, "source": ev.source,
+        "benchmark_path": bench.path, "source": ev.source, "index_sharing": ev.index.sharing(),
         "probe": {"seed": cfg.seed, "template": cfg.template, "debias": cfg.debias, "flag_share": cfg.flag_share},
     }
     write_json(out_dir / "results.json", result)

@@ -1,10 +1,13 @@
-"""Index builders (a registry): flat atomic tokens, structural service→API paths, and
-ToolGen's clustered hierarchy (recursive k-means over encoder embeddings)."""
+"""Index builders (a registry): flat atomic tokens, structural service→API paths, ToolGen's
+clustered hierarchy (recursive k-means over encoder embeddings), and ToolGen's numeric and
+semantic ids (digit tokens; the words of the tool's name), whose tokens are shared between tools
+at every level."""
 
 from __future__ import annotations
 
 import inspect
 import logging
+import re
 from typing import Any, Callable, Union
 
 import numpy as np
@@ -88,6 +91,47 @@ def build_clustered(catalog: Catalog, embeddings: Embeddings | None = None, bran
     init = {f"<<C:{k}>>": str(k) for k in range(branching)}
     params = {"branching": branching, "seed": seed, "encoder": encoder or "embedded:all-MiniLM-L6-v2"}
     return ToolIndex("hierarchical", "clustered", params, catalog.content_hash(), paths, init)
+
+
+@INDEX_BUILDERS.register("numeric")
+def build_numeric(catalog: Catalog) -> ToolIndex:
+    """ToolGen's numeric indexing: tool ``i`` (catalog order) is its number, zero-padded to the
+    width of the largest, one token ``<<N:d>>`` per digit. Ten tokens serve every tool at every
+    position, so each is shared by many tools (tool 042 = ``<<N:0>><<N:4>><<N:2>>``); the trie
+    makes the digits a hierarchy of tens."""
+    width = len(str(max(len(catalog) - 1, 0)))
+    paths = {t.name: tuple(f"<<N:{d}>>" for d in str(i).zfill(width)) for i, t in enumerate(catalog)}
+    init = {f"<<N:{d}>>": str(d) for d in range(10)}
+    return ToolIndex("hierarchical", "numeric", {"width": width}, catalog.content_hash(), paths, {k: v for k, v in init.items()
+                                                                                              if any(k in p for p in paths.values())})
+
+
+def name_words(name: str) -> list[str]:
+    """The lower-case words of a tool name: split on anything not a letter or digit and at
+    camelCase / letter-digit boundaries (``"GeoDB Cities&&getCity_v2"`` → geo db cities get city v 2)."""
+    return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name)]
+
+
+@INDEX_BUILDERS.register("semantic")
+def build_semantic(catalog: Catalog) -> ToolIndex:
+    """ToolGen's semantic indexing over new tokens: a tool's id is the words of its name, service
+    then API, one token ``<<W:word>>`` per word, shared by every tool whose name holds the word
+    and initialised from the word itself. Two tools whose names give the same words are told
+    apart by a final ``<<W:#k>>`` (k = 2, 3, ... in catalog order). (ToolGen spells the name with
+    the base vocabulary's own sub-tokens; docs/fidelity.md.)"""
+    paths: dict[str, tuple[str, ...]] = {}
+    seen: dict[tuple[str, ...], int] = {}
+    init: dict[str, str] = {}
+    for t in catalog:
+        words = name_words(t.service) + name_words(t.api) or ["tool"]
+        path = tuple(f"<<W:{w}>>" for w in words)
+        init.update({f"<<W:{w}>>": w for w in words})
+        seen[path] = seen.get(path, 0) + 1
+        if seen[path] > 1:
+            init[f"<<W:#{seen[path]}>>"] = str(seen[path])
+            path = path + (f"<<W:#{seen[path]}>>",)
+        paths[t.name] = path
+    return ToolIndex("hierarchical", "semantic", {}, catalog.content_hash(), paths, init)
 
 
 def builder_params(builder: str, offered: dict[str, Any]) -> dict[str, Any]:

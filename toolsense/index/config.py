@@ -15,7 +15,8 @@ class IndexConfig:
     builder: str = "flat"
     """A name from the INDEX_BUILDERS registry (``index/builders.py``): flat: one atomic token
     per tool; structural: service token then API token; clustered: ToolGen's recursive k-means
-    hierarchy."""
+    hierarchy; numeric: the tool's number, one token per digit; semantic: the words of the
+    tool's name, one token per word (numeric / semantic tokens are shared between tools)."""
     branching: int = 10
     """clustered only: clusters per level."""
     seed: int = 0

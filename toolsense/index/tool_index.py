@@ -59,6 +59,20 @@ class ToolIndex:
     def depth(self) -> int:
         return max(len(p) for p in self.paths.values())
 
+    def sharing(self) -> dict[str, Any]:
+        """How the index's tokens are shared between tools, for the diagnostics that read them:
+        ``per_tool`` when every token belongs to one tool (flat), else ``per_level`` — a token is
+        shared by the tools below one node (structural, clustered) or by many (numeric digits,
+        semantic name words), so a probe's token prompt spells the whole id and drift measures
+        each distinct token once, not once per tool."""
+        users: dict[str, int] = {}
+        for p in self.paths.values():
+            for t in set(p):
+                users[t] = users.get(t, 0) + 1
+        shared = sum(n > 1 for n in users.values())
+        return {"unit": "per_level" if shared else "per_tool", "tokens": len(users), "shared_tokens": shared,
+                "max_tools_per_token": max(users.values(), default=0), "depth": self.depth()}
+
     def internal_nodes(self) -> dict[tuple[str, ...], list[str]]:
         """Every proper path prefix (an internal node of the hierarchy) → the tools below it."""
         out: dict[tuple[str, ...], list[str]] = {}
