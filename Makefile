@@ -6,7 +6,7 @@ TORCH  ?= torch==2.13.0
 PIP    := $(PY) -m pip install --disable-pip-version-check -q
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: setup setup-local setup-probe setup-browser demo audit-demo reproduce test test-slow bench clean
+.PHONY: setup setup-local setup-probe setup-browser demo beyond audit-demo reproduce test test-slow bench clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -41,6 +41,20 @@ DEMO_RUN ?= outputs/demo
 demo: setup
 	HF_HUB_OFFLINE=1 $(PY) train.py experiment=demo output_dir=$(DEMO_RUN)
 	HF_HUB_OFFLINE=1 $(PY) evaluate.py run=$(DEMO_RUN) suite=demo output_dir=$(DEMO_RUN)/eval
+
+# Beyond ToolGen (docs/systems.md): ToolGen-style tokens, the toolken head, both hybrids over BM25 and dense, BM25
+# and dense, on the demo's realistic queries and on the released RRB part (243 of 500), per-tier rows, one comparison
+# table in $(BEYOND)/comparison.md. On RRB the token model is untrained SmolLM2 (no CPU-scale token run exists on the
+# 5,348-tool release catalog): RRB_MODEL=run=<run trained on catalog=toolsense_release> uses a trained one. Rerun to resume.
+BEYOND    ?= outputs/beyond
+RRB_MODEL ?= model=smollm2_135m
+beyond: setup
+	HF_HUB_OFFLINE=1 $(PY) train.py experiment=demo output_dir=$(DEMO_RUN)
+	HF_HUB_OFFLINE=1 $(PY) train.py experiment=toolken output_dir=$(BEYOND)/toolken_demo
+	HF_HUB_OFFLINE=1 $(PY) evaluate.py run=$(DEMO_RUN) suite=beyond systems.toolken.run=$(BEYOND)/toolken_demo output_dir=$(BEYOND)/demo
+	HF_HUB_OFFLINE=1 $(PY) train.py experiment=toolken catalog=toolsense_release stage2=verbose output_dir=$(BEYOND)/toolken_release
+	HF_HUB_OFFLINE=1 $(PY) evaluate.py $(RRB_MODEL) catalog=toolsense_release suite=beyond_rrb systems.toolken.run=$(BEYOND)/toolken_release output_dir=$(BEYOND)/rrb
+	HF_HUB_OFFLINE=1 $(PY) evaluate.py task=compare compare.roots=[$(BEYOND)/demo,$(BEYOND)/rrb] 'compare.metrics=[Rc@1,Rc@5,Rf@5,COMPc@5,Rprec_c]' output_dir=$(BEYOND)
 
 # The reproduction study (README "Reproducing the paper"): the paper's configurations x LoRA/FFT x 2 seeds, App. E and
 # a second architecture, trained, evaluated and compared; ends with docs/reproduction.md. Rerun to resume.
