@@ -172,7 +172,8 @@ class SystemConfig:
 
     kind: str = "restricted"
     """``restricted``: the model's constrained search over the ``candidates`` baseline's top
-    ``n_candidates`` tools; ``rrf``: reciprocal-rank fusion of the model's ranking with it."""
+    ``n_candidates`` tools; ``rrf``: reciprocal-rank fusion of the model's ranking with it;
+    ``toolken``: a ToolkenGPT-style head trained into ``run`` (constrained and free-form)."""
     label: Optional[str] = None
     """Row name in tables and folder name; default the kind."""
     candidates: BaselineConfig = field(default_factory=BaselineConfig)

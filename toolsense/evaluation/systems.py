@@ -11,10 +11,16 @@ rank tools; the systems here combine them, and any new design is one more decora
   baseline's, ``score(t) = sum over rankings of 1 / (rrf_k + rank)`` (rank from 1; Cormack et
   al. 2009, k = 60), each ranking cut at ``system.fuse_depth`` (default the beam width).
 
+- ``toolken``: a ToolkenGPT-style head (frozen LM + one output row per tool) from its own run
+  (``system.run``; evaluation/toolken.py), constrained and free-form, no parametric model needed.
+
 A builder takes ``(ev, catalog, cfg, dec)`` and returns an object whose ``run(queries)`` yields
 one :class:`Retrieved` per query (any order): the contract ``tasks.evaluate_ranking`` scores.
+A ranker may also say ``known_tools`` (its index), ``source`` (the run that answers) and
+``provenance`` (extra results.json keys); the runner otherwise takes the parametric model's.
 Both hybrids rank with the constrained search only (``free`` is None): Rf / IS stay the
-parametric model's own measures, reported on its ``model`` row. How to add one: docs/systems.md.
+parametric model's own measures, reported on its ``model`` row; the kinds in :data:`FREE_FORM`
+are scored free-form too. How to add one: docs/systems.md.
 """
 
 from __future__ import annotations
