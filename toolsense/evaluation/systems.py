@@ -143,7 +143,9 @@ def toolken(ev: "EvalModel | None", catalog: Catalog, cfg: "SystemConfig", dec: 
     ``cfg.run``; constrained and free-form, without the parametric model."""
     from toolsense.evaluation.toolken import ToolkenRanker
 
-    return ToolkenRanker(cfg.run, dec.beam_width, max(dec.batch_size, 1), str(ev.device) if ev is not None else None)
+    from toolsense.evaluation.context import pick_device
+
+    return ToolkenRanker(cfg.run, dec.beam_width, max(dec.batch_size, 1), str(ev.device if ev is not None else pick_device(None)))
 
 
 STANDALONE = ("toolken",)

@@ -71,7 +71,8 @@ class ToolkenRanker:
         self.model.eval().requires_grad_(False)
         state = torch.load(rd.path / STAGE / "head.pt", map_location="cpu")
         vocab, bias = vocab_rows(self.model, self.tok)
-        self.head = ToolkenHead(state["tools"], state["rows"], vocab, bias)
+        self.device = next(self.model.parameters()).device
+        self.head = ToolkenHead(state["tools"], state["rows"], vocab, bias).to(self.device)  # scored where the LM runs
         self.top, self.batch_size = top, batch_size
         self.known_tools = set(self.head.tools)
         self.source = {"run": str(rd.path), "stage": STAGE, "model": mcfg.name_or_path}
@@ -80,6 +81,6 @@ class ToolkenRanker:
         for start in range(0, len(queries), self.batch_size):
             part = list(queries[start:start + self.batch_size])
             prompts = [render_prompt(self.tok, retrieval_messages(q.text, self.prompts)) for q in part]
-            h = answer_states(self.model, self.tok, prompts, self.batch_size)
+            h = answer_states(self.model, self.tok, prompts, self.batch_size).to(self.device)
             for q, p, (cons, free) in zip(part, prompts, self.head.rank(h, self.top, lambda i: self.tok.decode([i]))):
                 yield Retrieved(q, p, cons, free)

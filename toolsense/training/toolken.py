@@ -94,11 +94,13 @@ class ToolkenRunner:
         self.result["skipped_unknown_tools"] = {"tools": len(skipped), "sample": [f"{a}: {b}" for a, b in skipped[:5]]}
         prompts = [render_prompt(tok, retrieval_messages(q.text, self.cfg.prompts)) for q in qs]
         log.info("toolken: reading the answer states of %d Stage-2 prompts with the frozen %s", len(prompts), self.cfg.model.name_or_path)
-        self.states = answer_states(model, tok, prompts, self.cfg.head.batch_size)
-        self.targets = torch.tensor(ids)
+        dev = next(model.parameters()).device  # the rows train where the LM ran (a GPU at 8B: a 128k-row softmax)
+        self.states = answer_states(model, tok, prompts, self.cfg.head.batch_size).to(dev)
+        self.targets = torch.tensor(ids, device=dev)
         tools = list(self.index.paths)
         vocab, bias = vocab_rows(model, tok)
-        self.head = ToolkenHead(tools, name_mean_rows(model, tok, [self.index.init_text[self.index.paths[t][0]] for t in tools]), vocab, bias)
+        start = name_mean_rows(model, tok, [self.index.init_text[self.index.paths[t][0]] for t in tools])
+        self.head = ToolkenHead(tools, start, vocab, bias).to(dev)
         self.result["base_model"] = self.cfg.model.name_or_path
         del model
 
@@ -114,7 +116,7 @@ class ToolkenRunner:
         per_epoch = max(1, n // b)
         epoch, k = divmod(step, per_epoch)
         g = torch.Generator().manual_seed(self.cfg.trainer.seed + epoch)
-        return torch.randperm(n, generator=g)[k * b:(k + 1) * b]
+        return torch.randperm(n, generator=g)[k * b:(k + 1) * b].to(self.targets.device)
 
     def _optimiser(self, total: int):
         from transformers import get_scheduler
@@ -129,7 +131,7 @@ class ToolkenRunner:
         opt, sched = self._optimiser(total)
         start, loss_sum, ckpt = 0, 0.0, newest_checkpoint(self.ckpt_dir)
         if ckpt is not None:
-            state = torch.load(ckpt / STATE_FILE, map_location="cpu")
+            state = torch.load(ckpt / STATE_FILE, map_location=self.head.rows.device)
             with torch.no_grad():
                 self.head.rows.copy_(state["rows"])
             opt.load_state_dict(state["optimizer"])
