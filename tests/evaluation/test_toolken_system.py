@@ -123,6 +123,11 @@ def test_runner_scores_a_toolken_system_without_a_parametric_model(toolken_run, 
     again = run(cfg)
     assert (d / "samples.jsonl").read_text() == before
     assert {r["system"]: r for r in again["results"]}["toolken"]["metrics"] == row["metrics"]
+    from toolsense.evaluation.compare import collect, comparison
+
+    comp = comparison(collect([tmp_path]), ["Rc@1", "Rf@1", "IS@1"])
+    rows = [r for r in comp["rows"] if r.startswith("toolken")]
+    assert len(rows) == 1 and comp["cells"][rows[0]]["realistic Rf@1"]["value"] == pytest.approx(row["metrics"]["Rf@1"]["value"])
     with pytest.raises(Exception, match="checkpoint_sha256"):  # another head is another system
         other = make_toolken_run(tmp_path / "other", noise=0.02)
         run({**cfg, "systems": {"toolken": {"kind": "toolken", "run": str(other)}}})
