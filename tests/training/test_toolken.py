@@ -76,7 +76,15 @@ def test_toolken_resume_ends_with_the_uninterrupted_rows(tmp_path):
     assert sorted(steps) == list(range(1, 13))  # the redone steps replace the lost ones: each once
 
 
+def test_toolken_learns_from_desc2tok_too(tmp_path):
+    """head.formats=[desc2tok]: each tool's text, posed with the memorization prompt, is one more
+    example whose answer is its toolken (9 tools + 16 queries)."""
+    _, summary = _train(tmp_path / "run", ["head.formats=[desc2tok]", "stage2.max_steps=2"])
+    assert summary["stage2"]["examples"] == 25 and summary["stage2"]["format_examples"] == 9
+
+
 @pytest.mark.parametrize("extra,match", [
+    (["head.formats=[tok2desc]"], "head.formats"),
     (["index=structural"], "index=flat"),
     (["stage1.enabled=true"], "stage1.enabled=false"),
     (["stage2.multi_tool=joint"], "multi_tool must be split"),

@@ -151,6 +151,11 @@ class TuningConfig:
             raise ValueError(f"tuning.dropout must be in [0, 1), got {self.dropout}")
 
 
+TOOLKEN_FORMATS = ("desc2tok",)
+"""Stage-1 formats a toolken can learn from: the answer is one tool (the others read or write
+tool tokens as inputs, descriptions, or path prefixes)."""
+
+
 @dataclass
 class HeadConfig:
     """How the model names a tool (``conf/head/*.yaml``)."""
@@ -161,11 +166,19 @@ class HeadConfig:
     output row per tool fitted on the Stage-2 data (``training/toolken.py``, docs/systems.md)."""
     batch_size: int = 8
     """toolken only: prompts per forward pass of the frozen LM when reading their answer states."""
+    formats: list[str] = field(default_factory=list)
+    """toolken only: Stage-1 memorization formats whose examples also train the rows, beside the
+    Stage-2 pairs. Only the formats whose answer is one tool apply: desc2tok (the tool's text in,
+    its toolken out; its template is ``memorization.desc2tok_template``)."""
 
     def __post_init__(self) -> None:
         self.kind = choice(HeadKind, self.kind, "head.kind")
         if self.batch_size < 1:
             raise ValueError(f"head.batch_size must be >= 1, got {self.batch_size}")
+        bad = [f for f in self.formats if f not in TOOLKEN_FORMATS]
+        if bad:
+            raise ValueError(f"head.formats={list(self.formats)}: {bad[0]!r} does not end in one tool; a toolken head "
+                             f"can learn only from {list(TOOLKEN_FORMATS)}")
 
 
 @dataclass
@@ -289,8 +302,8 @@ def check_toolken(cfg: "TrainConfig") -> None:
     if cfg.index.builder != "flat":
         raise ValueError(f"head.kind=toolken has one output row per tool: it needs index=flat, got index.builder={cfg.index.builder}")
     if cfg.stage1.enabled:
-        raise ValueError("head.kind=toolken trains on the Stage-2 data only (the toolken is an output row; the Stage-1 "
-                         "formats read tool tokens as inputs): set stage1.enabled=false (experiment=toolken does)")
+        raise ValueError("head.kind=toolken trains on the Stage-2 data (Stage 1 as a stage trains token rows): set "
+                         "stage1.enabled=false (experiment=toolken does); head.formats=[desc2tok] adds the one Stage-1 format that applies")
     if not cfg.stage2.enabled:
         raise ValueError("head.kind=toolken trains on the Stage-2 data: stage2.enabled must be true")
     if cfg.stage2.multi_tool != "split":

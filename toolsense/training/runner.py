@@ -143,7 +143,7 @@ def _run_toolken(cfg: TrainConfig, raw: dict, index: ToolIndex, run_dir: Path, p
     tracker = make_tracker(cfg.logger, run_dir=run_dir, name=f"{cfg.experiment}-{STAGE}", group=cfg.experiment,
                            tags=[f"stage:{STAGE}", "head:toolken", f"model:{cfg.model.name_or_path}"], config=raw, extra={"stage": STAGE})
     try:
-        result = ToolkenRunner(cfg, index, stage2_queries(cfg, prepared.sources), run_dir, tracker).run()
+        result = ToolkenRunner(cfg, index, stage2_queries(cfg, prepared.sources), run_dir, tracker, prepared.catalog).run()
     finally:
         tracker.finish()
     summary = {"stage2": {**result, "head": "toolken"}}

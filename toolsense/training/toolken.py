@@ -77,6 +77,8 @@ class ToolkenRunner:
     queries: list[Query]
     run_dir: Path
     tracker: Any = None
+    catalog: Any = None
+    """The catalog (needed by ``head.formats``: desc2tok reads each tool's text)."""
     head: Optional[ToolkenHead] = field(default=None, init=False)
     states: Optional[torch.Tensor] = field(default=None, init=False)
     targets: Optional[torch.Tensor] = field(default=None, init=False)
@@ -93,6 +95,9 @@ class ToolkenRunner:
         qs, ids, skipped = toolken_pairs(self.queries, self.index, str(self.cfg.stage2.on_unknown_tool))
         self.result["skipped_unknown_tools"] = {"tools": len(skipped), "sample": [f"{a}: {b}" for a, b in skipped[:5]]}
         prompts = [render_prompt(tok, retrieval_messages(q.text, self.cfg.prompts)) for q in qs]
+        extra = self.format_pairs(tok)
+        prompts, ids = prompts + [p for p, _ in extra], ids + [i for _, i in extra]
+        self.result["format_examples"] = len(extra)
         log.info("toolken: reading the answer states of %d Stage-2 prompts with the frozen %s", len(prompts), self.cfg.model.name_or_path)
         dev = next(model.parameters()).device  # the rows train where the LM ran (a GPU at 8B: a 128k-row softmax)
         self.states = answer_states(model, tok, prompts, self.cfg.head.batch_size).to(dev)
@@ -103,6 +108,22 @@ class ToolkenRunner:
         self.head = ToolkenHead(tools, start, vocab, bias).to(dev)
         self.result["base_model"] = self.cfg.model.name_or_path
         del model
+
+    def format_pairs(self, tok) -> list[tuple[str, int]]:
+        """``(prompt, tool row)`` of the Stage-1 formats of ``head.formats`` (desc2tok: the tool's
+        text posed with the memorization prompt, its toolken as the answer)."""
+        if not self.cfg.head.formats:
+            return []
+        from toolsense.data.memorization import MEMORIZATION_FORMATS
+
+        if self.catalog is None:
+            raise ValueError("head.formats needs the catalog: ToolkenRunner(catalog=...)")
+        row = {t: i for i, t in enumerate(self.index.paths)}
+        out = []
+        for name in self.cfg.head.formats:
+            for ex in MEMORIZATION_FORMATS.get(name).build(self.catalog, self.index, self.cfg.memorization):
+                out.append((render_prompt(tok, list(ex.messages)), row[ex.tool]))
+        return out
 
     def steps(self) -> int:
         n, batch = len(self.targets), self.cfg.trainer.effective_batch
