@@ -137,6 +137,9 @@ def _run_toolken(cfg: TrainConfig, raw: dict, index: ToolIndex, run_dir: Path, p
     (training/toolken.py) into ``<run>/toolken``; skipped when done, resumed when interrupted."""
     from toolsense.training.toolken import STAGE, ToolkenRunner, toolken_done
 
+    if world_size() > 1:
+        raise ValueError("head.kind=toolken trains its rows in one process (the frozen LM reads each prompt once); "
+                         "run train.py without torchrun")
     if toolken_done(run_dir):
         log.info("toolken: %s exists, skipping", run_dir / STAGE)
         return {}

@@ -189,10 +189,9 @@ class ToolkenRunner:
                  "step": step, "loss_sum": loss_sum}
         torch.save(state, folder / (STATE_FILE + ".tmp"))
         (folder / (STATE_FILE + ".tmp")).replace(folder / STATE_FILE)
-        for old in self.ckpt_dir.glob("checkpoint-*"):  # keep the newest save_total_limit
-            keep = sorted(self.ckpt_dir.glob("checkpoint-*"), key=lambda p: int(p.name.rsplit("-", 1)[1]))[-self.cfg.trainer.save_total_limit:]
-            if old not in keep:
-                shutil.rmtree(old, ignore_errors=True)
+        saved = sorted(self.ckpt_dir.glob("checkpoint-*"), key=lambda p: int(p.name.rsplit("-", 1)[1]))
+        for old in saved[: -self.cfg.trainer.save_total_limit]:  # keep the newest save_total_limit
+            shutil.rmtree(old, ignore_errors=True)
 
     def save(self) -> Path:
         out, tmp = self.run_dir / STAGE, self.run_dir / (STAGE + ".tmp")
