@@ -54,7 +54,7 @@ class StudyConfig:
     """Where the sweeps write: ``<root>/<sweep name>/<job>_<experiment>-<tuning>/``."""
     common: list[str] = field(default_factory=list)
     """train.py overrides of every run (model, catalog, steps, evaluate.suite=..., evaluate.stages=...)."""
-    launcher: list[str] = field(default_factory=list)
+    launch: list[str] = field(default_factory=list)
     """train.py overrides that say where each run goes (``launcher=slurm`` and its ``hydra.launcher.*``
     sizes), after ``common`` and the sweep's own; empty = this machine. A dry run replaces them."""
     extra: list[str] = field(default_factory=list)
@@ -139,7 +139,7 @@ def sweep_command(cfg: StudyConfig, name: str) -> list[str]:
     root = Path(__file__).resolve().parents[2]
     if name in cfg.evaluations:
         return [sys.executable, str(root / "evaluate.py"), *cfg.evaluations[name], f"output_dir={Path(cfg.root) / name}"]
-    return [sys.executable, str(root / "train.py"), "-m", *cfg.common, *cfg.sweeps[name], *cfg.launcher, *cfg.extra,
+    return [sys.executable, str(root / "train.py"), "-m", *cfg.common, *cfg.sweeps[name], *cfg.launch, *cfg.extra,
             f"hydra.sweep.dir={Path(cfg.root) / name}"]
 
 
