@@ -17,7 +17,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from toolsense.catalog import load_catalog
-from toolsense.evaluation.study import StudyConfig, register_configs, sweep_command
+from toolsense.evaluation.study import StudyConfig, register_configs, run_study, sweep_command
 from toolsense.utils.config import to_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,18 +41,20 @@ def _study(*overrides: str) -> StudyConfig:
 
 
 def test_paper_study_refuses_to_start_without_toolbench_training_queries(tmp_path):
+    """Refused by run_study before anything is written or submitted (the config itself composes: docs show it)."""
+    root = f"root={tmp_path / 'paper'}"
     with pytest.raises(ValueError, match=r"inputs.toolbench_train.path is required \(ToolBench's Stage-2 training queries.*"
                                          r"set inputs.toolbench_train.path=<file or glob>"):
-        _study()
+        run_study(_study(root))
     with pytest.raises(FileNotFoundError, match=r"inputs.toolbench_train.path='.*nope/\*.json' matches no file"):
-        _study(f"inputs.toolbench_train.path={tmp_path}/nope/*.json")
-    cfg = _study("train=false")  # rebuilding the report from results needs no training input
-    assert cfg.inputs["toolbench_train"].path is None
+        run_study(_study(root, f"inputs.toolbench_train.path={tmp_path}/nope/*.json"))
+    assert not (tmp_path / "paper").exists()
+    assert _study(root, "train=false").inputs["toolbench_train"].path is None  # a report rebuild needs no training input
 
 
-def test_every_sweep_of_the_paper_study_composes_to_a_train_config(tmp_path):
-    """The first job of each sweep (common + the sweep's own + Slurm launcher), composed as train.py would, converts
-    to TrainConfig: the paper's catalog, models, DeepSpeed, suite and launcher; App. E on the realistic templates."""
+def _first_jobs(cfg: StudyConfig) -> dict:
+    """The first job of each sweep of ``cfg``, composed as train.py would (with its Hydra section) and converted to
+    TrainConfig: (typed config, hydra launcher section)."""
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
 
@@ -60,34 +62,58 @@ def test_every_sweep_of_the_paper_study_composes_to_a_train_config(tmp_path):
     from toolsense.training import register_configs as train_configs
 
     train_configs()
+    seen = {}
+    for name in cfg.sweeps:
+        parsed = OverridesParser.create().parse_overrides(sweep_command(cfg, name)[3:-1])
+        first = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0][0]
+        GlobalHydra.instance().clear()
+        try:
+            with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+                dc = compose(config_name="train", overrides=list(first), return_hydra_config=True)
+                HydraConfig.instance().set_config(dc)
+                launcher = dc.hydra.launcher
+                with open_dict(dc):
+                    del dc["hydra"]
+                seen[name] = (to_config(TrainConfig, dc), launcher)
+        finally:
+            GlobalHydra.instance().clear()
+    return seen
+
+
+def test_every_sweep_of_the_paper_study_composes_to_a_train_config(tmp_path):
+    """The first job of each sweep (common + the sweep's own + Slurm launcher), composed as train.py would, converts
+    to TrainConfig: the paper's catalog, models, DeepSpeed, suite and launcher; App. E on the realistic templates."""
     (tmp_path / "train.json").write_text("[]")
     cfg = _study(f"inputs.toolbench_train.path={tmp_path}/train.json")
     assert list(cfg.sweeps) == ["grid", "appendix_e", "architecture"] and cfg.launch[0] == "launcher=slurm"
-    seen = {}
-    for name in cfg.sweeps:
-        cmd = sweep_command(cfg, name)
-        parsed = OverridesParser.create().parse_overrides(cmd[3:-1])
-        first = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0][0]
-        GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-            dc = compose(config_name="train", overrides=list(first), return_hydra_config=True)
-            HydraConfig.instance().set_config(dc)
-            assert dc.hydra.launcher._target_.endswith("SlurmLauncher") and dc.hydra.launcher.gpus_per_node == 1
-            assert "RANK=0 LOCAL_RANK=0 WORLD_SIZE=1" in dc.hydra.launcher.setup[1]
-            with open_dict(dc):
-                del dc["hydra"]
-            seen[name] = to_config(TrainConfig, dc)
-        GlobalHydra.instance().clear()
-    grid = seen["grid"]
+    seen = _first_jobs(cfg)
+    for _, launcher in seen.values():
+        assert launcher._target_.endswith("SlurmLauncher") and launcher.gpus_per_node == 1 and launcher.tasks_per_node == 1
+        assert "RANK=0 LOCAL_RANK=0 WORLD_SIZE=1" in launcher.setup[1]
+    grid = seen["grid"][0]
     assert grid.model.name_or_path == "meta-llama/Meta-Llama-3-8B-Instruct" and grid.catalog.build == "toolbench"
     assert grid.trainer.deepspeed["zero_optimization"]["stage"] == 2 and grid.trainer.effective_batch == 1024
     assert [(s.kind, s.path) for s in grid.stage2.sources] == [("toolbench", f"{tmp_path}/train.json")]
     assert grid.evaluate.suite == "paper" and grid.evaluate.stages == ["stage1", "stage2"] and grid.evaluate.drift
-    assert [(s.kind, s.path) for s in seen["appendix_e"].stage2.sources] == [("realistic_template", grid.catalog.path)]
-    assert seen["architecture"].model.name_or_path == "Qwen/Qwen3-4B-Instruct-2507"
+    assert [(s.kind, s.path) for s in seen["appendix_e"][0].stage2.sources] == [("realistic_template", grid.catalog.path)]
+    assert seen["architecture"][0].model.name_or_path == "Qwen/Qwen3-4B-Instruct-2507"
     suite = _compose("evaluate", ["catalog=toolbench", "suite=paper"])
     assert suite.decoding.beam_width == 50 and set(suite.benchmarks) == {"standard", "G2", "G3", "realistic", "mcq", "qa"}
     assert suite.baselines.te3l.encoder == "text-embedding-3-large" and suite.probe.modes == ["token", "control", "card"]
+
+
+def test_the_cut_tools_study_composes_in_epochs_with_app_e_on_realistic_templates():
+    register_configs()
+    cfg = to_config(StudyConfig, _compose("reproduce", ["study=tools"]))
+    assert list(cfg.sweeps) == ["grid", "appendix_e", "probe_model"] and list(cfg.evaluations) == ["probe_ceiling"]
+    assert cfg.archive == "docs/reproduction_tools_results.tar.xz" and not cfg.launch
+    seen = {k: v[0] for k, v in _first_jobs(cfg).items()}
+    grid, app_e, qwen = seen["grid"], seen["appendix_e"], seen["probe_model"]
+    assert (grid.stage1.epochs, grid.stage1.max_steps, grid.stage2.epochs) == (1.0, -1, 1.0)
+    assert [(s.kind, s.split) for s in grid.stage2.sources] == [("verbose", "train")]
+    assert [(s.kind, s.path) for s in app_e.stage2.sources] == [("realistic_template", grid.catalog.path)]
+    assert qwen.stage2.epochs == 0.25 and "probe.modes=[token,card]" in qwen.evaluate.overrides
+    assert qwen.evaluate.stage_overrides["stage1"] == ["probe.modes=[token]"] and qwen.evaluate.stages == ["stage1", "stage2"]
 
 
 def _tool_record(t) -> str:

@@ -117,9 +117,6 @@ class StudyConfig:
             raise ValueError(f"margin must lie in (0, 1) (a proportion: 0.10 = 10 pp), got {self.margin}")
         if self.min_hits < 1:
             raise ValueError(f"min_hits must be >= 1, got {self.min_hits}")
-        if self.train:
-            for name, inp in self.inputs.items():
-                check_input(name, inp)
 
 
 def check_input(name: str, inp: StudyInput) -> None:
@@ -237,6 +234,8 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
     from toolsense.evaluation.reproduction import write_report
 
     if cfg.train:
+        for name, inp in cfg.inputs.items():  # before anything is written or submitted
+            check_input(name, inp)
         restore_archive(cfg)
         run_sweeps(cfg)
     unpacked = not cfg.train and unpack_archive(cfg)
