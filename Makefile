@@ -48,7 +48,7 @@ demo: setup
 reproduce: setup setup-probe
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) reproduce.py $(STUDY_ARGS)
 
-# The real-tools study (docs/study.md): ~7.5 h on 2 cores, resumable across sessions on fresh machines -- finished runs
+# The real-tools study (docs/study.md): ~7.5 h on 2 cores (projected), resumable across sessions on fresh machines -- finished runs
 # are archived into docs/reproduction_tools_results.tar.xz as they finish (commit it) and restored from it on a rerun.
 reproduce-tools: setup setup-probe
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} nice -n 19 $(PY) reproduce.py study=tools $(STUDY_ARGS)
