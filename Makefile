@@ -6,7 +6,7 @@ TORCH  ?= torch==2.13.0
 PIP    := $(PY) -m pip install --disable-pip-version-check -q
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: setup setup-local setup-probe setup-browser demo beyond audit-demo reproduce test test-slow bench clean
+.PHONY: setup setup-local setup-probe setup-browser demo beyond audit-demo reproduce reproduce-tools test test-slow bench clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -61,6 +61,11 @@ beyond: setup
 # One core per process (OMP) keeps several CPU jobs from thrashing each other; STUDY_ARGS= passes overrides.
 reproduce: setup setup-probe
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) reproduce.py $(STUDY_ARGS)
+
+# The real-tools study (docs/study.md): ~7.5 h on 2 cores (projected), resumable across sessions on fresh machines -- finished runs
+# are archived into docs/reproduction_tools_results.tar.xz as they finish (commit it) and restored from it on a rerun.
+reproduce-tools: setup setup-probe
+	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} nice -n 19 $(PY) reproduce.py study=tools $(STUDY_ARGS)
 
 # Tool-trace audit demo: planted-shortcut traces, PT2D, dilution sweeps, LoRA + redaction.
 audit-demo: setup

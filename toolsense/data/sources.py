@@ -13,6 +13,7 @@ from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_t
 from toolsense.catalog.loaders import DEMO_DIR
 from toolsense.catalog.tool import canonical_name
 from toolsense.data.leakage import QuerySet
+from toolsense.data import realistic
 from toolsense.data.verbose import ensure_written, load_verbose
 from toolsense.utils.io import DataError, load_json
 from toolsense.utils.registry import Registry
@@ -26,7 +27,8 @@ class QuerySource:
     kind: str = "demo"
     """A name from the QUERY_SOURCES registry. demo: the demo catalog's queries; toolbench: ToolBench query JSON; toolgen: ToolGen
     retrieval JSON (``conversations``); jsonl / generated: our ``{query, tools}`` JSONL; verbose: template-written
-    ToolBench-style queries of the catalog file ``path`` (data/verbose.py)."""
+    ToolBench-style queries of the catalog file ``path`` (data/verbose.py); realistic_template: template-written
+    realistic-style queries of the catalog file ``path`` (data/realistic.py)."""
     path: Optional[str] = None
     """File or glob; demo: a query file of the demo folder by name (None = queries.jsonl;
     short_train_extra.jsonl completes the short training split to every tool, for App. E)."""
@@ -57,6 +59,8 @@ def source_files(src: QuerySource) -> list[str]:
     """The files a source reads (what a leakage message names)."""
     if src.kind == "verbose":
         return [str(ensure_written(src.path))]
+    if src.kind == "realistic_template":
+        return [str(realistic.ensure_written(src.path))]
     return [str(DEMO_DIR / (src.path or "queries.jsonl"))] if src.kind == "demo" else _paths(src)
 
 
@@ -65,6 +69,13 @@ def _verbose(src: QuerySource) -> list[Query]:
     """Template-written ToolBench-style queries of the catalog file ``path`` (None = the demo
     catalog), split train / dev / test (data/verbose.py); ``style`` does not apply."""
     return load_verbose(src.path, src.split)
+
+
+@QUERY_SOURCES.register("realistic_template")
+def _realistic_template(src: QuerySource) -> list[Query]:
+    """Template-written realistic-style queries of the catalog file ``path`` (None = the demo
+    catalog), 2 per tool (data/realistic.py; App. E's stand-in, not an LLM's queries)."""
+    return realistic.load_realistic(src.path)
 
 
 @QUERY_SOURCES.register("toolbench")
@@ -141,7 +152,7 @@ def load_queries(sources: list[QuerySource]) -> list[Query]:
 def load_query_sets(sources: list[QuerySource]) -> list[QuerySet]:
     """Each source's queries with its files, named ``stage2.sources.<i>`` (for leakage checks)."""
     for i, src in enumerate(sources):
-        if src.kind != "demo" and (not src.path or src.path == "???"):
+        if src.kind not in ("demo", "verbose", "realistic_template") and (not src.path or src.path == "???"):
             raise ValueError(f"stage2.sources.{i}.path is required for a {str(src.kind)!r} source: point it at a training "
                              f"query file (not the test queries of a benchmark the run is evaluated on), e.g. "
                              f"stage2.sources.{i}.path=/data/{src.kind}/train.json")

@@ -26,9 +26,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from toolsense.evaluation.study_archive import ArchiveProgress, archive_results, restore_archive, unpack_archive
 from toolsense.utils.jsonl import JsonlStore
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class StudyInput:
+    """A file the study reads that our data does not hold (study=paper: ToolBench's Stage-2 training
+    queries); its sweeps refer to it as ``${inputs.<name>.path}``."""
+
+    path: Optional[str] = None
+    """File or glob; null = not given (a study that trains refuses to start, naming this field)."""
+    about: str = ""
+    """What the file is and where it comes from (shown when it is missing)."""
+
 
 @dataclass
 class StudyConfig:
@@ -41,6 +54,14 @@ class StudyConfig:
     """Where the sweeps write: ``<root>/<sweep name>/<job>_<experiment>-<tuning>/``."""
     common: list[str] = field(default_factory=list)
     """train.py overrides of every run (model, catalog, steps, evaluate.suite=..., evaluate.stages=...)."""
+    launch: list[str] = field(default_factory=list)
+    """train.py overrides that say where each run goes (``launcher=slurm`` and its ``hydra.launcher.*``
+    sizes), after ``common`` and the sweep's own; empty = this machine. A dry run replaces them."""
+    extra: list[str] = field(default_factory=list)
+    """train.py overrides appended last to every sweep (not to ``evaluations``): a dry run's model,
+    catalog slice and steps (``extra=[model=tiny_random,...]``); empty in a real study."""
+    inputs: dict[str, StudyInput] = field(default_factory=dict)
+    """Name -> a file the sweeps read that is not in our data; a missing one is refused before anything runs."""
     sweeps: dict[str, list[str]] = field(default_factory=dict)
     """Sweep name -> its own train.py -m overrides (comma lists are swept), run in this order.
     The report's findings read ``grid``, ``appendix_e`` and ``architecture`` (reproduction/report.py
@@ -98,56 +119,109 @@ class StudyConfig:
             raise ValueError(f"min_hits must be >= 1, got {self.min_hits}")
 
 
+def check_input(name: str, inp: StudyInput) -> None:
+    """Refuse a study input that is not given or matches no file, naming the override that sets it."""
+    import glob
+
+    if inp.path in (None, "", "???", "None"):
+        raise ValueError(f"inputs.{name}.path is required ({inp.about or 'a file this study reads'}); it is not in our data: "
+                         f"set inputs.{name}.path=<file or glob>")
+    if not glob.glob(inp.path):
+        raise FileNotFoundError(f"inputs.{name}.path={inp.path!r} matches no file ({inp.about or 'a file this study reads'})")
+
+
 def sweep_command(cfg: StudyConfig, name: str) -> list[str]:
     """The command of one sweep (train.py -m: common overrides, then the sweep's own, into
     ``<root>/<name>``) or of one untrained evaluation (evaluate.py into ``<root>/<name>``)."""
     root = Path(__file__).resolve().parents[2]
     if name in cfg.evaluations:
         return [sys.executable, str(root / "evaluate.py"), *cfg.evaluations[name], f"output_dir={Path(cfg.root) / name}"]
-    return [sys.executable, str(root / "train.py"), "-m", *cfg.common, *cfg.sweeps[name], f"hydra.sweep.dir={Path(cfg.root) / name}"]
+    return [sys.executable, str(root / "train.py"), "-m", *cfg.common, *cfg.sweeps[name], *cfg.launch, *cfg.extra,
+            f"hydra.sweep.dir={Path(cfg.root) / name}"]
 
 
 def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
     """Train and evaluate every sweep (or ``only``) in order, each in its own process; a failed
-    sweep stops the study with its command (rerun the study to resume). Returns the timings."""
+    sweep stops the study with its command (rerun the study to resume). With ``archive`` set, the
+    archive is repacked whenever a run has finished (polled every minute) and after each sweep, so
+    a machine lost mid-study loses at most the runs in progress. Returns the timings."""
     root = Path(cfg.root)
     root.mkdir(parents=True, exist_ok=True)
     timings = JsonlStore(root / "timings.jsonl")
+    progress = ArchiveProgress(cfg.root, cfg.archive) if cfg.archive else None
     done = []
     for name in [*cfg.sweeps, *cfg.evaluations]:
         if cfg.only and name not in cfg.only:
             continue
         cmd = sweep_command(cfg, name)
+        if name in cfg.evaluations and evaluation_finished(root / name, cmd):
+            log.info("evaluation %s: finished earlier under these overrides (%s); skipped", name, root / name / "done.json")
+            continue
         log.info("sweep %s: %s", name, " ".join(cmd[1:]))
         t0 = time.time()
         invocation = f"{os.getpid()}-{t0:.0f}"
         timings.append({"sweep": name, "event": "start", "invocation": invocation,
                         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")})  # a start with no end: it was interrupted
         workers = 1 if name in cfg.evaluations else cfg.workers
-        returncode = run_workers(cmd, workers, root / name)
+        returncode = run_workers(cmd, workers, root / name, on_poll=progress)
         row = {"sweep": name, "seconds": round(time.time() - t0, 1), "returncode": returncode, "workers": workers,
                "invocation": invocation, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
                "overrides": cfg.sweeps.get(name) or cfg.evaluations[name]}
         timings.append(row)
         done.append(row)
+        if returncode == 0 and name in cfg.evaluations:
+            mark_evaluation_finished(root / name, cmd)
+        if progress:
+            progress(force=True)
         if returncode != 0:
             raise RuntimeError(f"sweep {name} failed (exit {returncode}); rerun the study to resume it:\n  {' '.join(cmd)}")
     return done
 
 
-def run_workers(cmd: list[str], workers: int, out: Path) -> int:
+def _eval_identity(cmd: list[str]) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(cmd[2:-1]).encode()).hexdigest()  # the overrides, without python, script and output_dir
+
+
+def evaluation_finished(out: Path, cmd: list[str]) -> bool:
+    """Whether an untrained evaluation of the study ended under these overrides (its done.json)."""
+    import json
+
+    try:
+        return json.loads((out / "done.json").read_text(encoding="utf-8")).get("overrides_sha256") == _eval_identity(cmd)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def mark_evaluation_finished(out: Path, cmd: list[str]) -> None:
+    import json
+
+    from toolsense.utils.paths import atomic_write_text
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "done.json", json.dumps({"overrides_sha256": _eval_identity(cmd),
+                                                      "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}, indent=2))
+
+
+def run_workers(cmd: list[str], workers: int, out: Path, on_poll: Optional[Any] = None, poll_s: float = 5.0) -> int:
     """Run ``cmd`` in ``workers`` processes at once (worker 0 on this console, the others into
-    ``<out>.worker<i>.log``), each skipping the runs another holds; the worst exit status."""
-    if workers == 1:
-        return subprocess.run(cmd).returncode
-    env = {**os.environ, "TOOLSENSE_BUSY": "skip"}
+    ``<out>.worker<i>.log``), each skipping the runs another holds; the worst exit status.
+    ``on_poll()`` is called every ``poll_s`` seconds while they run (the study's archiving)."""
+    env = {**os.environ, "TOOLSENSE_BUSY": "skip"} if workers > 1 else None
     procs, logs = [], []
     for i in range(workers):
         if i:
             logs.append(open(f"{out}.worker{i}.log", "a"))
             log.info("worker %d of %d logs to %s", i, workers, logs[-1].name)
         procs.append(subprocess.Popen(cmd, env=env, stdout=logs[-1] if i else None, stderr=subprocess.STDOUT if i else None))
-        time.sleep(2)  # staggered starts; which worker gets a run is decided by its lock either way
+        if workers > 1:
+            time.sleep(2)  # staggered starts; which worker gets a run is decided by its lock either way
+    while any(p.poll() is None for p in procs):
+        if on_poll is not None:
+            on_poll()
+        time.sleep(poll_s)
     codes = [p.wait() for p in procs]
     for fh in logs:
         fh.close()
@@ -160,6 +234,9 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
     from toolsense.evaluation.reproduction import write_report
 
     if cfg.train:
+        for name, inp in cfg.inputs.items():  # before anything is written or submitted
+            check_input(name, inp)
+        restore_archive(cfg)
         run_sweeps(cfg)
     unpacked = not cfg.train and unpack_archive(cfg)
     summary = write_report(cfg)
@@ -171,54 +248,6 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
         n = archive_results(cfg.root, cfg.archive)
         print(f"wrote {cfg.archive} ({n} files the report is built from)")
     return summary
-
-
-def unpack_archive(cfg: StudyConfig) -> bool:
-    """``train=false`` on a machine where the study never ran (``root`` absent or holding only
-    hidden folders): unpack ``archive``
-    (paths relative to root's parent) so the report is rebuilt from the shipped results alone.
-    True when it unpacked (the archive is then not packed again from its own contents)."""
-    import tarfile
-
-    root = Path(cfg.root)
-    ran_here = root.is_dir() and any(not p.name.startswith(".") for p in root.iterdir())  # Hydra's .hydra_reproduce aside
-    if ran_here or not cfg.archive or not Path(cfg.archive).is_file():
-        return False
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(cfg.archive) as tar:
-        members = [m for m in tar.getmembers() if m.isfile() and m.name.split("/")[0] == root.name]
-        if not members:
-            raise FileNotFoundError(f"archive: {cfg.archive} holds nothing under {root.name}/ (root={cfg.root})")
-        tar.extractall(root.parent, members=members, filter="data")
-    print(f"{cfg.root} held no results: unpacked {len(members)} files of {cfg.archive} into {root.parent}")
-    return True
-
-
-REPORT_FILES = ("results.json", "samples.jsonl", "samples.fingerprint.json", "drift.json", "config.yaml", "index.json",
-                "metrics.jsonl", "timings.jsonl", "done.json")
-"""The files a report is rebuilt from (under a run: its evaluation, config and index; never weights)."""
-
-
-def _reported(parts: tuple[str, ...]) -> bool:
-    """Whether ``<root>/<parts>`` belongs in the archive: not hidden (.hydra), and not inside a run's
-    model or checkpoint folder (``<sweep>/<run>/stage1/...``; ``<run>/eval/stage1/`` is results)."""
-    return not any(x.startswith(".") for x in parts) and not (len(parts) > 3 and parts[2] in ("stage1", "stage2", "checkpoints"))
-
-
-def archive_results(root: str | Path, archive: str | Path) -> int:
-    """Pack ``root``'s REPORT_FILES (not those inside a run's model or checkpoint folders) into
-    ``archive`` (.tar.xz), written beside and renamed into place; returns the number of files."""
-    import tarfile
-
-    root, archive = Path(root), Path(archive)
-    files = sorted(p for p in root.rglob("*") if p.name in REPORT_FILES and p.is_file() and _reported(p.relative_to(root).parts))
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    tmp = archive.with_name(archive.name + ".tmp")
-    with tarfile.open(tmp, "w:xz") as tar:
-        for path in files:
-            tar.add(path, arcname=str(path.relative_to(root.parent)))
-    tmp.replace(archive)
-    return len(files)
 
 
 def study_wall_time(root: str | Path) -> dict[str, float]:
