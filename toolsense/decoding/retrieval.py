@@ -29,6 +29,12 @@ def length_order(lengths: Sequence[int]) -> list[int]:
     return sorted(range(len(lengths)), key=lambda i: lengths[i])
 
 
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Item positions grouped into batches of similar prompt length (less padding)."""
+    order = length_order(lengths)
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
 class SearchSettings(Protocol):
     """What the retriever reads of a decoding config (``toolsense.evaluation.config.DecodingConfig``
     fills it; decoding does not import evaluation, so the contract is spelled out here)."""
