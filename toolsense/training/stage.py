@@ -155,6 +155,8 @@ class StageRunner:
     def cleanup(self) -> None:
         if self.trainer is not None:  # Accelerate holds the model, optimizer and DeepSpeed engine until told
             self.trainer.accelerator.free_memory()
+        if self.loss_total is not None:
+            self.loss_total.trainer = None  # the callback's reference alone kept the Trainer (and model) alive
         self.trainer = self.trainable = None
         if torch.cuda.is_available():  # hand the stage's memory back before the next stage loads
             gc.collect()
