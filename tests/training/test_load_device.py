@@ -69,3 +69,32 @@ def test_stage_setup_loads_onto_the_rank_gpu(cuda_rank3, monkeypatch, tmp_path):
     with pytest.raises(Stop):
         runner.setup()
     assert seen == {"dtype": "float32", "device": "cuda:3"}  # fp32 master weights, on the GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_stage_model_is_on_the_gpu_before_the_trainer_moves_it(monkeypatch, tmp_path):
+    from tests.training.conftest import TINY, compose_train
+    import toolsense.training.stage as stage
+    from toolsense.catalog import load_catalog
+    from toolsense.index import build_index
+    from toolsense.training import to_train_config
+
+    cfg = to_train_config(compose_train([*TINY, "experiment=tg", "trainer=gpu", f"output_dir={tmp_path}"]))
+    seen = {}
+    load = stage.load_model_and_tokenizer
+
+    def spy(*a, **kw):
+        model, tok = load(*a, **kw)
+        seen["device"], seen["dtype"] = next(model.parameters()).device.type, next(model.parameters()).dtype
+        return model, tok
+
+    monkeypatch.setattr(stage, "load_model_and_tokenizer", spy)
+    from toolsense.data.memorization import build_memorization_examples
+
+    catalog = load_catalog(cfg.catalog.path)
+    index = build_index(catalog, "flat")
+    runner = stage.StageRunner("stage1", cfg, cfg.stage1, index, build_memorization_examples(catalog, index, cfg.memorization), tmp_path)
+    runner.setup()
+    assert seen == {"device": "cuda", "dtype": torch.float32}
+    runner.cleanup()
