@@ -79,9 +79,9 @@ def test_the_rule_on_a_llama3_8b_shape():
 
 
 def test_auto_halves_a_batch_that_runs_out_of_memory(tiny, monkeypatch, caplog):
-    """Sized at 8 but the device holds only 2 queries: the batch is rerun at 4, then 2, and every
-    query comes back once, ranked as a run at batch 2."""
-    want = _ranked(_retriever(tiny, batch_size=2))
+    """Sized at 8 but the device holds only 3 queries: the 7 are rerun in halves of the failed
+    batch (3), every query comes back once, ranked as a run at batch 3 (the same batches)."""
+    want = _ranked(_retriever(tiny, batch_size=3))
     auto = _retriever(tiny)
     monkeypatch.setattr(auto, "batch_size", lambda prompt_tokens: 8)
     search = auto._search
@@ -89,15 +89,15 @@ def test_auto_halves_a_batch_that_runs_out_of_memory(tiny, monkeypatch, caplog):
 
     def small_device(seqs, pad):
         sizes.append(len(seqs))
-        if len(seqs) > 2:
+        if len(seqs) > 3:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
         return search(seqs, pad)
 
     monkeypatch.setattr(auto, "_search", small_device)
     with caplog.at_level(logging.WARNING, logger="toolsense.decoding.retrieval"):
         got = _ranked(auto)
-    assert got == want and sizes == [7, 4, 2, 2, 2, 1]
-    assert "out of device memory at 7 queries; continuing at 4" in caplog.text
+    assert got == want and sizes == [7, 3, 3, 1]
+    assert "out of device memory at 7 queries; continuing at 3" in caplog.text
     fixed = _retriever(tiny, batch_size=8)
     monkeypatch.setattr(fixed, "_search", lambda seqs, pad: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("simulated")))
     with pytest.raises(torch.cuda.OutOfMemoryError):  # a batch size the user gave is never changed

@@ -127,7 +127,7 @@ class Retriever:
 
     def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]:
         """Queries in batches of similar prompt length (less padding). Under ``batch_size=auto`` a
-        batch that runs out of GPU memory is run again at half the size (and so are the rest)."""
+        batch that runs out of GPU memory is run again at half its size (the rest follow at that size)."""
         if not queries:
             return
         prompts = [self.prompt(q) for q in queries]
@@ -139,10 +139,13 @@ class Retriever:
             batch = order[start : start + size]
             try:
                 con, fre = self._search([ids[i] for i in batch], pad)
+                out_of_memory = False
             except torch.cuda.OutOfMemoryError:
-                if self.dec.batch_size != "auto" or size == 1:
+                if self.dec.batch_size != "auto" or len(batch) == 1:
                     raise
-                size //= 2
+                out_of_memory = True
+            if out_of_memory:  # outside the except block: its traceback no longer holds the batch's tensors
+                size = len(batch) // 2
                 log.warning("decoding.batch_size=auto: out of device memory at %d queries; continuing at %d", len(batch), size)
                 torch.cuda.empty_cache()
                 continue
