@@ -24,6 +24,9 @@ def cuda_rank3(monkeypatch):
 def test_load_device_is_this_ranks_gpu(cuda_rank3):
     assert load_device(TrainerConfig()) == "cuda:3"
     assert load_device(TrainerConfig(use_cpu=True)) is None
+    assert load_device(TrainerConfig(deepspeed={"zero_optimization": {"stage": 2}})) == "cuda:3"
+    # transformers refuses a device_map under ZeRO-3 ("DeepSpeed Zero-3 is not compatible with passing a device_map")
+    assert load_device(TrainerConfig(deepspeed={"zero_optimization": {"stage": 3}})) is None
 
 
 def test_load_device_is_the_host_without_cuda(monkeypatch):

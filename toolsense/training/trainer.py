@@ -50,9 +50,12 @@ def load_device(trainer: TrainerConfig) -> str | None:
     there by ``from_pretrained`` (``device_map``) and the virtual tokens' mean initialisation run
     there — no rank holds the whole model (nor fp32 copies of its embedding) in host memory, where
     8 ranks of an 8B model needed ~150 GB. None (the host, where the Trainer expects it) without
-    CUDA or with ``trainer.use_cpu``. Under ZeRO-3 each rank holds the whole model on its GPU until
-    DeepSpeed partitions it (16 GB in bf16 at 8B)."""
+    CUDA, with ``trainer.use_cpu``, and under DeepSpeed ZeRO-3: transformers refuses a
+    ``device_map`` there (ZeRO-3 partitions the weights itself), so ZeRO-3 still loads each rank's
+    copy on the host before DeepSpeed partitions it."""
     if trainer.use_cpu or not torch.cuda.is_available():
+        return None
+    if ((trainer.deepspeed or {}).get("zero_optimization") or {}).get("stage") == 3:
         return None
     return default_device()
 
