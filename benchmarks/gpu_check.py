@@ -52,7 +52,7 @@ class Search:
     """What the Retriever reads (decoding.retrieval.SearchSettings)."""
 
     beam_width: int = 50
-    batch_size: int = 8
+    batch_size: int | str = 8  # or "auto"
     free_form: bool = True
     fast_flat: bool = True
     share_prefix: bool = True
