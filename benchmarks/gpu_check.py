@@ -13,7 +13,9 @@ repo itself: no weights, catalog or encoder travel. Real shapes, random weights:
   A plain torch loop over PEFT — TRL's SFTTrainer around it is tests/training/test_cuda_step.py.
 - **decode**: the pooled-G1-sized benchmark (474 queries of G1's length) through the
   ``Retriever`` at beam 50, constrained (flat fast path) + free-form, at batch 8 / 32 / 64:
-  seconds per query, peak memory; then the same search on a Llama-3-8B-shaped model.
+  seconds per query, peak memory; and at ``decoding.batch_size=auto``: the size its rule picks
+  on this device, the memory the rule plans beside the measured peak (less the weights) per
+  batch size; then the same search on a Llama-3-8B-shaped model.
 Each timed side runs ``--repeats`` times interleaved with the others (benchmarks/timing.py):
 min, median and spread. Everything printed is also written to ``--out`` as JSON.
 """
@@ -50,7 +52,7 @@ class Search:
     """What the Retriever reads (decoding.retrieval.SearchSettings)."""
 
     beam_width: int = 50
-    batch_size: int = 8
+    batch_size: int | str = 8  # or "auto"
     free_form: bool = True
     fast_flat: bool = True
     share_prefix: bool = True
@@ -207,10 +209,12 @@ def check_train(args, device, tok, catalog, index, rng, vocab) -> dict:
 
 
 def check_decode(shape: str, args, device, tok, index, queries, dtype) -> dict:
-    """Constrained + free-form retrieval of ``queries`` at each batch size: s/query, peak memory."""
+    """Constrained + free-form retrieval of ``queries`` at each batch size and at ``auto``:
+    s/query, and each side's peak memory beside what ``decoding.batching``'s rule plans for it."""
     from toolsense.catalog import Query
     from toolsense.data.prompts import PromptConfig
-    from toolsense.decoding.retrieval import Retriever
+    from toolsense.decoding.batching import bytes_per_query
+    from toolsense.decoding.retrieval import Retriever, encode
     from toolsense.index import build_trie
 
     if device == "cuda":
@@ -220,14 +224,30 @@ def check_decode(shape: str, args, device, tok, index, queries, dtype) -> dict:
     added = add_tokens(model, tok, index)
     trie = build_trie(index, tok)
     qs = [Query(str(i), q, ("x",)) for i, q in enumerate(queries)]
-    sides = {}
-    for b in args.batches:
+    weights_gib = round(torch.cuda.memory_allocated() / 2**30, 2) if device == "cuda" else 0.0
+    sides, peaks, plan = {}, {}, {}
+    for b in [*args.batches, "auto"]:
         r = Retriever(model, tok, trie, index.depth(), PromptConfig(), Search(beam_width=args.beam, batch_size=b))
-        sides[f"batch {b}"] = lambda r=r: list(r.run(qs))
+        longest = max(len(s) for s in encode(tok, [r.prompt(q) for q in qs]))
+        size = r.batch_size(longest)
+        name = f"batch {b}" if b != "auto" else f"batch auto={size}"
+        per = bytes_per_query(model, r.n_tokens, args.beam, longest, index.depth() + 1)
+        plan[name] = {"batch": size, "planned_gib": round(size * per / 2**30, 2)}
+
+        def side(r=r, name=name):
+            if device == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+            list(r.run(qs))
+            peaks[name] = max(peaks.get(name, 0.0), peak_gib())
+
+        sides[name] = side
     times = interleaved(sides, args.repeats, desc=f"decode ({shape}, B={args.beam})")
+    for name in plan:  # the rule counts the search's own memory: measured peak less the weights (head copy included)
+        plan[name]["measured_gib"] = round(peaks[name] - weights_gib, 2)
     out = {"model": shape, "dtype": str(dtype), "add_tokens": added, "queries": len(qs), "beam": args.beam,
-           "s_per_query": {k: {m: round(v / len(qs), 5) for m, v in stats(ts).items() if m != "n"} for k, ts in times.items()},
-           "peak_gib": peak_gib()}
+           "s_per_query": {k: {m: round(v if m == "spread" else v / len(qs), 5) for m, v in stats(ts).items() if m != "n"}
+                           for k, ts in times.items()},
+           "memory_by_batch": plan, "weights_gib": weights_gib, "peak_gib": max(peaks.values())}
     del model
     return out
 
@@ -272,10 +292,10 @@ def main() -> None:
         elif part == "decode-small" or not args.no_8b:
             res[part] = check_decode(shape, args, device, tok, index, queries, dtype)
         tqdm.write(json.dumps({part: res.get(part)}, default=str))
-    res["wall_s"] = round(time.perf_counter() - t0, 1)
+        res["wall_s"] = round(time.perf_counter() - t0, 1)
+        if args.out:  # after every part: a run cut short by its time limit keeps what it measured
+            Path(args.out).write_text(json.dumps(res, indent=1, default=str))
     print(json.dumps(res, indent=1, default=str))
-    if args.out:
-        Path(args.out).write_text(json.dumps(res, indent=1, default=str))
 
 
 if __name__ == "__main__":

@@ -59,3 +59,22 @@ def test_beam_search_under_each_attention_implementation(attn):
     r, out = _retrieve(_untrained(attn), queries)
     assert r.attn_implementation == "sdpa"  # FA2 cannot read the 4D masks: switched, with a warning
     assert [[x["tool"] for x in a.constrained] for a in out] == [[x["tool"] for x in a.constrained] for a in ref]
+
+
+def test_auto_batch_size_on_the_gpu_ranks_as_batch_8():
+    """decoding.batch_size=auto on a GPU sizes above the CPU's 8 (tiny_random leaves almost all the
+    memory free: the ceiling) and ranks exactly as batches of 8."""
+    from toolsense.catalog import Query
+    from toolsense.decoding import batching
+    from toolsense.decoding.retrieval import Retriever
+    from toolsense.evaluation.config import DecodingConfig
+
+    ev = _untrained()
+    queries = [Query(str(i), q, ("x",)) for i, q in enumerate(QUERIES * 6)]
+    runs = {}
+    for b in ("auto", 8):
+        r = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, DecodingConfig(beam_width=10, ks=[1, 10], batch_size=b))
+        runs[b] = [[x["tool"] for x in a.constrained] for a in sorted(r.run(queries), key=lambda a: int(a.query.query_id))]
+    assert r.batch_size(100) == 8 and Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts,
+                                                 DecodingConfig(beam_width=10, ks=[1, 10])).batch_size(100) == batching.AUTO_MAX
+    assert runs["auto"] == runs[8]

@@ -129,3 +129,16 @@ def test_read_embeddings_gives_the_saved_matrices_without_the_model(tmp_path):
     assert not embeddings_tied(mats)
     assert torch.equal(mats.get_output_embeddings().weight, untied.get_output_embeddings().weight.float())
     assert read_embeddings(tmp_path) is None  # no safetensors here: the caller loads the model
+
+
+def test_gemma3_it_configs_load_under_sdpa():
+    """The Gemma-3 ``-it`` checkpoints are multimodal: with no attn_implementation their text and
+    vision towers loaded under eager attention (issue 23); each such model config names sdpa."""
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    confs = {p.name: OmegaConf.load(p) for p in (Path(__file__).resolve().parents[2] / "conf" / "model").glob("*.yaml")}
+    it = {n: c for n, c in confs.items() if "gemma-3" in str(c.name_or_path) and str(c.name_or_path).endswith("-it")}
+    assert sorted(it) == ["gemma3_12b.yaml", "gemma3_4b.yaml"]
+    assert all(c.attn_implementation == "sdpa" for c in it.values())

@@ -145,6 +145,7 @@ def test_all_rows_survive_stage_save_and_checkpoint_round_trip(tmp_path):
     ckpt = tmp_path / "checkpoints" / "stage1" / "checkpoint-2"
     rows = torch.load(ckpt / ROWS_FILE)
     assert rows["row_ids"] is None and torch.equal(rows["rows.0"], trained)
+    _embedding_written_once(ckpt, trained.shape)
     fresh, ftok = load_model_and_tokenizer(ModelConfig("tiny_random", dtype="float32"))
     ids = add_index_tokens(ToolIndex.load(tmp_path / "index.json", catalog), fresh, ftok)
     tr = prepare_trainable(fresh, TuningConfig(r=8, alpha=16), ids)
@@ -154,3 +155,40 @@ def test_all_rows_survive_stage_save_and_checkpoint_round_trip(tmp_path):
                                 TuningConfig(r=8, alpha=16, embedding_rows="virtual"), ids)
     with pytest.raises(ValueError, match=r"embedding_rows.pt holds all rows of the embedding, this run trains 9 rows"):
         restore_embedding_rows(virtual, ckpt)
+
+
+def _embedding_written_once(ckpt, shape) -> None:
+    """The checkpoint's adapter file holds the LoRA matrices only: the embedding lives in
+    embedding_rows.pt alone (PEFT's default wrote the resized matrix there too, and the tied head
+    again under lm_head: three copies under embedding_rows=all)."""
+    from safetensors import safe_open
+
+    with safe_open(str(ckpt / "adapter_model.safetensors"), "pt") as h:
+        keys = list(h.keys())
+        assert keys and all("lora_" in k for k in keys), [k for k in keys if "lora_" not in k]
+        adapter_bytes = sum(h.get_slice(k).get_shape()[0] * h.get_slice(k).get_shape()[1] * 4 for k in keys)
+    matrix_bytes = shape[0] * shape[1] * 4
+    assert (ckpt / "adapter_model.safetensors").stat().st_size < adapter_bytes + 64 * 1024 < matrix_bytes + adapter_bytes
+
+
+def test_virtual_rows_checkpoint_holds_only_the_virtual_rows(tmp_path):
+    """embedding_rows=virtual: the checkpoint carries the 9 virtual rows (embedding_rows.pt) and the
+    adapters; the whole embedding matrix is written nowhere."""
+    from toolsense.catalog import load_catalog as load
+    from toolsense.training import to_train_config
+    from toolsense.training.runner import load_or_build_index
+    from toolsense.training.stage import StageRunner
+    from toolsense.training.trainer import ROWS_FILE
+
+    cfg = to_train_config(compose_train([*TINY, "experiment=tg", "stage1.max_steps=2", "trainer.save_steps=2",
+                                         "tuning.embedding_rows=virtual", f"output_dir={tmp_path}"]))
+    catalog = load(cfg.catalog.path)
+    index = load_or_build_index(cfg, catalog, tmp_path)
+    runner = StageRunner("stage1", cfg, cfg.stage1, index, build_memorization_examples(catalog, index, cfg.memorization), tmp_path)
+    runner.setup()
+    runner.train()
+    emb = runner.trainable.model.get_base_model().get_input_embeddings().weight
+    ckpt = tmp_path / "checkpoints" / "stage1" / "checkpoint-2"
+    rows = torch.load(ckpt / ROWS_FILE)
+    assert len(rows["row_ids"]) == 9 and torch.equal(rows["rows.0"], emb.detach()[rows["row_ids"]])
+    _embedding_written_once(ckpt, emb.shape)

@@ -8,8 +8,11 @@ import logging
 from dataclasses import dataclass
 from typing import Iterator, Optional, Protocol, Sequence
 
+import torch
+
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
+from toolsense.decoding.batching import auto_batch_size
 from toolsense.decoding.beam import Beams, beam_search, flat_constrained, fp32_head, left_pad, prefill, prefill_shared
 from toolsense.decoding.trie_tensors import TrieTensors
 
@@ -21,9 +24,14 @@ def encode(tokenizer, texts: Sequence[str]) -> list[list[int]]:
     return tokenizer(list(texts), add_special_tokens=False)["input_ids"]
 
 
+def length_order(lengths: Sequence[int]) -> list[int]:
+    """Item positions by prompt length (stable): consecutive items batch with little padding."""
+    return sorted(range(len(lengths)), key=lambda i: lengths[i])
+
+
 def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     """Item positions grouped into batches of similar prompt length (less padding)."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    order = length_order(lengths)
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
@@ -32,7 +40,8 @@ class SearchSettings(Protocol):
     fills it; decoding does not import evaluation, so the contract is spelled out here)."""
 
     beam_width: int
-    batch_size: int
+    batch_size: int | str
+    """Queries per batch, or ``auto`` (:mod:`toolsense.decoding.batching`)."""
     free_form: bool
     fast_flat: bool
     share_prefix: bool
@@ -97,20 +106,50 @@ class Retriever:
         return beam_search(self.model, pre, self.tt, self.dec.beam_width, steps, constrained=False,
                            length_penalty=self.dec.length_penalty)
 
+    def batch_size(self, prompt_tokens: int) -> int:
+        """``dec.batch_size``, or under ``auto`` the size :func:`auto_batch_size` picks for prompts
+        of up to ``prompt_tokens`` tokens on this model's device."""
+        if self.dec.batch_size != "auto":
+            return int(self.dec.batch_size)
+        steps = max(self.dec.max_new_tokens or self.depth + 1, self.depth + 1) if self.dec.free_form else self.depth + 1
+        size = auto_batch_size(self.model, self.n_tokens, self.dec.beam_width, prompt_tokens, steps)
+        log.info("decoding.batch_size=auto: %d queries per batch on %s", size, self.device)
+        return size
+
+    def _search(self, seqs: list[list[int]], pad: int) -> tuple[Beams, Beams | None]:
+        with fp32_head(self.model, self.n_tokens):
+            if self.dec.share_prefix:
+                pre = prefill_shared(self.model, seqs, pad, self.device)
+            else:
+                pre = prefill(self.model, *left_pad(seqs, pad, self.device))
+            con = self.constrained(pre)
+            return con, (self.free(pre) if self.dec.free_form else None)
+
     def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]:
+        """Queries in batches of similar prompt length (less padding). Under ``batch_size=auto`` a
+        batch that runs out of GPU memory is run again at half its size (the rest follow at that size)."""
         if not queries:
             return
         prompts = [self.prompt(q) for q in queries]
         ids = encode(self.tok, prompts)
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
-        for batch in length_batches([len(s) for s in ids], self.dec.batch_size):
-            with fp32_head(self.model, self.n_tokens):
-                if self.dec.share_prefix:
-                    pre = prefill_shared(self.model, [ids[i] for i in batch], pad, self.device)
-                else:
-                    pre = prefill(self.model, *left_pad([ids[i] for i in batch], pad, self.device))
-                con = self.constrained(pre)
-                fre = self.free(pre) if self.dec.free_form else None
+        order = length_order([len(s) for s in ids])
+        size, start = self.batch_size(max(len(s) for s in ids)), 0
+        while start < len(order):
+            batch = order[start : start + size]
+            try:
+                con, fre = self._search([ids[i] for i in batch], pad)
+                out_of_memory = False
+            except torch.cuda.OutOfMemoryError:
+                if self.dec.batch_size != "auto" or len(batch) == 1:
+                    raise
+                out_of_memory = True
+            if out_of_memory:  # outside the except block: its traceback no longer holds the batch's tensors
+                size = len(batch) // 2
+                log.warning("decoding.batch_size=auto: out of device memory at %d queries; continuing at %d", len(batch), size)
+                torch.cuda.empty_cache()
+                continue
+            start += len(batch)
             for j, i in enumerate(batch):
                 c = [{"tool": t, "score": round(s, 5), "logprob": round(lp, 5)}
                      for t, s, lp in zip(con.tools[j], con.scores[j], con.logprobs[j])]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 import string
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig
+from toolsense.decoding.batching import check_batch_size
 from toolsense.evaluation.baselines import BM25_SCORERS, BM25_TOKENIZERS
 from toolsense.evaluation.benchmarks import BenchmarkConfig
 from toolsense.evaluation.compare import CompareConfig
@@ -26,8 +27,9 @@ class DecodingConfig:
     """Beams per query (ToolGen evaluates with 50)."""
     ks: list[int] = field(default_factory=lambda: [1, 5, 10, 50])
     """Cut-offs of Rc@k, Rf@k, IS@k, recall@k and NDCG@k; each must be <= beam_width."""
-    batch_size: int = 8
-    """Queries per batch (each carries beam_width beams after the prompt)."""
+    batch_size: Union[int, str] = "auto"
+    """Queries per batch (each carries beam_width beams after the prompt); ``auto``: 8 on a CPU, on a
+    GPU sized by its free memory (``toolsense.decoding.batching``)."""
     free_form: bool = True
     """Also run the unconstrained search (needed for Rf and IS)."""
     fast_flat: bool = True
@@ -60,8 +62,7 @@ class DecodingConfig:
             raise ValueError(f"decoding.ks must lie in [1, beam_width={self.beam_width}], got {bad}")
         if len(set(self.ks)) < len(self.ks):
             raise ValueError(f"decoding.ks repeats a cut-off: {list(self.ks)}")
-        if self.batch_size < 1:
-            raise ValueError(f"decoding.batch_size must be >= 1, got {self.batch_size}")
+        check_batch_size(self.batch_size, "decoding.batch_size")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ValueError(f"decoding.max_new_tokens must be >= 1 or null, got {self.max_new_tokens}")
         if self.resamples < 1:

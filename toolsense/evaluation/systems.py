@@ -109,7 +109,7 @@ class FusionRanker:
     def __init__(self, ev: "EvalModel", other: SystemRanker, k: float, depth: int, dec: "DecodingConfig"):
         self.model = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, _constrained_only(dec))
         self.other, self.k, self.depth, self.top = other, k, depth, dec.beam_width
-        self.chunk = max(dec.batch_size, 1) * 4
+        self.chunk = 256 if dec.batch_size == "auto" else max(dec.batch_size, 1) * 4
 
     def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]:
         for start in range(0, len(queries), self.chunk):

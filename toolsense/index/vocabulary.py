@@ -46,31 +46,47 @@ def add_index_tokens(index: ToolIndex, model, tokenizer) -> list[int]:
         tokenizer.add_tokens([AddedToken(t, normalized=False, special=False) for t in new])
         model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=PAD_TO_MULTIPLE_OF, mean_resizing=False)
         emb = model.get_input_embeddings().weight
-        # Every index tensor on the weights' device: a model already on CUDA (the untrained
-        # baseline is moved before its tokens are added) must not meet CPU indices.
-        dev = emb.device
-        lengths = torch.tensor([max(len(s), 1) for s in sub], device=dev)
-        ids = [i for s in sub for i in (s or [tokenizer.eos_token_id])]
-        # Only the sub-token rows in fp32 (not the whole matrix: 2 GB per rank at 8B): same means.
-        used = sorted(set(ids))
-        pos = {t: j for j, t in enumerate(used)}
-        local = torch.tensor([pos[i] for i in ids], device=dev)
-        used = torch.tensor(used, device=dev)
-        offsets = torch.cat([torch.zeros(1, dtype=torch.long, device=dev), lengths.cumsum(0)[:-1]])
-        new_ids = torch.arange(n_old, n_old + len(new), device=dev)
-        emb[new_ids] = torch.nn.functional.embedding_bag(local, emb[used].float(), offsets, mode="mean").to(emb.dtype)
+        new_ids = range(n_old, n_old + len(new))
+        _mean_rows(emb, new_ids, sub, tokenizer.eos_token_id)
         emb[n_old + len(new):] = 0  # padding rows: no token; deterministic, and retrieval leaves them out
         out = model.get_output_embeddings()
         if out is not None and not embeddings_tied(model):
             if was_tied:
                 raise RuntimeError("resizing untied a tied model")
-            w = out.weight
-            w[new_ids] = torch.nn.functional.embedding_bag(local, w[used].float(), offsets, mode="mean").to(w.dtype)
-            w[n_old + len(new):] = 0
+            _mean_rows(out.weight, new_ids, sub, tokenizer.eos_token_id)
+            out.weight[n_old + len(new):] = 0
             if getattr(out, "bias", None) is not None:
                 out.bias[n_old:] = 0
         log.info("added %d virtual tokens (vocab %d -> %d)", len(new), n_old, len(tokenizer))
     return tokenizer.convert_tokens_to_ids(tokens)
+
+
+MEAN_CHUNK_ROWS = 16_384
+"""Sub-token rows gathered (and upcast to fp32) at a time by the mean initialisation: 256 MB of fp32
+at hidden 4096, whatever the vocabulary — never an fp32 copy of the whole matrix."""
+
+
+@torch.no_grad()
+def _mean_rows(weight: torch.Tensor, new_ids: range, sub: list[list[int]], fallback: int) -> None:
+    """``weight[new_ids[i]] = mean(weight[sub[i]])``, averaged in fp32 and written in the weight's
+    dtype, on the weight's device (a model already on its GPU must not meet CPU indices). Tools
+    are taken in chunks of at most :data:`MEAN_CHUNK_ROWS` sub-token rows, and each chunk upcasts
+    only the rows it uses; an empty sub-token list stands for ``fallback`` (EOS)."""
+    dev, start = weight.device, 0
+    while start < len(sub):
+        stop, rows = start, 0
+        while stop < len(sub) and (stop == start or rows + max(len(sub[stop]), 1) <= MEAN_CHUNK_ROWS):
+            rows += max(len(sub[stop]), 1)
+            stop += 1
+        chunk = [s or [fallback] for s in sub[start:stop]]
+        ids = [i for s in chunk for i in s]
+        used = sorted(set(ids))
+        pos = {t: j for j, t in enumerate(used)}
+        local = torch.tensor([pos[i] for i in ids], device=dev)
+        offsets = torch.tensor([0] + [len(s) for s in chunk[:-1]], device=dev).cumsum(0)
+        means = torch.nn.functional.embedding_bag(local, weight[torch.tensor(used, device=dev)].float(), offsets, mode="mean")
+        weight[new_ids[start]:new_ids[start] + len(chunk)] = means.to(weight.dtype)
+        start = stop
 
 
 def tool_token_ids(index: ToolIndex, tokenizer) -> dict[str, list[int]]:

@@ -30,12 +30,13 @@ def resolve_dtype(name: str) -> torch.dtype:
 
 def default_device() -> str:
     """Where a model or encoder runs when no device is configured: this process's GPU
-    (``cuda:<LOCAL_RANK>`` under torchrun, else ``cuda``) when CUDA is present, else ``cpu``."""
+    (``cuda:<LOCAL_RANK>`` under torchrun, else the current one, index explicit: the Trainer
+    compares a model's ``hf_device_map`` with its own ``cuda:0``) when CUDA is present, else ``cpu``."""
     import os
 
     if not torch.cuda.is_available():
         return "cpu"
-    return f"cuda:{os.environ['LOCAL_RANK']}" if "LOCAL_RANK" in os.environ else "cuda"
+    return f"cuda:{os.environ['LOCAL_RANK']}" if "LOCAL_RANK" in os.environ else f"cuda:{torch.cuda.current_device()}"
 
 
 def load_tokenizer(cfg: ModelConfig, path: str | None = None):

@@ -24,7 +24,7 @@ from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import load_model_and_tokenizer
 from toolsense.training.config import StageSchedule, TrainConfig
 from toolsense.training.trainer import (
-    ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, master_weights, plan_batch, restore_embedding_rows, sft_config,
+    ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, load_device, master_weights, plan_batch, restore_embedding_rows, sft_config,
     world_size,
 )
 from toolsense.training.resume import LOSS_FILE, LossTotalCallback, checkpoint_step, forget_logged_after, loss_sum_at, stage_loss
@@ -87,7 +87,8 @@ class StageRunner:
         from transformers import set_seed
 
         set_seed(self.cfg.trainer.seed)  # LoRA's initialisation draws from the global RNG before the Trainer seeds it
-        model, tok = load_model_and_tokenizer(master_weights(self.cfg.model, self.cfg.trainer), path=self.init_path)
+        model, tok = load_model_and_tokenizer(master_weights(self.cfg.model, self.cfg.trainer), path=self.init_path,
+                                              device=load_device(self.cfg.trainer))
         ids = add_index_tokens(self.index, model, tok)
         dataset = to_dataset(self.examples, tok, self.cfg.trainer.max_length)
         self.trainable = prepare_trainable(model, self.cfg.tuning, ids)
@@ -154,6 +155,8 @@ class StageRunner:
     def cleanup(self) -> None:
         if self.trainer is not None:  # Accelerate holds the model, optimizer and DeepSpeed engine until told
             self.trainer.accelerator.free_memory()
+        if self.loss_total is not None:
+            self.loss_total.trainer = None  # the callback's reference alone kept the Trainer (and model) alive
         self.trainer = self.trainable = None
         if torch.cuda.is_available():  # hand the stage's memory back before the next stage loads
             gc.collect()

@@ -16,7 +16,7 @@ from transformers import TrainerCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 from trl import SFTConfig, SFTTrainer
 
-from toolsense.models import ModelConfig
+from toolsense.models import ModelConfig, default_device
 from toolsense.training.config import StageSchedule, TrainerConfig
 from toolsense.training.tuning import Trainable, no_decay_parameter_names
 
@@ -43,6 +43,21 @@ def master_weights(model: ModelConfig, trainer: TrainerConfig) -> ModelConfig:
             f"their rounding; use model.dtype=auto or float32 (trainer.precision=bf16 then computes in bf16 under autocast "
             f"over fp32 master weights), or trainer=ds_zero2 (DeepSpeed keeps fp32 master weights)")
     return dataclasses.replace(model, dtype="float32") if dtype == "auto" else model
+
+
+def load_device(trainer: TrainerConfig) -> str | None:
+    """Where a stage loads its model: this rank's GPU (``cuda:<LOCAL_RANK>``), the weights streamed
+    there by ``from_pretrained`` (``device_map``) and the virtual tokens' mean initialisation run
+    there — no rank holds the whole model (nor fp32 copies of its embedding) in host memory, where
+    8 ranks of an 8B model needed ~150 GB. None (the host, where the Trainer expects it) without
+    CUDA, with ``trainer.use_cpu``, and under DeepSpeed ZeRO-3: transformers refuses a
+    ``device_map`` there (ZeRO-3 partitions the weights itself), so ZeRO-3 still loads each rank's
+    copy on the host before DeepSpeed partitions it."""
+    if trainer.use_cpu or not torch.cuda.is_available():
+        return None
+    if ((trainer.deepspeed or {}).get("zero_optimization") or {}).get("stage") == 3:
+        return None
+    return default_device()
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ it would shrink every rarely seen base row toward zero — drift from decay, not
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -105,6 +106,11 @@ def prepare_trainable(model, tuning: TuningConfig, virtual_ids: list[int]) -> Tr
         task_type="CAUSAL_LM", bias="none",
     )
     peft_model = get_peft_model(model, lcfg)
+    # The embedding matrices go into every checkpoint once, as embedding_rows.pt (the trained rows:
+    # all of them, or the virtual ones). PEFT's default ("auto": the vocabulary was resized) also
+    # writes the whole matrices into adapter_model.safetensors, the tied head as a second copy:
+    # 2 x 2.9 GB more per checkpoint at 8B. A resumed stage restores the rows from our file.
+    peft_model.save_pretrained = functools.partial(peft_model.save_pretrained, save_embedding_layers=False)
     base = peft_model.get_base_model()
     rows = [base.get_input_embeddings().weight]
     if not tied and base.get_output_embeddings() is not None:

@@ -1,0 +1,103 @@
+"""A stage loads its model straight onto this rank's GPU (``device_map``), not into host memory:
+the wiring checked on a CPU with CUDA reported present (the load itself is test_cuda_step.py's)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from toolsense.models import ModelConfig
+from toolsense.training.config import TrainerConfig
+from toolsense.training.trainer import load_device
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.fixture
+def cuda_rank3(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("LOCAL_RANK", "3")
+
+
+def test_load_device_is_this_ranks_gpu(cuda_rank3):
+    assert load_device(TrainerConfig()) == "cuda:3"
+    assert load_device(TrainerConfig(use_cpu=True)) is None
+    assert load_device(TrainerConfig(deepspeed={"zero_optimization": {"stage": 2}})) == "cuda:3"
+    # transformers refuses a device_map under ZeRO-3 ("DeepSpeed Zero-3 is not compatible with passing a device_map")
+    assert load_device(TrainerConfig(deepspeed={"zero_optimization": {"stage": 3}})) is None
+
+
+def test_load_device_is_the_host_without_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert load_device(TrainerConfig()) is None
+
+
+def test_a_cuda_load_streams_the_weights_to_the_device(cuda_rank3, monkeypatch):
+    import toolsense.models.loading as loading
+
+    seen = {}
+
+    def capture(auto_cls, src, kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(loading, "_from_pretrained", capture)
+    with pytest.raises(Stop):
+        loading.load_model_and_tokenizer(ModelConfig("tiny_random", dtype="float32"), device="cuda:3")
+    assert seen["device_map"] == "cuda:3" and seen["dtype"] == torch.float32
+    seen.clear()
+    with pytest.raises(Stop):
+        loading.load_model_and_tokenizer(ModelConfig("tiny_random", dtype="float32"))
+    assert "device_map" not in seen
+
+
+def test_stage_setup_loads_onto_the_rank_gpu(cuda_rank3, monkeypatch, tmp_path):
+    from tests.training.conftest import TINY, compose_train
+    import toolsense.training.stage as stage
+    from toolsense.catalog import load_catalog
+    from toolsense.index import build_index
+    from toolsense.training import to_train_config
+
+    cfg = to_train_config(compose_train([*TINY, "experiment=tg", "trainer=gpu", f"output_dir={tmp_path}"]))
+    seen = {}
+
+    def capture(model_cfg, path=None, device=None):
+        seen.update(dtype=model_cfg.dtype, device=device)
+        raise Stop
+
+    monkeypatch.setattr(stage, "load_model_and_tokenizer", capture)
+    runner = stage.StageRunner("stage1", cfg, cfg.stage1, build_index(load_catalog(cfg.catalog.path), "flat"), [], tmp_path)
+    with pytest.raises(Stop):
+        runner.setup()
+    assert seen == {"dtype": "float32", "device": "cuda:3"}  # fp32 master weights, on the GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_stage_model_is_on_the_gpu_before_the_trainer_moves_it(monkeypatch, tmp_path):
+    from tests.training.conftest import TINY, compose_train
+    import toolsense.training.stage as stage
+    from toolsense.catalog import load_catalog
+    from toolsense.index import build_index
+    from toolsense.training import to_train_config
+
+    cfg = to_train_config(compose_train([*TINY, "experiment=tg", "trainer=gpu", f"output_dir={tmp_path}"]))
+    seen = {}
+    load = stage.load_model_and_tokenizer
+
+    def spy(*a, **kw):
+        model, tok = load(*a, **kw)
+        seen["device"], seen["dtype"] = next(model.parameters()).device.type, next(model.parameters()).dtype
+        return model, tok
+
+    monkeypatch.setattr(stage, "load_model_and_tokenizer", spy)
+    from toolsense.data.memorization import build_memorization_examples
+
+    catalog = load_catalog(cfg.catalog.path)
+    index = build_index(catalog, "flat")
+    runner = stage.StageRunner("stage1", cfg, cfg.stage1, index, build_memorization_examples(catalog, index, cfg.memorization), tmp_path)
+    runner.setup()
+    assert seen == {"device": "cuda", "dtype": torch.float32}
+    runner.cleanup()

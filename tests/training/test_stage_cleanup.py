@@ -1,0 +1,32 @@
+"""A finished stage lets go of its model, optimizer and Trainer before the next stage loads (on
+a GPU, Stage 1's weights, Adam states and DeepSpeed engine stayed resident through Stage 2)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from tests.training.conftest import TINY, compose_train
+
+
+def test_nothing_of_stage1_survives_its_run(tmp_path):
+    from toolsense.catalog import load_catalog
+    from toolsense.data.memorization import build_memorization_examples
+    from toolsense.training import to_train_config
+    from toolsense.training.runner import load_or_build_index
+    from toolsense.training.stage import StageRunner
+
+    cfg = to_train_config(compose_train([*TINY, "experiment=tg", "stage1.max_steps=1", f"output_dir={tmp_path}"]))
+    catalog = load_catalog(cfg.catalog.path)
+    index = load_or_build_index(cfg, catalog, tmp_path)
+    runner = StageRunner("stage1", cfg, cfg.stage1, index, build_memorization_examples(catalog, index, cfg.memorization), tmp_path)
+    runner.setup()
+    refs = {"model": weakref.ref(runner.trainable.model), "trainer": weakref.ref(runner.trainer),
+            "embedding": weakref.ref(runner.trainable.model.get_base_model().get_input_embeddings().weight)}
+    runner.train()
+    refs["optimizer"] = weakref.ref(runner.trainer.optimizer)
+    runner.save()
+    runner.cleanup()
+    gc.collect()
+    assert {k: r() is None for k, r in refs.items()} == {k: True for k in refs}
+    assert (tmp_path / "stage1" / "config.json").is_file()
