@@ -101,3 +101,14 @@ def test_stage_model_is_on_the_gpu_before_the_trainer_moves_it(monkeypatch, tmp_
     runner.setup()
     assert seen == {"device": "cuda", "dtype": torch.float32}
     runner.cleanup()
+
+
+def test_zero3_host_load_says_what_host_memory_it_needs(cuda_rank3, caplog):
+    """ZeRO-3 cannot stream to the GPU (no device_map): the host-memory cost is said, not silent."""
+    with caplog.at_level("WARNING", logger="toolsense.training.trainer"):
+        assert load_device(TrainerConfig(deepspeed={"zero_optimization": {"stage": 3}})) is None
+    assert "ranks x 2 bytes x parameters" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="toolsense.training.trainer"):
+        assert load_device(TrainerConfig(deepspeed={"zero_optimization": {"stage": 2}})) == "cuda:3"
+    assert caplog.text == ""

@@ -56,6 +56,9 @@ def load_device(trainer: TrainerConfig) -> str | None:
     if trainer.use_cpu or not torch.cuda.is_available():
         return None
     if ((trainer.deepspeed or {}).get("zero_optimization") or {}).get("stage") == 3:
+        log.warning("ZeRO-3: every rank loads the whole model on the host before DeepSpeed partitions it (no device_map "
+                    "under ZeRO-3): allot >= ranks x 2 bytes x parameters of host memory per node (8 ranks at 8B: ~128 GB; "
+                    "the Slurm template asks for --mem=0); ZeRO-2 loads straight onto each GPU")
         return None
     return default_device()
 
