@@ -120,7 +120,7 @@ def test_dense_sample_ranks_the_encoded_sample_and_fills_the_dense_rows(demo_cat
     import numpy as np
 
     from toolsense.catalog import load_demo_queries
-    from toolsense.evaluation.paper_dense import sample_cells, sample_est, sample_section
+    from toolsense.evaluation.paper_dense import extrapolated_rc50, sample_cells, sample_est, sample_section
     from toolsense.evaluation.paper_page import Grid, paper_rows_table
     from toolsense.models.encoders import SentenceEncoder
 
@@ -144,8 +144,20 @@ def test_dense_sample_ranks_the_encoded_sample_and_fills_the_dense_rows(demo_cat
 
     grid = Grid(tmp_path, SETTINGS, ["G1", "rrb"])  # nothing run on the full catalog
     rows = paper_rows_table(grid, sample)
-    share = round(100 * len(names) / len(demo_catalog))
-    assert f"| te3l (ours: MiniLM) | G1 (474 solvable queries) | 47.0 | " in rows and f"on a {share}% sample | — |" in rows
+    share = round(100 * 20 / (len(demo_catalog) - len(gold)))
+    x = extrapolated_rc50(sample, "dense", "dense", "G1")
+    assert [r["n_distractors"] for r in s["curve"]] == [5, 10] and 0 <= s["curve"][0]["dense"]["G1"] <= 1
+    assert f"| te3l (ours: MiniLM) | G1 (474 solvable queries) | 47.0 | " in rows
+    assert f"with {share}% of the non-gold tools; ≈ {100 * x:.1f} extrapolated to all | — |" in rows
     assert "| BM25 | G1 (474 solvable queries) | 27.8 | — | — | not run |" in rows
     section = sample_section(sample, {})
     assert f"{len(names):,} of {len(demo_catalog):,} tools" in section and "(full: —)" in section
+    assert f"| {len(demo_catalog) - len(gold):,} (extrapolated) |" in section
+
+
+def test_extrapolation_is_log_linear_in_the_non_gold_tools():
+    from toolsense.evaluation.paper_dense import extrapolate
+
+    assert extrapolate([(1, 0.9), (2, 0.8), (4, 0.7)], 16) == pytest.approx(0.5)  # -0.1 per doubling, two more
+    assert extrapolate([(10, 0.9), (40, 0.7)], 40) == pytest.approx(0.7)
+    assert extrapolate([(10, 0.9), (40, 0.7)], 160) == pytest.approx(0.5)  # the last step spans two doublings

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -84,14 +85,52 @@ def per_query(ranker, queries: Sequence, window: int) -> dict[str, list[float]]:
     return out
 
 
-def dense_ranker(sub, names: list[str], emb: np.ndarray, top: int):
-    """Cosine ranking of ``sub``'s tools (rows of ``emb`` in ``names`` order) for MiniLM query embeddings."""
-    from toolsense.evaluation.baselines import Ranker, _unit
+def query_embedder(benches: Mapping[str, Sequence]):
+    """``texts -> [n, d]`` unit MiniLM embeddings of the benchmarks' queries, each encoded once."""
+    from toolsense.evaluation.baselines import _unit
+
+    texts = sorted({q.text for qs in benches.values() for q in qs})
+    table = dict(zip(texts, _unit(encoder().encode(texts))))
+    return lambda batch: np.stack([table[t] for t in batch])
+
+
+def dense_ranker(sub, names: list[str], emb: np.ndarray, top: int, embed_queries):
+    """Cosine ranking of ``sub``'s tools (rows of ``emb`` in ``names`` order)."""
+    from toolsense.evaluation.baselines import Ranker
 
     pos = {n: i for i, n in enumerate(names)}
     tool_emb = np.ascontiguousarray(emb[[pos[n] for n in sub.names]])
-    enc = encoder()
-    return Ranker(sub, top, 64, lambda texts: _unit(enc.encode(list(texts))) @ tool_emb.T)
+    return Ranker(sub, top, 64, lambda texts: embed_queries(list(texts)) @ tool_emb.T)
+
+
+CURVE_BENCHES = ("G1", "rrb")
+
+
+def size_curve(catalog, benches: Mapping[str, Sequence], names: list[str], emb: np.ndarray, n_gold: int,
+               embed_queries) -> list[dict[str, Any]]:
+    """Rc@50 of dense and ``bm25`` on G1 and the RRB part with a quarter and a half of the sample's
+    non-gold tools (nested prefixes of the encoding order: uniform samples too)."""
+    from toolsense.evaluation.baselines import build_baseline
+    from toolsense.evaluation.config import BaselineConfig
+
+    n_d, out = len(names) - n_gold, []
+    for div in (4, 2):
+        prefix = names[: n_gold + n_d // div]
+        sub = catalog.subset(prefix)
+        row: dict[str, Any] = {"n_distractors": n_d // div}
+        for s, ranker in (("dense", dense_ranker(sub, prefix, emb[: len(prefix)], 50, embed_queries)),
+                          ("bm25", build_baseline(sub, BaselineConfig(), 50))):
+            log.info("size curve: %s with %d non-gold tools", s, n_d // div)
+            row[s] = {b: float(np.mean(per_query(ranker, benches[b], 5)["Rc@50"])) for b in CURVE_BENCHES}
+        out.append(row)
+    return out
+
+
+def extrapolate(points: Sequence[tuple[int, float]], n_full: int) -> float:
+    """Log-linear in the number of non-gold tools: the last point minus, per further doubling to
+    ``n_full``, the change of the last doubling (``points``: (n, value), ascending n)."""
+    (n_half, v_half), (n, v) = points[-2], points[-1]
+    return v - math.log2(n_full / n) * (v_half - v) / math.log2(n / n_half)
 
 
 def sample_cells(catalog, benches: Mapping[str, Sequence], names: list[str], emb: np.ndarray, gold: set[str],
@@ -104,7 +143,8 @@ def sample_cells(catalog, benches: Mapping[str, Sequence], names: list[str], emb
     from toolsense.evaluation.paper_tables import WINDOW
 
     sub = catalog.subset(names)
-    systems = {"dense": (dense_ranker(sub, names, emb, WINDOW), DENSE_WINDOW),
+    embed_queries = query_embedder(benches)
+    systems = {"dense": (dense_ranker(sub, names, emb, WINDOW, embed_queries), DENSE_WINDOW),
                "bm25": (build_baseline(sub, BaselineConfig(), WINDOW), WINDOW),
                "bm25_toolgen": (build_baseline(sub, BaselineConfig(document="toolgen", tokenizer="words", scorer="okapi"), WINDOW), WINDOW)}
     cells: dict[str, Any] = {}
@@ -113,8 +153,10 @@ def sample_cells(catalog, benches: Mapping[str, Sequence], names: list[str], emb
         for s, (ranker, window) in systems.items():
             log.info("sample %s (%d tools): %s on %s", document, len(sub), s, b)
             cells[b][s] = per_query(ranker, qs, window)
+    n_gold = len(gold & set(sub.names))
+    curve = size_curve(catalog, benches, names, emb, n_gold, embed_queries) if all(b in benches for b in CURVE_BENCHES) else []
     return {"document": document, "n_tools": len(sub), "n_catalog": len(catalog), "n_gold": len(gold),
-            "n_distractors": len(sub) - len(gold & set(sub.names)), "cells": cells}
+            "n_distractors": len(sub) - n_gold, "cells": cells, "curve": curve}
 
 
 def run_sample(out: Path, data_dir: str) -> Path:
@@ -174,10 +216,48 @@ def sample_est(sample: Mapping[str, Any], setting: str, bench: str, system: str,
     return mean_ci(v, bootstrap_indices(len(v), 1000, 0))
 
 
+def curve_points(sample: Mapping[str, Any], setting: str, system: str, bench: str) -> list[tuple[int, float]]:
+    """(non-gold tools, Rc@50) of ``system`` on ``bench``: the size curve's prefixes, then the whole sample."""
+    s = sample[setting]
+    pts = [(r["n_distractors"], r[system][bench]) for r in s.get("curve", [])]
+    return pts + [(s["n_distractors"], float(np.mean(s["cells"][bench][system]["Rc@50"])))]
+
+
+def extrapolated_rc50(sample: Mapping[str, Any], setting: str, system: str, bench: str) -> float | None:
+    """Rc@50 extrapolated log-linearly to every non-gold tool of the catalog, or None without a curve."""
+    s = sample.get(setting)
+    if not s or len(s.get("curve", [])) < 2 or bench not in s["cells"]:
+        return None
+    return extrapolate(curve_points(sample, setting, system, bench), s["n_catalog"] - s["n_gold"])
+
+
+def curve_table(sample: Mapping[str, Any], setting: str, full_bm25: Mapping[tuple[str, str], Any]) -> str:
+    """Rc@50 against the number of non-gold tools, extrapolated to the whole catalog; for ``bm25``
+    the measured full-catalog value beside its extrapolation checks the extrapolation."""
+    from toolsense.evaluation.outputs import markdown_table
+
+    s = sample[setting]
+    cols = [(sys_, b) for sys_ in ("dense", "bm25") for b in CURVE_BENCHES]
+    pts = {c: curve_points(sample, setting, *c) for c in cols}
+    rows = [[f"{n:,}", *(f"{100 * pts[c][i][1]:.1f}" for c in cols)] for i, (n, _) in enumerate(pts[cols[0]])]
+    n_full = s["n_catalog"] - s["n_gold"]
+    rows.append([f"{n_full:,} (extrapolated)", *(f"{100 * extrapolate(pts[c], n_full):.1f}" for c in cols)])
+    full = [full_bm25.get(("bm25", b)) for b in CURVE_BENCHES]
+    rows.append([f"{n_full:,} (measured: the full catalog)", "not encoded", "not encoded",
+                 *(f"{100 * e.value:.1f}" if e is not None else "—" for e in full)])
+    return markdown_table(["non-gold tools", "dense G1 Rc@50", "dense RRB part Rc@50", "`bm25` G1 Rc@50",
+                           "`bm25` RRB part Rc@50"], rows)
+
+
 def sample_label(sample: Mapping[str, Any], setting: str) -> str:
     s = sample[setting]
-    return (f"gold + a uniform sample: {s['n_tools']:,} of {s['n_catalog']:,} tools "
-            f"({s['n_distractors']:,} non-gold, {100 * s['n_tools'] / s['n_catalog']:.0f}%)")
+    return (f"every gold tool ({s['n_gold']:,}) + a uniform sample of {s['n_distractors']:,} of the "
+            f"{s['n_catalog'] - s['n_gold']:,} others ({sample_share(s):.0f}%): {s['n_tools']:,} of {s['n_catalog']:,} tools")
+
+
+def sample_share(s: Mapping[str, Any]) -> float:
+    """Percent of the non-gold tools in the sample."""
+    return 100 * s["n_distractors"] / max(s["n_catalog"] - s["n_gold"], 1)
 
 
 def sample_section(sample: Mapping[str, Any], full_bm25: Mapping[tuple[str, str], Any]) -> str:
@@ -203,6 +283,10 @@ def sample_section(sample: Mapping[str, Any], full_bm25: Mapping[tuple[str, str]
                      + markdown_table(["benchmark", "dense Rc@50", "dense Rc@5", "dense ToolGen NDCG@5",
                                        "`bm25` Rc@50, same sample", "`bm25_toolgen` Rc@50, same sample",
                                        "dense − `bm25` Rc@50 (paired)"], rows))
+        if len(sample[setting].get("curve", [])) >= 2:
+            parts.append("How the sample's size moves Rc@50 (a quarter, a half and all of its non-gold tools, "
+                         "nested), and the log-linear extrapolation to the whole catalog:\n\n"
+                         + curve_table(sample, setting, full_bm25))
     return "\n".join(parts)
 
 

@@ -161,11 +161,15 @@ def _nearest(grid: Grid, row: PaperRow, settings: Sequence[str]) -> str:
 def _sample_cells(sample: dict, row: PaperRow) -> tuple[str, str, str]:
     """A dense paper row from the catalog sample (paper_dense.py) when the full catalog is not
     encoded: (default Rc@50, ToolGen's-document Rc@50, the sample cells holding the paper's number)."""
-    from toolsense.evaluation.paper_dense import DOCUMENTS, sample_est
+    from toolsense.evaluation.paper_dense import DOCUMENTS, extrapolated_rc50, sample_est, sample_share
 
     def cell(setting: str) -> str:
         e = sample_est(sample, setting, row.bench, "dense", "Rc@50")
-        return f"{pct(e)} on a {100 * sample[setting]['n_tools'] / sample[setting]['n_catalog']:.0f}% sample" if e else "—"
+        if e is None:
+            return "—"
+        x = extrapolated_rc50(sample, setting, "dense", row.bench)
+        return (f"{pct(e)} with {sample_share(sample[setting]):.0f}% of the non-gold tools"
+                + (f"; ≈ {100 * x:.1f} extrapolated to all" if x is not None else ""))
 
     hits = [f"{s} (sample) {m} {pct(e)}" for s in DOCUMENTS for m in ("Rc@1", "Rc@5", "Rc@50", "ToolGen NDCG@5")
             if (e := sample_est(sample, s, row.bench, "dense", m)) is not None and contains(e, row.value)]
@@ -248,15 +252,18 @@ def falls_everywhere(grid: Grid) -> str:
 
 def dense_direction(grid: Grid, sample: Optional[dict]) -> str:
     """The dense G1 → RRB direction: the full catalog's where it is encoded, else the sample's."""
-    from toolsense.evaluation.paper_dense import sample_direction
+    from toolsense.evaluation.paper_dense import extrapolated_rc50, sample_direction, sample_share
 
     out = []
     for s in ("dense", "dense_toolgen"):
         if grid.est(s, "G1", "Rc@50") is not None:
             out.append(direction(grid, s))
         elif sample and s in sample:
-            out.append(f"`{s}` on its catalog sample ({100 * sample[s]['n_tools'] / sample[s]['n_catalog']:.0f}%): "
-                       f"{sample_direction(sample, s)}, {sample_direction(sample, s, metric='ToolGen NDCG@5')}; "
+            x = [extrapolated_rc50(sample, s, "dense", b) for b in ("G1", "rrb")]
+            ext = (f"; extrapolated to the whole catalog ≈ {100 * x[0]:.1f} → {100 * x[1]:.1f} "
+                   f"({'rises' if x[1] > x[0] else 'falls'})" if None not in x else "")
+            out.append(f"`{s}` with {sample_share(sample[s]):.0f}% of the non-gold tools: "
+                       f"{sample_direction(sample, s)}, {sample_direction(sample, s, metric='ToolGen NDCG@5')}{ext}; "
                        f"`bm25` on the same sample: {sample_direction(sample, s, 'bm25')}")
         else:
             out.append(f"`{s}`: not run")
