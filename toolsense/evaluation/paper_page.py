@@ -368,8 +368,8 @@ Every row of the paper's tables that needs no training: BM25 and dense retrieval
 46,984-tool catalog (`catalog=toolbench`) on ToolBench G1/G2/G3 and on the **released RRB, part**
 (243 of the 500 queries, `../shared/data/released/rrb_dev.jsonl`; not the full benchmark). Rebuilt by
 
-    python -m toolsense.evaluation.paper_tables            # BM25 settings (minutes), then this page
-    python -m toolsense.evaluation.paper_tables --dense    # and the dense settings (the catalog encoded once per document)
+    python -m toolsense.evaluation.paper_tables            # BM25 settings (minutes), the dense sample (what is encoded), then this page
+    python -m toolsense.evaluation.paper_tables --dense    # first encode the catalog per document (resumable; ~40 min a document on a quiet core)
 
 Each setting is one `evaluate.py parametric=false` run into `outputs/paper_tables/<setting>/`; this page
 is built from their `samples.jsonl` only. Values are percentages with 95% bootstrap intervals over
