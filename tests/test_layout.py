@@ -65,6 +65,7 @@ CONCEPTS: dict[str, str] = {
     "write_trec": "evaluation/export.py",
     "write_html_report": "evaluation/html_report.py",
     "toolgen_document": "models/encoders/documents.py",
+    "encode_progressively": "models/encoders/progressive.py",
     "LossTotalCallback": "training/resume.py",
 }
 

@@ -114,3 +114,50 @@ def test_rrb_part_reweighted_to_the_full_tier_mix():
     assert est.value == pytest.approx(1 / 3) and est.lo == est.hi == pytest.approx(1 / 3)  # no spread within tiers
     with pytest.raises(ValueError, match=r"tiers \['expert'\] are absent"):
         reweighted(cell, "m", {"easy": 1, "expert": 1})
+
+
+def test_dense_sample_ranks_the_encoded_sample_and_fills_the_dense_rows(demo_catalog, tmp_path):
+    import numpy as np
+
+    from toolsense.catalog import load_demo_queries
+    from toolsense.evaluation.paper_dense import extrapolated_rc50, sample_cells, sample_est, sample_section
+    from toolsense.evaluation.paper_page import Grid, paper_rows_table
+    from toolsense.models.encoders import SentenceEncoder
+
+    queries = [q for q in load_demo_queries() if set(q.tools) <= set(demo_catalog.names)][:8]
+    gold = {t for q in queries for t in q.tools}
+    names = sorted(gold) + [n for n in demo_catalog.names if n not in gold][:20]
+    raw = SentenceEncoder().encode([demo_catalog[n].text() for n in names])
+    emb = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    s = sample_cells(demo_catalog, {"G1": queries[:4], "rrb": queries[4:]}, names, emb, gold, "tool_text")
+    assert (s["n_tools"], s["n_distractors"], s["n_catalog"]) == (len(names), 20, len(demo_catalog))
+
+    q = SentenceEncoder().encode([x.text for x in queries[:4]])
+    sims = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ emb.T  # the sample's cosine ranking, by hand
+    for i, x in enumerate(queries[:4]):
+        top1 = names[int(np.argmax(sims[i]))]
+        assert s["cells"]["G1"]["dense"]["Rc@1"][i] == float(top1 in x.tools), (x.query_id, top1)
+    sample = {"dense": s}
+    d = sample_est(sample, "dense", "G1", "dense", "Rc@5", minus="bm25")
+    assert d.value == pytest.approx(np.mean(s["cells"]["G1"]["dense"]["Rc@5"]) - np.mean(s["cells"]["G1"]["bm25"]["Rc@5"]))
+    assert sample_est(sample, "dense_toolgen", "G1", "dense", "Rc@5") is None
+
+    grid = Grid(tmp_path, SETTINGS, ["G1", "rrb"])  # nothing run on the full catalog
+    rows = paper_rows_table(grid, sample)
+    share = round(100 * 20 / (len(demo_catalog) - len(gold)))
+    x = extrapolated_rc50(sample, "dense", "dense", "G1")
+    assert [r["n_distractors"] for r in s["curve"]] == [5, 10] and 0 <= s["curve"][0]["dense"]["G1"] <= 1
+    assert f"| te3l (ours: MiniLM) | G1 (474 solvable queries) | 47.0 | " in rows
+    assert f"with {share}% of the non-gold tools; ≈ {100 * x:.1f} extrapolated to all | — |" in rows
+    assert "| BM25 | G1 (474 solvable queries) | 27.8 | — | — | not run |" in rows
+    section = sample_section(sample, {})
+    assert f"{len(names):,} of {len(demo_catalog):,} tools" in section and "(full: —)" in section
+    assert f"| {len(demo_catalog) - len(gold):,} (extrapolated) |" in section
+
+
+def test_extrapolation_is_log_linear_in_the_non_gold_tools():
+    from toolsense.evaluation.paper_dense import extrapolate
+
+    assert extrapolate([(1, 0.9), (2, 0.8), (4, 0.7)], 16) == pytest.approx(0.5)  # -0.1 per doubling, two more
+    assert extrapolate([(10, 0.9), (40, 0.7)], 40) == pytest.approx(0.7)
+    assert extrapolate([(10, 0.9), (40, 0.7)], 160) == pytest.approx(0.5)  # the last step spans two doublings

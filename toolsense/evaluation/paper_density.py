@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from toolsense.catalog import Catalog
-from toolsense.evaluation.metrics import bootstrap_indices, hit_at, mean_ci
+from toolsense.evaluation.metrics import Estimate, bootstrap_indices, hit_at, mean_ci
 from toolsense.utils.paths import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -91,3 +92,53 @@ def run_density(out: Path, data_dir: str) -> dict:
     benches = {label: load_benchmark(bc, f"benchmarks.{label}").items for label, bc in cfg.benchmark_sections().items()}
     settings = {"bm25": BaselineConfig(), "bm25_toolgen": BaselineConfig(document="toolgen", tokenizer="words", scorer="okapi")}
     return density_curve(out, load_from_config(cfg.catalog), benches, settings)
+
+
+def density_section(curve: Optional[dict]) -> str:
+    """The catalog-density table and the Rc@50 it extrapolates to a catalog whose
+    46,984 tools are all documented, one log2 step per halving of the documented distractors."""
+    from toolsense.evaluation.outputs import markdown_table
+    from toolsense.evaluation.paper_page import BENCH_TITLES, pct
+
+    if not curve:
+        return "Not computed yet (`python -m toolsense.evaluation.paper_tables` computes it).\n"
+    names = [n for n in ("all", "documented", "documented_half", "documented_quarter") if n in curve]
+    cols = [(s, b) for s in ("bm25", "bm25_toolgen") for b in ("G1", "rrb")]
+    rows = [[f"`{n}`", f"{curve[n]['n_tools']:,}", f"{curve[n]['n_documented_distractors']:,}",
+             *(pct(Estimate(**curve[n][s][b]["Rc@50"])) for s, b in cols)] for n in names]
+    table = markdown_table(["catalog", "tools", "documented distractors",
+                            *(f"`{s}` {BENCH_TITLES[b].split(' (')[0]} Rc@50" for s, b in cols)], rows)
+    lines = []
+    if {"documented", "documented_half"} <= set(curve):
+        steps = math.log2(46984 / max(curve["documented"]["n_tools"], 1))
+        for s, b in cols:
+            _, v, x = extrapolated(curve, s, b)
+            h = curve["documented_half"][s][b]["Rc@50"]["value"]
+            lines.append(f"- `{s}` {BENCH_TITLES[b]}: {100 * h:.1f} → {100 * v:.1f} when the documented distractors double; "
+                         f"{steps:.2f} more doublings (to 46,984 documented tools) → about {100 * x:.1f}.")
+    return table + "\n" + "\n".join(lines) + "\n"
+
+
+def extrapolated(curve: dict, setting: str, bench: str) -> tuple[float, float, float]:
+    """(Rc@50 on ``all``, on ``documented``, extrapolated to 46,984 documented tools), fractions."""
+    full, half = curve["documented"][setting][bench]["Rc@50"]["value"], curve["documented_half"][setting][bench]["Rc@50"]["value"]
+    steps = math.log2(46984 / max(curve["documented"]["n_tools"], 1))
+    return curve["all"][setting][bench]["Rc@50"]["value"], full, full - steps * (half - full)
+
+
+def documentation(curve: Optional[dict]) -> str:
+    """The density curve's reading in one sentence per benchmark (ToolGen's BM25)."""
+    from toolsense.evaluation.paper_page import BENCH_TITLES
+
+    if not curve or not {"all", "documented", "documented_half"} <= set(curve):
+        return "not computed yet."
+    out, above = [], []
+    for bench, paper in (("G1", 27.8), ("rrb", 32.4)):
+        a, d, x = extrapolated(curve, "bm25_toolgen", bench)
+        above.append(x > paper / 100)
+        out.append(f"{BENCH_TITLES[bench]}: leaving the undocumented tools out moves ToolGen's BM25 Rc@50 from "
+                   f"{100 * a:.1f} to {100 * d:.1f} ({'up: they are hard distractors, not absent ones' if d > a else 'down'}); "
+                   f"extrapolated to 46,984 documented tools, about {100 * x:.1f} "
+                   f"({'above' if above[-1] else 'at or below'} the paper's {paper})")
+    verdict = " Documentation of the catalog does not bring Rc@50 to the paper's numbers." if all(above) else ""
+    return "; ".join(out) + "." + verdict

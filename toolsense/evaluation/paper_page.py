@@ -8,7 +8,6 @@ settings is paired by query (the same resamples of the same queries)."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -17,6 +16,7 @@ import numpy as np
 
 from toolsense.evaluation.metrics import Estimate, bootstrap_indices, mean_ci
 from toolsense.evaluation.outputs import markdown_table
+from toolsense.evaluation.paper_density import density_section, documentation
 from toolsense.evaluation.paper_tables import WINDOW, Setting, toolgen_ndcg
 from toolsense.utils.paths import atomic_write_text
 
@@ -158,14 +158,36 @@ def _nearest(grid: Grid, row: PaperRow, settings: Sequence[str]) -> str:
     return "; ".join(hits[:4]) if hits else "none of ours"
 
 
-def paper_rows_table(grid: Grid) -> str:
+def _sample_cells(sample: dict, row: PaperRow) -> tuple[str, str, str]:
+    """A dense paper row from the catalog sample (paper_dense.py) when the full catalog is not
+    encoded: (default Rc@50, ToolGen's-document Rc@50, the sample cells holding the paper's number)."""
+    from toolsense.evaluation.paper_dense import DOCUMENTS, extrapolated_rc50, sample_est, sample_share
+
+    def cell(setting: str) -> str:
+        e = sample_est(sample, setting, row.bench, "dense", "Rc@50")
+        if e is None:
+            return "—"
+        x = extrapolated_rc50(sample, setting, "dense", row.bench)
+        return (f"{pct(e)} with {sample_share(sample[setting]):.0f}% of the non-gold tools"
+                + (f"; ≈ {100 * x:.1f} extrapolated to all" if x is not None else ""))
+
+    hits = [f"{s} (sample) {m} {pct(e)}" for s in DOCUMENTS for m in ("Rc@1", "Rc@5", "Rc@50", "ToolGen NDCG@5")
+            if (e := sample_est(sample, s, row.bench, "dense", m)) is not None and contains(e, row.value)]
+    return cell("dense"), cell("dense_toolgen"), "; ".join(hits[:4]) or "none of ours"
+
+
+def paper_rows_table(grid: Grid, sample: Optional[dict] = None) -> str:
     """The paper's rows: its number, our default Rc@50, ToolGen's setting, and which of our
-    (setting, metric) cells hold the paper's number in their interval."""
+    (setting, metric) cells hold the paper's number in their interval. A dense row whose full
+    catalog is not encoded shows the catalog sample's cells, labelled as such."""
     rows = []
     for r in PAPER_ROWS:
         toolgen = "bm25_toolgen" if r.setting == "bm25" else "dense_toolgen"
         ours, tg = grid.est(r.setting, r.bench, "Rc@50"), grid.est(toolgen, r.bench, "Rc@50")
         pool = grid.present([toolgen, f"{toolgen}_clean", r.setting])
+        if ours is None and sample and r.setting in sample:
+            rows.append([r.system, BENCH_TITLES.get(r.bench, r.bench), f"{r.value:.1f}", *_sample_cells(sample, r)])
+            continue
         rows.append([r.system, BENCH_TITLES.get(r.bench, r.bench), f"{r.value:.1f}", pct(ours), pct(tg),
                      _nearest(grid, r, pool) if ours is not None else "not run"])
     for b in ("G2", "G3"):
@@ -216,51 +238,6 @@ SOURCES = """\
 """
 
 
-def density_section(curve: Optional[dict]) -> str:
-    """The catalog-density table (paper_density.py) and the Rc@50 it extrapolates to a catalog whose
-    46,984 tools are all documented, one log2 step per halving of the documented distractors."""
-    if not curve:
-        return "Not computed yet (`python -m toolsense.evaluation.paper_tables` computes it).\n"
-    names = [n for n in ("all", "documented", "documented_half", "documented_quarter") if n in curve]
-    cols = [(s, b) for s in ("bm25", "bm25_toolgen") for b in ("G1", "rrb")]
-    rows = [[f"`{n}`", f"{curve[n]['n_tools']:,}", f"{curve[n]['n_documented_distractors']:,}",
-             *(pct(Estimate(**curve[n][s][b]["Rc@50"])) for s, b in cols)] for n in names]
-    table = markdown_table(["catalog", "tools", "documented distractors",
-                            *(f"`{s}` {BENCH_TITLES[b].split(' (')[0]} Rc@50" for s, b in cols)], rows)
-    lines = []
-    if {"documented", "documented_half"} <= set(curve):
-        steps = math.log2(46984 / max(curve["documented"]["n_tools"], 1))
-        for s, b in cols:
-            _, v, x = extrapolated(curve, s, b)
-            h = curve["documented_half"][s][b]["Rc@50"]["value"]
-            lines.append(f"- `{s}` {BENCH_TITLES[b]}: {100 * h:.1f} → {100 * v:.1f} when the documented distractors double; "
-                         f"{steps:.2f} more doublings (to 46,984 documented tools) → about {100 * x:.1f}.")
-    return table + "\n" + "\n".join(lines) + "\n"
-
-
-def extrapolated(curve: dict, setting: str, bench: str) -> tuple[float, float, float]:
-    """(Rc@50 on ``all``, on ``documented``, extrapolated to 46,984 documented tools), fractions."""
-    full, half = curve["documented"][setting][bench]["Rc@50"]["value"], curve["documented_half"][setting][bench]["Rc@50"]["value"]
-    steps = math.log2(46984 / max(curve["documented"]["n_tools"], 1))
-    return curve["all"][setting][bench]["Rc@50"]["value"], full, full - steps * (half - full)
-
-
-def documentation(curve: Optional[dict]) -> str:
-    """The density curve's reading in one sentence per benchmark (ToolGen's BM25)."""
-    if not curve or not {"all", "documented", "documented_half"} <= set(curve):
-        return "not computed yet."
-    out, above = [], []
-    for bench, paper in (("G1", 27.8), ("rrb", 32.4)):
-        a, d, x = extrapolated(curve, "bm25_toolgen", bench)
-        above.append(x > paper / 100)
-        out.append(f"{BENCH_TITLES[bench]}: leaving the undocumented tools out moves ToolGen's BM25 Rc@50 from "
-                   f"{100 * a:.1f} to {100 * d:.1f} ({'up: they are hard distractors, not absent ones' if d > a else 'down'}); "
-                   f"extrapolated to 46,984 documented tools, about {100 * x:.1f} "
-                   f"({'above' if above[-1] else 'at or below'} the paper's {paper})")
-    verdict = " Documentation of the catalog does not bring Rc@50 to the paper's numbers." if all(above) else ""
-    return "; ".join(out) + "." + verdict
-
-
 def falls_everywhere(grid: Grid) -> str:
     """Whether every BM25 (setting, metric) cell run on both G1 and the RRB part falls from G1 to the RRB."""
     pairs = [(grid.est(s, "G1", m), grid.est(s, "rrb", m)) for s in grid.present(list(grid.settings))
@@ -273,7 +250,27 @@ def falls_everywhere(grid: Grid) -> str:
             + ("the reversed direction is not a matter of format or metric." if rises == 0 else "see the tables."))
 
 
-def reading(grid: Grid, curve: Optional[dict]) -> str:
+def dense_direction(grid: Grid, sample: Optional[dict]) -> str:
+    """The dense G1 → RRB direction: the full catalog's where it is encoded, else the sample's."""
+    from toolsense.evaluation.paper_dense import extrapolated_rc50, sample_direction, sample_share
+
+    out = []
+    for s in ("dense", "dense_toolgen"):
+        if grid.est(s, "G1", "Rc@50") is not None:
+            out.append(direction(grid, s))
+        elif sample and s in sample:
+            x = [extrapolated_rc50(sample, s, "dense", b) for b in ("G1", "rrb")]
+            ext = (f"; extrapolated to the whole catalog ≈ {100 * x[0]:.1f} → {100 * x[1]:.1f} "
+                   f"({'rises' if x[1] > x[0] else 'falls'})" if None not in x else "")
+            out.append(f"`{s}` with {sample_share(sample[s]):.0f}% of the non-gold tools: "
+                       f"{sample_direction(sample, s)}, {sample_direction(sample, s, metric='ToolGen NDCG@5')}{ext}; "
+                       f"`bm25` on the same sample: {sample_direction(sample, s, 'bm25')}")
+        else:
+            out.append(f"`{s}`: not run")
+    return "; ".join(out)
+
+
+def reading(grid: Grid, curve: Optional[dict], sample: Optional[dict] = None) -> str:
     """The bullets under the paper's rows: each number computed from the grid or the density curve."""
     def d(other: str, bench: str, base: str = "bm25", metric: str = "Rc@50") -> str:
         e = grid.delta(base, other, bench, metric)
@@ -303,7 +300,7 @@ Read with the tables below:
   other metrics, so no one (setting, metric) fits both of the paper's BM25 numbers.
 - **Direction G1 → RRB.** {direction(grid, "bm25")}; {direction(grid, "bm25_toolgen")};
   {direction(grid, "bm25_toolgen", "ToolGen NDCG@5")}; paper: 27.8 → 32.4 (rises).
-  Dense: {direction(grid, "dense")}; paper te3l: 47.0 → 55.6 (rises). {falls_everywhere(grid)}
+  Dense (MiniLM): {dense_direction(grid, sample)}; paper te3l: 47.0 → 55.6 (rises). {falls_everywhere(grid)}
 - **Catalog documentation.** {documentation(curve)}
 - **Not measurable here.** Our G1 is StableToolBench's 474 solvable queries, not ToolBench's own test
   split that ToolGen (and so the paper) evaluates; the RRB here is 243 of the 500 queries (reweighting its
@@ -333,11 +330,15 @@ built without any test-split file.
 """
 
 
-def render(grid: Grid, curve: Optional[dict] = None) -> str:
+def render(grid: Grid, curve: Optional[dict] = None, sample: Optional[dict] = None) -> str:
     """The page's Markdown."""
     movers = ["bm25", "bm25_doc_toolgen", "bm25_doc_api_text", "bm25_doc_names", "bm25_words", "bm25_okapi", "bm25_toolgen"]
-    parts = [HEADER, "## The paper's rows\n", paper_rows_table(grid),
-             reading(grid, curve),
+    from toolsense.evaluation.paper_dense import SAMPLE_INTRO, sample_section
+
+    full_bm25 = {(s, b): grid.est(s, b, "Rc@50") for s in ("bm25", "bm25_toolgen") for b in grid.benches}
+    parts = [HEADER, "## The paper's rows\n", paper_rows_table(grid, sample),
+             reading(grid, curve, sample),
+             "## Dense retrieval (MiniLM) on a sample of the catalog\n", SAMPLE_INTRO, sample_section(sample or {}, full_bm25),
              "## What the undocumented half of our catalog does\n",
              "Every gold tool kept, undocumented tools (no API description) left out, and all, half or a quarter "
              "of the documented others kept (seeded); `all` is `catalog=toolbench` as it is. The last lines "
@@ -367,8 +368,8 @@ Every row of the paper's tables that needs no training: BM25 and dense retrieval
 46,984-tool catalog (`catalog=toolbench`) on ToolBench G1/G2/G3 and on the **released RRB, part**
 (243 of the 500 queries, `../shared/data/released/rrb_dev.jsonl`; not the full benchmark). Rebuilt by
 
-    python -m toolsense.evaluation.paper_tables            # BM25 settings (minutes), then this page
-    python -m toolsense.evaluation.paper_tables --dense    # and the dense settings (the catalog encoded once per document)
+    python -m toolsense.evaluation.paper_tables            # BM25 settings (minutes), the dense sample (what is encoded), then this page
+    python -m toolsense.evaluation.paper_tables --dense    # first encode the catalog per document (resumable; ~40 min a document on a quiet core)
 
 Each setting is one `evaluate.py parametric=false` run into `outputs/paper_tables/<setting>/`; this page
 is built from their `samples.jsonl` only. Values are percentages with 95% bootstrap intervals over
@@ -383,5 +384,7 @@ def write_page(out: Path, page: Path, settings: Sequence[Setting], benches: Sequ
     write it atomically; returns its path."""
     density = out / "density.json"
     curve = json.loads(density.read_text(encoding="utf-8")) if density.is_file() else None
-    atomic_write_text(page, render(Grid(out, settings, benches), curve))
+    from toolsense.evaluation.paper_dense import load_sample
+
+    atomic_write_text(page, render(Grid(out, settings, benches), curve, load_sample(out)))
     return page

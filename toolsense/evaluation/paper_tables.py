@@ -2,7 +2,7 @@
 (``docs/paper_tables.md``), rebuilt by one command:
 
     python -m toolsense.evaluation.paper_tables                 # the BM25 settings (minutes)
-    python -m toolsense.evaluation.paper_tables --dense         # and the dense ones (~40 min per document format, once)
+    python -m toolsense.evaluation.paper_tables --dense         # and the dense ones (~40 min per document on a quiet core, once)
     python -m toolsense.evaluation.paper_tables --page-only     # rebuild the page from what is under --out
 
 Each :class:`Setting` (a catalog and a baseline config) is one ``evaluate.py parametric=false``
@@ -10,7 +10,10 @@ run over ToolBench G1/G2/G3 and the released RRB part (read from ``$TOOLSENSE_DA
 ``../shared/data``), into ``<out>/<setting>/`` (a fixed folder:
 a finished setting is skipped, an interrupted one resumes from its samples). Rankings keep the
 top 100 (``decoding.beam_width=100``), ToolGen's BM25 window. The page is built from the
-``results.json`` and ``samples.jsonl`` files alone (:mod:`toolsense.evaluation.paper_page`).
+``results.json`` and ``samples.jsonl`` files alone (:mod:`toolsense.evaluation.paper_page`), and
+``density.json`` / ``dense_sample.json``. ``--dense`` first encodes the catalog gold-first in a
+seeded random order (:mod:`toolsense.evaluation.paper_dense`, resumable); until an encoding is
+complete, the dense rows come from its sample (every run recomputes the sample when it has grown).
 """
 
 from __future__ import annotations
@@ -139,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default="outputs/paper_tables", help="where the evaluations go (resumable)")
     ap.add_argument("--page", default="docs/paper_tables.md")
     ap.add_argument("--dense", action="store_true", help="also run the dense settings (each encodes the catalog once, "
-                    "~40 min on 2 cores; instant from the embedding cache afterwards)")
+                    "gold tools first, then a seeded random order; ~40 min per document on a quiet core, hours on a "
+                    "loaded one; resumable, and instant from the embedding cache afterwards)")
     ap.add_argument("--only", nargs="*", default=None, help="setting names to run (the page shows all present)")
     ap.add_argument("--page-only", action="store_true", help="run nothing; rebuild the page from --out")
     args = ap.parse_args(argv)
@@ -150,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.page_only and not Path(data_dir).is_dir():
         raise SystemExit(f"the shared data folder {data_dir} does not exist (TOOLSENSE_DATA, default ../shared/data): "
                          "the ToolBench test queries and the released RRB part are read from it")
+    if args.dense and not args.page_only:
+        from toolsense.evaluation.paper_dense import DOCUMENTS, encode
+
+        encode(data_dir, [d for n, d in DOCUMENTS.items() if args.only is None or n in args.only])
     for s in SETTINGS if not args.page_only else ():
         if args.only is not None and s.name not in args.only:
             continue
@@ -158,9 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         run_setting(s, out, BENCHMARKS, data_dir)
     if not args.page_only:
+        from toolsense.evaluation.paper_dense import run_sample
         from toolsense.evaluation.paper_density import run_density
 
         run_density(out, data_dir)
+        run_sample(out, data_dir)
     page = write_page(out, Path(args.page), SETTINGS)
     print(f"wrote {page}")
     return 0

@@ -97,11 +97,8 @@ def catalog_embeddings(catalog: Catalog, embedder: Embedder, template: str = "to
     """``[len(catalog), d]`` float32 embeddings of each tool's ``template`` text (rows in catalog
     order; L2-normalised when ``normalize``), from the cache or encoded once and stored there.
     The returned array is a read-only memory map when it comes from disk."""
-    texts = [TEXT_TEMPLATES.get(template)(t) for t in catalog]
+    key, digest, texts = entry_key(catalog, embedder.identity, template, normalize)
     names = list(catalog.names)
-    key = {"catalog": catalog.content_hash(), "texts": sha256_text("\x1e".join(texts))[:16], "template": template,
-           "encoder": embedder.identity, "normalize": bool(normalize)}
-    digest = sha256_text(json.dumps(key, sort_keys=True))[:24]
     folder = cache_root(root)
     npy, side, parts = folder / f"{digest}.npy", folder / f"{digest}.json", folder / f"{digest}.parts"
     folder.mkdir(parents=True, exist_ok=True)
@@ -111,6 +108,32 @@ def catalog_embeddings(catalog: Catalog, embedder: Embedder, template: str = "to
             return _fill(texts, names, key, embedder, normalize, npy, side, parts, progress)
     log.info("embeddings of %d tools from cache %s", len(names), npy)
     return cached
+
+
+def entry_key(catalog: Catalog, identity: str, template: str, normalize: bool) -> tuple[dict, str, list[str]]:
+    """(key, its digest that names the entry's files, the texts) of a catalog's cache entry."""
+    texts = [TEXT_TEMPLATES.get(template)(t) for t in catalog]
+    key = {"catalog": catalog.content_hash(), "texts": sha256_text("\x1e".join(texts))[:16], "template": template,
+           "encoder": identity, "normalize": bool(normalize)}
+    return key, sha256_text(json.dumps(key, sort_keys=True))[:24], texts
+
+
+def store_entry(catalog: Catalog, identity: str, template: str, emb: np.ndarray, seconds: float,
+                root: str | Path | None = None) -> np.ndarray:
+    """Store ``emb`` (rows in catalog order, L2-normalised) as the normalised entry of (catalog,
+    template, encoder ``identity``), as :func:`catalog_embeddings` would; returned memory-mapped."""
+    if emb.shape[0] != len(catalog):
+        raise ValueError(f"{emb.shape[0]} rows for a catalog of {len(catalog)} tools")
+    key, digest, _ = entry_key(catalog, identity, template, True)
+    folder = cache_root(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    npy, side = folder / f"{digest}.npy", folder / f"{digest}.json"
+    _save_npy(npy, np.ascontiguousarray(emb, dtype=np.float32))
+    meta = {"key": key, "names": list(catalog.names), "shape": list(emb.shape), "encoder": identity,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "encode_seconds": round(seconds, 2)}
+    _atomic_save(side, lambda tmp: tmp.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8"))
+    log.info("stored embeddings of %d tools -> %s", len(catalog), npy)
+    return np.load(npy, mmap_mode="r")
 
 
 @contextmanager
