@@ -91,7 +91,7 @@ def _schema(script: str):
         from toolsense.audit import AuditConfig, register_configs
         register_configs()
         return AuditConfig
-    from toolsense.evaluation.study import StudyConfig, register_configs
+    from toolsense.study.run import StudyConfig, register_configs
     register_configs()
     return StudyConfig
 

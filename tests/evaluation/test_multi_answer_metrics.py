@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolsense.evaluation.export import run_lines
+from toolsense.reporting.export import run_lines
 from toolsense.evaluation.metrics import aggregate, complete_at, item_metrics, r_precision
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

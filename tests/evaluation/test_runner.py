@@ -239,7 +239,7 @@ def test_released_benchmark_needs_its_path_and_samples_are_marked(tiny_run, tmp_
     assert res["benchmark"] == "qa" and res["is_sample"] is True and res["n"] == 0  # no sample tool is a demo tool
     assert json.loads((tmp_path / "s" / "qa" / "token" / "results.json").read_text())["is_sample"] is True
     assert "| qa (sample) | token |" in (tmp_path / "s" / "table.md").read_text()
-    from toolsense.evaluation.compare import collect, comparison
+    from toolsense.comparison.compare import collect, comparison
 
     assert comparison(collect([tmp_path / "s"]), ["Rc@1"])["columns"] == ["qa (sample) token acc"]
 

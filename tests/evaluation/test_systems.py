@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from toolsense.evaluation.baselines import build_baseline
+from toolsense.baselines.rankers import build_baseline
 from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import BaselineConfig, DecodingConfig, EvaluateConfig, SystemConfig
 from toolsense.evaluation.context import load_run
@@ -111,7 +111,7 @@ def test_runner_evaluates_fingerprints_and_resumes_a_system(tiny_run, tmp_path):
     assert (hyb / "samples.jsonl").read_text() == before
     assert {r["system"]: r["metrics"] for r in again["results"]}["hyb"] == rows["hyb"]["metrics"]
     assert "| realistic | hyb |" in (tmp_path / "table.md").read_text()
-    from toolsense.evaluation.compare import collect, comparison
+    from toolsense.comparison.compare import collect, comparison
 
     comp = comparison(collect([tmp_path]), ["Rc@6", "COMPc@6", "Rprec_c"])
     hyb_rows = [r for r in comp["rows"] if r.startswith("hyb (")]

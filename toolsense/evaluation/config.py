@@ -9,9 +9,9 @@ from typing import Literal, Optional
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig
-from toolsense.evaluation.baselines import BM25_SCORERS, BM25_TOKENIZERS
+from toolsense.baselines.rankers import BM25_SCORERS, BM25_TOKENIZERS
 from toolsense.evaluation.benchmarks import BenchmarkConfig
-from toolsense.evaluation.compare import CompareConfig
+from toolsense.comparison.compare import CompareConfig
 from toolsense.evaluation.systems import SYSTEMS
 from toolsense.index.config import IndexConfig
 from toolsense.models import ModelConfig

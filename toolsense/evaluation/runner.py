@@ -23,14 +23,14 @@ from typing import Any, Iterator, Mapping, Sequence
 from omegaconf import DictConfig
 
 from toolsense.catalog.config import load_from_config
-from toolsense.evaluation.baselines import build_baseline
+from toolsense.baselines.rankers import build_baseline
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.evaluation.config import (BaselineConfig, DecodingConfig, EvaluateConfig, ProbeConfig, SystemConfig, Task,
                                          register_configs)
 from toolsense.evaluation.coverage import stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
-from toolsense.evaluation.html_report import write_html_report
+from toolsense.reporting.html_report import write_html_report
 from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identity, claim, decoding_identity,
                                               model_identity)
 from toolsense.evaluation.outputs import git_sha, results_table, write_json
@@ -210,7 +210,7 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
     if cfg.task in (Task.annotate, Task.kappa):
         return rating_task(cfg, out)
     if cfg.task == Task.compare:
-        from toolsense.evaluation.compare import run_compare
+        from toolsense.comparison.compare import run_compare
 
         return run_compare(cfg.compare, out)
     plain = as_plain(cfg)
@@ -237,7 +237,7 @@ def rating_task(cfg: EvaluateConfig, out: Path) -> dict[str, Any]:
     """``task=annotate``: a rating sheet per configured benchmark (annotate.py) under ``out``, its
     answer key in a separate file (raters rate blind); ``task=kappa``: Fleiss' κ per benchmark
     from ``annotate.sheets``, and the raters' agreement with the keys."""
-    from toolsense.evaluation.annotate import run_kappa, write_sheet
+    from toolsense.comparison.annotate import run_kappa, write_sheet
 
     acfg = cfg.annotate
     if cfg.task == Task.kappa:

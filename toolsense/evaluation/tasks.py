@@ -17,7 +17,7 @@ from toolsense.evaluation.config import DecodingConfig
 from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered
 from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
-from toolsense.evaluation.export import write_trec
+from toolsense.reporting.export import write_trec
 from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
 from toolsense.decoding.retrieval import Retrieved
 from toolsense.utils.progress import heartbeat
