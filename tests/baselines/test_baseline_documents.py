@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.catalog.tool import Parameter, Tool
 from toolsense.baselines.rankers import BM25_SCORERS, BM25_TOKENIZERS, build_baseline
-from toolsense.evaluation.config import BaselineConfig
+from toolsense.baselines.config import BaselineConfig
 from toolsense.models.encoders import TEXT_TEMPLATES
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "evaluation"

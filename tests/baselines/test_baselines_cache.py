@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.baselines import rankers as baselines
 from toolsense.baselines.rankers import build_baseline
-from toolsense.evaluation.config import BaselineConfig
+from toolsense.baselines.config import BaselineConfig
 from toolsense.models.encoders import SentenceEncoder
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "evaluation"

@@ -5,8 +5,9 @@ import pytest
 
 from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.baselines.rankers import build_baseline
-from toolsense.evaluation.config import BaselineConfig
-from toolsense.evaluation.outputs import SampleLog, fmt, markdown_table
+from toolsense.baselines.config import BaselineConfig
+from toolsense.evaluation.outputs import SampleLog
+from toolsense.reporting.tables import estimate, markdown_table
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "evaluation"
 
@@ -49,9 +50,9 @@ def test_sample_log_resumes_and_drops_a_torn_last_line(tmp_path):
 
 
 def test_table_formatting():
-    assert fmt({"value": 0.5, "lo": 0.25, "hi": 0.75}) == "50.0 [25.0, 75.0]"
-    assert fmt({"value": 0.5, "lo": 0.25, "hi": 0.75}, pct=False) == "0.50 [0.25, 0.75]"
-    assert fmt(None) == "—"
+    assert estimate({"value": 0.5, "lo": 0.25, "hi": 0.75}) == "50.0 [25.0, 75.0]"
+    assert estimate({"value": 0.5, "lo": 0.25, "hi": 0.75}, pct=False) == "0.50 [0.25, 0.75]"
+    assert estimate(None) == "—"
     assert markdown_table(["a", "b"], [[1, 2]]) == "| a | b |\n|---|---|\n| 1 | 2 |\n"
 
 

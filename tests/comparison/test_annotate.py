@@ -1,4 +1,4 @@
-"""Rating sheets for human agreement (task=annotate) and Fleiss' κ from filled sheets (task=kappa)."""
+"""Rating sheets for human agreement (annotate.py) and Fleiss' κ from filled sheets (annotate.py task=kappa)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from toolsense.comparison.annotate import AnnotateConfig, kappas
-from toolsense.evaluation.config import register_configs
-from toolsense.evaluation.runner import run
+from toolsense.comparison.annotate import AnnotateConfig, kappas, register_configs, run
 from toolsense.utils.io import DataError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +20,7 @@ WIKIPEDIA = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0]
 def _evaluate(overrides, out):
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose("evaluate", overrides=[*overrides, f"output_dir={out}"])
+        return compose("annotate", overrides=[*overrides, f"output_dir={out}"])
 
 
 def _rows(path):
@@ -31,7 +29,8 @@ def _rows(path):
 
 
 def test_annotate_writes_a_sheet_per_benchmark(tmp_path):
-    out = run(_evaluate(["task=annotate", "suite=demo", "annotate.items=5", "annotate.raters=3", "parametric=false"], tmp_path))
+    suite = [f"+benchmark@benchmarks.{b}=demo_{b}" for b in ("standard", "realistic", "mcq", "qa")]
+    out = run(_evaluate([*suite, "benchmarks.mcq.limit=64", "annotate.items=5", "annotate.raters=3"], tmp_path))
     assert sorted(out["sheets"]) == ["mcq", "qa", "realistic", "standard"]
     assert sorted(out["keys"]) == sorted(out["sheets"])
     mcq = _rows(tmp_path / "mcq_sheet.csv")
@@ -53,7 +52,7 @@ def test_annotate_writes_a_sheet_per_benchmark(tmp_path):
     std = _rows(tmp_path / "standard_sheet.csv")
     assert all(r["categories"] == "yes|partly|no" and "&&" in r["options"] for r in std)
     assert {r["gold"] for r in _rows(tmp_path / "standard_key.csv")} == {""}  # raters judge the gold tools themselves
-    again = _rows(run(_evaluate(["task=annotate", "benchmark=demo_mcq", "benchmark.limit=64", "annotate.items=5"],
+    again = _rows(run(_evaluate(["benchmark=demo_mcq", "benchmark.limit=64", "annotate.items=5"],
                                 tmp_path / "b"))["sheets"]["mcq"])
     assert again == mcq  # the same seeded sample of the same 64 items, options in the same order
 
@@ -94,7 +93,7 @@ def test_kappa_refuses_bad_ratings(tmp_path):
 def test_kappa_reads_the_answer_key_beside_the_sheet(tmp_path):
     """Two raters fill the blind MCQ sheet; κ is their agreement, the key scores them: rater 1
     answers every item as the key does, rater 2 as the key on all but the first two items."""
-    run(_evaluate(["task=annotate", "benchmark=demo_mcq", "annotate.items=6", "annotate.raters=2"], tmp_path))
+    run(_evaluate(["benchmark=demo_mcq", "annotate.items=6", "annotate.raters=2"], tmp_path))
     key = {r["item_id"]: r["gold"] for r in _rows(tmp_path / "mcq_key.csv")}
     rows = _rows(tmp_path / "mcq_sheet.csv")
     wrong = {"A": "B", "B": "C", "C": "D", "D": "A"}
@@ -118,6 +117,20 @@ def test_kappa_reads_the_answer_key_beside_the_sheet(tmp_path):
     shutil.copy(filled / "mcq_filled.csv", tmp_path / "mcq_filled.csv")  # beside the key: found without annotate.keys
     assert run(_evaluate(["task=kappa", f"annotate.sheets=[{tmp_path / 'mcq_filled.csv'}]"], tmp_path / "k2")) == res
     other = tmp_path / "other"
-    run(_evaluate(["task=annotate", "benchmark=demo_mcq", "annotate.items=6", "annotate.seed=5"], other))
+    run(_evaluate(["benchmark=demo_mcq", "annotate.items=6", "annotate.seed=5"], other))
     with pytest.raises(DataError, match=r"benchmark 'mcq': the answer key has no gold for rated item\(s\)"):
         kappas([filled / "mcq_filled.csv"], [other / "mcq_key.csv"])
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["annotate.raters=1"], "annotate.raters >= 2"),
+    (["annotate.retrieval_categories=[yes,Yes]"], "annotate.retrieval_categories needs two or more distinct"),
+    (["task=score"], "task='score': choose from ['sheets', 'kappa']"),
+])
+def test_annotate_yaml_refuses_bad_values_naming_the_field(overrides, message, tmp_path):
+    from toolsense.comparison.annotate import AnnotateJobConfig
+    from toolsense.utils.config import to_config
+
+    with pytest.raises(ValueError) as e:
+        to_config(AnnotateJobConfig, _evaluate(overrides, tmp_path))
+    assert message in str(e.value)

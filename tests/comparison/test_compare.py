@@ -115,7 +115,7 @@ def test_conflicting_baselines_and_bad_files_are_named(tmp_path):
     (a / "eval" / "broken" / "results.json").write_text('{"benchmark": ')
     with pytest.raises(DataError, match=r"broken/results.json:1: not valid JSON"):
         collect([a])
-    with pytest.raises(FileNotFoundError, match="compare.roots: .*nowhere does not exist"):
+    with pytest.raises(FileNotFoundError, match="roots: .*nowhere does not exist"):
         collect([tmp_path / "nowhere"])
 
 

@@ -1,5 +1,5 @@
 """Paired permutation tests and Holm's correction on hand-computed cases, and their markers in a
-real comparison table (task=compare over hand-written results)."""
+real comparison table (compare.py over hand-written results)."""
 
 from __future__ import annotations
 

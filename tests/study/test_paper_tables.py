@@ -77,7 +77,7 @@ def test_the_settings_cover_each_choice_once():
 
 def test_density_subsets_keep_gold_and_a_seeded_share_of_documented_tools(demo_catalog, tmp_path):
     from toolsense.catalog import load_demo_queries
-    from toolsense.evaluation.config import BaselineConfig
+    from toolsense.baselines.config import BaselineConfig
     from toolsense.study.paper_density import density_curve, documented, subsets
 
     from toolsense.catalog import Catalog, Tool

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from toolsense.study import findings as F
-from toolsense.study.sweep import Settings, Sweep, combine, near_chance, pct, verdict
+from toolsense.reporting.tables import pct
+from toolsense.study.sweep import Settings, Sweep, combine, near_chance, verdict
 from toolsense.comparison.stats import cluster_bootstrap, cohens_d
-from toolsense.study.run import StudyConfig, sweep_command
+from toolsense.study.config import StudyConfig
+from toolsense.study.sweeps import sweep_command
 
 ROOT = Path(__file__).resolve().parents[2]
 S = Settings(k=5, resamples=200)
@@ -83,7 +85,7 @@ def _grid_cells(is_flat=(0.8, 0.7), is_hier=(0.3, 0.5), drift_flat=(0.2, 0.4), d
 
 
 def test_flat_vs_hierarchical_is_is_cohens_d_over_configurations():
-    """Cohen's d over configurations (one unit each, as task=compare), with an interval: 2 + 2
+    """Cohen's d over configurations (one unit each, as compare.py), with an interval: 2 + 2
     configurations whose groups do not overlap give d > 0 on every resample. An IS on fewer
     than min_hits constrained hits is left out, and a group left with < 2 is untestable."""
     cells, schemes = _grid_cells()
@@ -346,7 +348,7 @@ def test_wall_time_says_which_invocations_it_misses_or_took_from_logs(tmp_path):
     """A sweep killed mid-way writes its start but no end: its time is not counted, and the report
     says so (≥) rather than passing a part for the whole; a row timed afterwards from logs is flagged."""
     from toolsense.study.report import _fmt_wall
-    from toolsense.study.run import study_wall_time, untimed_invocations
+    from toolsense.study.timings import study_wall_time, untimed_invocations
     from toolsense.utils.jsonl import JsonlStore
 
     store = JsonlStore(tmp_path / "timings.jsonl")
@@ -371,7 +373,7 @@ def test_train_false_on_a_fresh_machine_unpacks_the_archive(tmp_path):
     rebuilds from the shipped archive: it is unpacked into root's parent, once."""
     import tarfile
 
-    from toolsense.study.run import unpack_archive
+    from toolsense.study.archive import unpack_archive
 
     src = tmp_path / "src" / "reproduce" / "grid" / "0_tg-lora"
     src.mkdir(parents=True)

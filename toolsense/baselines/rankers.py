@@ -21,7 +21,7 @@ from toolsense.decoding.retrieval import Retrieved
 from toolsense.utils.registry import Registry
 
 if TYPE_CHECKING:  # config.py checks baseline.tokenizer / scorer against the registries below
-    from toolsense.evaluation.config import BaselineConfig
+    from toolsense.baselines.config import BaselineConfig
 
 ScoreFn = Callable[[Sequence[str]], np.ndarray]
 

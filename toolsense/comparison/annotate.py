@@ -1,8 +1,8 @@
 """Human agreement on benchmark items (the paper: Fleiss' κ on 100 items each — 1.000 MCQ,
 0.973 QA, 0.805 RRB).
 
-    python evaluate.py task=annotate benchmark=mcq annotate.items=100 annotate.raters=3   # -> <out>/mcq_sheet.csv, mcq_key.csv
-    python evaluate.py task=kappa annotate.sheets=[mcq_filled.csv,qa_filled.csv]          # -> <out>/kappa.md, kappa.json
+    python annotate.py benchmark=mcq annotate.items=100 annotate.raters=3      # -> <out>/mcq_sheet.csv, mcq_key.csv
+    python annotate.py task=kappa annotate.sheets=[mcq_filled.csv,qa_filled.csv]  # -> <out>/kappa.md, kappa.json
 
 A sheet has one row per item: ``benchmark, item_id, question, options, categories`` and one
 empty ``rater_<i>`` column per rater. For MCQ/QA a rater answers the question (a letter of the
@@ -23,19 +23,71 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
-from toolsense.evaluation.benchmarks import Benchmark
-from toolsense.evaluation.config import AnnotateConfig
-from toolsense.evaluation.outputs import markdown_table, write_json
-from toolsense.evaluation.probe_stats import LETTERS
+from toolsense.data.prompts import LETTERS
+from toolsense.evaluation.benchmarks import Benchmark, BenchmarkConfig, benchmark_sections, load_benchmark
+from toolsense.evaluation.outputs import write_json
 from toolsense.evaluation.probes import permutation
 from toolsense.comparison.stats import fleiss_kappa
+from toolsense.reporting.tables import markdown_table
+from toolsense.utils.choices import StrEnum, choice
+from toolsense.utils.config import to_config
 from toolsense.utils.io import DataError
+from toolsense.utils.rundir import holding
 
 log = logging.getLogger(__name__)
 FIXED = ["benchmark", "item_id", "question", "options", "categories"]
 KEY_COLUMNS = ["benchmark", "item_id", "gold"]
+
+
+@dataclass
+class AnnotateConfig:
+    items: int = 100
+    """Items sampled (seeded) from each benchmark into its sheet; all when the benchmark has fewer."""
+    raters: int = 3
+    """Empty rater columns in the sheet (rater_1 ... rater_<raters>)."""
+    seed: int = 0
+    """Seed of the item sample and of the MCQ option order shown to raters."""
+    retrieval_categories: list[str] = field(default_factory=lambda: ["yes", "partly", "no"])
+    """Answers a rater may give for a retrieval item: do the gold tools serve the query?"""
+    sheets: list[str] = field(default_factory=list)
+    """task=kappa: the filled sheets (CSV) to compute κ from."""
+    keys: list[str] = field(default_factory=list)
+    """task=kappa: the answer keys (``<benchmark>_key.csv``, written by task=annotate beside each
+    sheet and kept from the raters); empty = any key file lying beside a sheet."""
+
+    def __post_init__(self) -> None:
+        if self.items < 1 or self.raters < 2:
+            raise ValueError(f"annotate.items must be >= 1 and annotate.raters >= 2 (got {self.items}, {self.raters})")
+        cats = [c.strip().casefold() for c in self.retrieval_categories]
+        if len(cats) < 2 or len(set(cats)) < len(cats) or not all(cats):
+            raise ValueError(f"annotate.retrieval_categories needs two or more distinct, non-empty answers, got "
+                             f"{list(self.retrieval_categories)}")
+
+
+class RatingTask(StrEnum):
+    sheets = "sheets"
+    """A blind rating sheet per configured benchmark, its answer key in a separate file."""
+    kappa = "kappa"
+    """Fleiss' kappa per benchmark from filled sheets (``annotate.sheets``), agreement with the keys."""
+
+
+@dataclass
+class AnnotateJobConfig:
+    """Schema of ``conf/annotate.yaml`` (registered as ``annotate_schema``): ``python annotate.py``."""
+
+    benchmark: Optional[BenchmarkConfig] = None
+    """One benchmark (``benchmark=<name>``) to sample a sheet from."""
+    benchmarks: dict[str, BenchmarkConfig] = field(default_factory=dict)
+    """Several, by label (``+benchmark@benchmarks.<label>=<name>``); replaces ``benchmark``."""
+    annotate: AnnotateConfig = field(default_factory=AnnotateConfig)
+    task: RatingTask = RatingTask.sheets
+    output_dir: Optional[str] = None
+    """None = Hydra's (timestamped) output dir; outside Hydra, outputs/annotate."""
+
+    def __post_init__(self) -> None:
+        self.task = choice(RatingTask, self.task, "task")
 
 
 def sheet_rows(bench: Benchmark, cfg: AnnotateConfig) -> list[dict[str, str]]:
@@ -183,3 +235,38 @@ def run_kappa(cfg: AnnotateConfig, out_dir: str | Path) -> dict[str, Any]:
     write_json(out / "kappa.json", {"sheets": list(cfg.sheets), "keys": list(cfg.keys), "benchmarks": res})
     print(table)
     return res
+
+
+def write_sheets(cfg: AnnotateJobConfig, out: Path) -> dict[str, Any]:
+    """A rating sheet per configured benchmark under ``out``, its answer key in a separate file
+    (raters rate blind; ``task=kappa`` reads it)."""
+    where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
+    sheets, keys = {}, {}
+    for label, bc in benchmark_sections(cfg.benchmark, cfg.benchmarks).items():
+        bench = load_benchmark(bc, where.format(label))
+        bench.name = label
+        sheet, key = write_sheet(bench, cfg.annotate, out)
+        sheets[label], keys[label] = str(sheet), str(key)
+        print(f"wrote {sheet} ({min(cfg.annotate.items, len(bench.items))} items, {cfg.annotate.raters} rater columns) "
+              f"for the raters and its answer key {key} (keep it from them; task=kappa reads it)")
+    return {"sheets": sheets, "keys": keys}
+
+
+def run(cfg: AnnotateJobConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
+    """Entry point of ``annotate.py``: the sheets (``task=sheets``) or κ (``task=kappa``) into
+    ``output_dir`` (default ``cfg.output_dir``, else outputs/annotate), the folder held by one
+    process at a time."""
+    cfg = to_config(AnnotateJobConfig, cfg)
+    out = Path(output_dir or cfg.output_dir or "outputs/annotate")
+    out.mkdir(parents=True, exist_ok=True)
+    with holding(out, "rating") as held:
+        if not held:
+            return {"skipped": str(out)}
+        return run_kappa(cfg.annotate, out) if cfg.task == RatingTask.kappa else write_sheets(cfg, out)
+
+
+def register_configs() -> None:
+    """Register :class:`AnnotateJobConfig` as ``annotate_schema`` (annotate.yaml's first default)."""
+    from toolsense.utils.hydra import register_schema
+
+    register_schema("annotate_schema", AnnotateJobConfig)

@@ -1,7 +1,7 @@
 """The statistics of an ablation table's cells (compare.py): a configuration's cell pooled over
 its seeds and clustered by item, the IS of pooled seeds, knowledge retention paired per item, and
 Cohen's d between flat and hierarchical configurations with its one stated unit of observation
-(read identically by ``task=compare`` and by the report's finding 3)."""
+(read identically by ``compare.py`` and by the report's finding 3)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def stage2_schemes(rows_meta: dict[str, dict]) -> dict[str, str]:
 
 
 EFFECT_UNIT = "one configuration's seed-pooled value on one retrieval benchmark (Stage-2 rows; few-hit IS left out)"
-"""The unit of observation of Cohen's d, the same in task=compare and in finding 3."""
+"""The unit of observation of Cohen's d, the same in compare.py and in finding 3."""
 
 
 def effect_size(cells: dict[str, dict], schemes: dict[str, str], retrieval_cols: Sequence[str], metric: str,

@@ -2,7 +2,7 @@
 sweep, several run directories) in ONE table — a row per configuration (training run + stage)
 or baseline, a column per benchmark × metric — written as Markdown, CSV and JSON, with plots.
 
-    python evaluate.py task=compare compare.roots=[multirun/2026-11-29_10-00-00]
+    python compare.py roots=[multirun/2026-11-29_10-00-00]
 
 Runs whose ``config.yaml`` differ only in ``trainer.seed`` are one configuration: its cell is
 the pooled estimate ± the sd over seeds, with a 95% interval from resampling *items*, each with
@@ -26,17 +26,19 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from toolsense.evaluation.outputs import benchmark_label, markdown_table, write_json
-from toolsense.evaluation.probe_stats import flag_text
+from toolsense.evaluation.outputs import write_json
 from toolsense.comparison.cell_stats import combine_seeds, effect_size, retention, stage2_schemes
 from toolsense.reporting.html_report import write_html_report
 from toolsense.comparison.significance import legend, marker, table_significance
 from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
 from toolsense.comparison.stats import drift_ratio
+from toolsense.reporting.tables import benchmark_label, comparison_cell, flag_text, markdown_table
+from toolsense.utils.config import to_config
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
+from toolsense.utils.rundir import holding
 
 HEADLINE = ["Rc@50", "Rf@50", "IS@50"]
 """The paper's retrieval columns (beam 50); probes always show accuracy, chance and majority rate."""
@@ -44,6 +46,8 @@ HEADLINE = ["Rc@50", "Rf@50", "IS@50"]
 
 @dataclass
 class CompareConfig:
+    """Schema of ``conf/compare.yaml`` (registered as ``compare_schema``): ``python compare.py``."""
+
     roots: list[str] = field(default_factory=list)
     """Directories searched recursively for results.json (sweep dirs, run dirs, eval dirs)."""
     metrics: list[str] = field(default_factory=lambda: list(HEADLINE))
@@ -58,12 +62,14 @@ class CompareConfig:
     """An IS on fewer constrained hits is flagged and left out of Cohen's d (decoding.min_hits)."""
     plots: bool = True
     """Also render PNG plots (plots.py) beside the table."""
+    output_dir: Optional[str] = None
+    """None = Hydra's (timestamped) output dir; outside Hydra, outputs/compare."""
 
     def __post_init__(self) -> None:
         if self.resamples < 1:
-            raise ValueError(f"compare.resamples must be >= 1, got {self.resamples}")
+            raise ValueError(f"resamples must be >= 1, got {self.resamples}")
         if self.min_hits < 1:
-            raise ValueError(f"compare.min_hits must be >= 1, got {self.min_hits}")
+            raise ValueError(f"min_hits must be >= 1, got {self.min_hits}")
 
 
 def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -72,7 +78,7 @@ def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
     found = []
     for root in map(Path, roots):
         if not root.exists():
-            raise FileNotFoundError(f"compare.roots: {root} does not exist")
+            raise FileNotFoundError(f"roots: {root} does not exist")
         for path in progress(sorted([*root.rglob("results.json"), *root.rglob("drift.json")]), desc=f"compare {root}", unit="file", min_total=50):
             try:
                 res = json.loads(path.read_text(encoding="utf-8"))
@@ -197,7 +203,7 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
                 if is_baseline and est == entries[(label, col)][0][0]:
                     continue  # the same baseline evaluated again next to another run
                 raise DataError(f"{res['_path']}: a second, different result for {label!r} / {col!r} "
-                                f"(first: {first['_path']}); give compare.roots one evaluation per run")
+                                f"(first: {first['_path']}); give roots one evaluation per run")
             seen[(label, col, run)] = res
             entries.setdefault((label, col), []).append((est, res))
     cells: dict[str, dict[str, Any]] = {}
@@ -216,34 +222,10 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
                         for (lb, col), ents in entries.items()}}
 
 
-def fmt_cell(col: str, est: dict | None) -> str:
-    """``value [lo, hi]`` (percent; IS and drift as plain numbers), ``pooled ± sd [lo, hi]`` over
-    seeds, a probe's ``(chance c, maj. m)``, ``⚑ n hits`` on an IS under min_hits; '—' when absent."""
-    if not est or est.get("value") is None:
-        return "—"
-    if col.startswith("drift "):
-        return f"{est['value']:.4f}" + (f" ± {est['sd']:.4f}" if est.get("sd") is not None else "")
-    pct = not col.split(" ")[-1].startswith("IS@")
-    s, d = (100.0, 1) if pct else (1.0, 2)
-    out = f"{est['value'] * s:+.{d}f}" if col.startswith("retention ") else f"{est['value'] * s:.{d}f}"
-    if est.get("sd") is not None:
-        out += f" ± {est['sd'] * s:.{d}f}"
-    if est.get("lo") is not None:
-        out += f" [{est['lo'] * s:.{d}f}, {est['hi'] * s:.{d}f}]"
-    if est.get("chance") is not None:
-        maj = est.get("majority_rate")
-        out += f" (chance {100 * est['chance']:.0f}" + (f", maj. {100 * maj:.0f})" if maj is not None else ")")
-    if est.get("flag"):
-        out += f" {est['flag']}"
-    if est.get("few_hits"):
-        out += f" ⚑ {est.get('hits')} hits"
-    return out
-
-
 def comparison_table(comp: dict[str, Any]) -> str:
     header = ["system"] + comp["columns"]
     sig = (comp.get("statistics") or {}).get("significance")
-    rows = [[label] + [fmt_cell(col, comp["cells"][label].get(col)) + marker(sig, label, col) for col in comp["columns"]]
+    rows = [[label] + [comparison_cell(col, comp["cells"][label].get(col)) + marker(sig, label, col) for col in comp["columns"]]
             for label in comp["rows"]]
     table = markdown_table(header, rows) + legend(sig)
     d = (comp.get("statistics") or {}).get("cohens_d")
@@ -274,10 +256,10 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     (``cfg.plots``) the PNG plots of plots.py as ``comparison_<plot>.png`` under ``out_dir`` (a
     sweep directory keeps run folders as its only folders)."""
     if not cfg.roots:
-        raise ValueError("task=compare needs compare.roots=[<dir>, ...] (sweep or run directories)")
+        raise ValueError("python compare.py needs roots=[<dir>, ...] (sweep or run directories)")
     results = collect(cfg.roots)
     if not results:
-        raise FileNotFoundError(f"compare.roots: no results.json with metrics under {cfg.roots}")
+        raise FileNotFoundError(f"roots: no results.json with metrics under {cfg.roots}")
     comp = comparison(results, cfg.metrics, cfg.resamples, cfg.seed, cfg.effect_metric, cfg.min_hits)
     table = comparison_table(comp)
     out = Path(out_dir)
@@ -293,6 +275,24 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     print(table)
     print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")
     return comp
+
+
+def run(cfg: CompareConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
+    """Entry point of ``compare.py``: :func:`run_compare` into ``output_dir`` (default
+    ``cfg.output_dir``, else outputs/compare), the folder held by one process at a time
+    (``utils.rundir.holding``; ``TOOLSENSE_BUSY=fail|skip|wait``)."""
+    cfg = to_config(CompareConfig, cfg)
+    out = Path(output_dir or cfg.output_dir or "outputs/compare")
+    out.mkdir(parents=True, exist_ok=True)
+    with holding(out, "comparing") as held:
+        return run_compare(cfg, out) if held else {"skipped": str(out)}
+
+
+def register_configs() -> None:
+    """Register :class:`CompareConfig` as ``compare_schema`` (compare.yaml's first default)."""
+    from toolsense.utils.hydra import register_schema
+
+    register_schema("compare_schema", CompareConfig)
 
 
 try:

@@ -14,7 +14,8 @@ from typing import Any, Iterable
 
 import yaml
 
-from toolsense.evaluation.probe_stats import DEBIASED, debiased_correct, probe_answers
+from toolsense.data.prompts import probe_answers
+from toolsense.evaluation.probe_stats import DEBIASED, debiased_correct
 from toolsense.utils.io import DataError
 
 NOT_CONFIGURATION = ("output_dir", "evaluate", "logger", "launcher")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, Literal, Mapping, Optional
 
 from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_toolbench_queries
 from toolsense.catalog.loaders import DEMO_DIR
@@ -203,6 +203,14 @@ def load_mcq(cfg: BenchmarkConfig) -> Benchmark:
 @BENCHMARKS.register("qa")
 def load_qa(cfg: BenchmarkConfig) -> Benchmark:
     return _load_probe(cfg, "qa", _qa_options)
+
+
+def benchmark_sections(one: BenchmarkConfig | None, suite: Mapping[str, BenchmarkConfig]) -> dict[str, BenchmarkConfig]:
+    """A config's benchmarks by label: a suite's ``benchmarks`` map, else the single ``benchmark``
+    under its label ("benchmark" when it has none); empty when neither is set."""
+    if suite:
+        return dict(suite)
+    return {one.label or "benchmark": one} if one is not None else {}
 
 
 def load_benchmark(cfg: BenchmarkConfig, where: str = "benchmark") -> Benchmark:

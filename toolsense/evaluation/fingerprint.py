@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from toolsense.evaluation.outputs import git_sha, write_json
-from toolsense.utils.io import sha256_file, sha256_text
+from toolsense.evaluation.outputs import write_json
+from toolsense.utils.io import git_sha, sha256_file, sha256_text
 
 log = logging.getLogger(__name__)
 

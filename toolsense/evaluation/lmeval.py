@@ -23,10 +23,10 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+from toolsense.data.prompts import probe_answers
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
-from toolsense.evaluation.probe_stats import probe_answers
 from toolsense.evaluation.probes import permutation, probe_prompt
 from toolsense.utils.paths import atomic_write_text
 

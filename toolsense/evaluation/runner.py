@@ -13,19 +13,19 @@ Layout under ``output_dir``::
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from omegaconf import DictConfig
 
 from toolsense.catalog.config import load_from_config
 from toolsense.baselines.rankers import build_baseline
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
-from toolsense.evaluation.config import (BaselineConfig, DecodingConfig, EvaluateConfig, ProbeConfig, SystemConfig, Task,
+from toolsense.baselines.config import BaselineConfig
+from toolsense.evaluation.config import (DecodingConfig, EvaluateConfig, ProbeConfig, SystemConfig, Task,
                                          register_configs)
 from toolsense.evaluation.coverage import stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
@@ -33,14 +33,16 @@ from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.reporting.html_report import write_html_report
 from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identity, claim, decoding_identity,
                                               model_identity)
-from toolsense.evaluation.outputs import git_sha, results_table, write_json
+from toolsense.evaluation.outputs import write_json
 from toolsense.evaluation.probes import evaluate_probe
 from toolsense.evaluation.systems import build_system
 from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.tasks import evaluate_ranking
+from toolsense.reporting.tables import results_table
 from toolsense.tracking import eval_metrics, evaluation_tracker, namespaced
 from toolsense.utils.config import as_plain, to_config
-from toolsense.utils.rundir import RunDir, busy_policy
+from toolsense.utils.io import git_sha
+from toolsense.utils.rundir import holding
 
 log = logging.getLogger(__name__)
 
@@ -161,12 +163,11 @@ def _other_systems(cfg: EvaluateConfig, ev: EvalModel | None, catalog, provenanc
 
 
 def run(cfg: EvaluateConfig | DictConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
-    """Entry point of ``evaluate.py``: evaluation (default), ``task=drift``, ``task=compare``
-    (an ablation table over earlier evaluations, see compare.py) or ``task=annotate|kappa``
-    (rating sheets and Fleiss' κ, annotate.py); writes ``results.json`` and ``table.md`` under
+    """Entry point of ``evaluate.py``: evaluation (default) or ``task=drift``; writes
+    ``results.json`` and ``table.md`` under
     ``output_dir`` (default ``cfg.output_dir``, else outputs/evaluate), prints the table,
     returns the summary. A mapping is converted by the one converter. The folder is held by
-    one process at a time (:func:`holding`; ``TOOLSENSE_BUSY=fail|skip|wait``); a skipped run
+    one process at a time (``utils.rundir.holding``; ``TOOLSENSE_BUSY=fail|skip|wait``); a skipped run
     returns ``{"skipped": <output_dir>}``."""
     cfg = to_config(EvaluateConfig, cfg)
     out = Path(output_dir or cfg.output_dir or "outputs/evaluate")
@@ -180,39 +181,9 @@ def run(cfg: EvaluateConfig | DictConfig | Mapping, output_dir: str | Path | Non
         return _run_task(cfg, out, shard) if held else {"skipped": str(out)}
 
 
-@contextlib.contextmanager
-def holding(out: Path) -> Iterator[bool]:
-    """One evaluate.py per output folder: ``<out>/.lock`` held (RunDir.claim, released when the
-    process exits or dies) while it writes there — two processes would each log every item.
-    When another process holds it, ``TOOLSENSE_BUSY`` decides: ``fail`` (default) raises naming
-    the holder (pid, host), ``skip`` yields False (nothing is done), ``wait`` blocks until free."""
-    rd, policy = RunDir(out), busy_policy()
-    with rd.claim() as held:
-        if held:
-            yield True
-            return
-    who = rd.holder() or "a process that did not record itself"
-    if policy == "skip":
-        log.warning("%s: %s is evaluating into this folder; skipped (TOOLSENSE_BUSY=skip)", out, who)
-        yield False
-        return
-    if policy == "fail":
-        raise RuntimeError(f"{out}: another process is evaluating into this folder ({who}; it holds {rd.path / '.lock'}); "
-                           "wait for it, set TOOLSENSE_BUSY=wait to wait, or use another output_dir")
-    log.warning("%s: waiting for %s to finish (TOOLSENSE_BUSY=wait)", out, who)
-    with rd.claim(wait=True) as held:
-        yield held
-
-
 def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
     """:func:`run`'s work on rank 0, with the output folder held."""
     t0 = time.time()
-    if cfg.task in (Task.annotate, Task.kappa):
-        return rating_task(cfg, out)
-    if cfg.task == Task.compare:
-        from toolsense.comparison.compare import run_compare
-
-        return run_compare(cfg.compare, out)
     plain = as_plain(cfg)
     with evaluation_tracker(cfg.logger, plain, out, cfg.run) as track:
         if cfg.task == Task.drift:
@@ -231,27 +202,6 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
     print(table)
     print(f"wrote {out / 'table.md'}, {out / 'results.json'} and {report} ({summary['seconds']} s)")
     return summary
-
-
-def rating_task(cfg: EvaluateConfig, out: Path) -> dict[str, Any]:
-    """``task=annotate``: a rating sheet per configured benchmark (annotate.py) under ``out``, its
-    answer key in a separate file (raters rate blind); ``task=kappa``: Fleiss' κ per benchmark
-    from ``annotate.sheets``, and the raters' agreement with the keys."""
-    from toolsense.comparison.annotate import run_kappa, write_sheet
-
-    acfg = cfg.annotate
-    if cfg.task == Task.kappa:
-        return run_kappa(acfg, out)
-    where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
-    sheets, keys = {}, {}
-    for label, bc in cfg.benchmark_sections().items():
-        bench = load_benchmark(bc, where.format(label))
-        bench.name = label
-        sheet, key = write_sheet(bench, acfg, out)
-        sheets[label], keys[label] = str(sheet), str(key)
-        print(f"wrote {sheet} ({min(acfg.items, len(bench.items))} items, {acfg.raters} rater columns) for the raters "
-              f"and its answer key {key} (keep it from them; task=kappa reads it)")
-    return {"sheets": sheets, "keys": keys}
 
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"

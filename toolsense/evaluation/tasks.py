@@ -18,10 +18,11 @@ from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_cove
 from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
 from toolsense.reporting.export import write_trec
-from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
+from toolsense.evaluation.outputs import SampleLog, write_json
 from toolsense.decoding.retrieval import Retrieved
 from toolsense.utils.progress import heartbeat
 from toolsense.utils.warnings import summarise
+from toolsense.utils.io import git_sha
 
 log = logging.getLogger(__name__)
 

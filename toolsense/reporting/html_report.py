@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from toolsense.reporting.html_assets import CSS, JS
-from toolsense.evaluation.outputs import benchmark_label
+from toolsense.data.prompts import probe_answers
+from toolsense.reporting.tables import benchmark_label, flag_text
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.paths import atomic_write_text
 
@@ -64,8 +65,6 @@ def metrics_tables(rows: Sequence[tuple[str, dict]]) -> str:
     ratio) and probes (accuracy, chance, majority rate in percent, the flagged top answer). Each
     number's cell carries ``data-metric`` and its exact ``data-value`` from results.json; a row
     names its folder (relative to the report), benchmark and system."""
-    from toolsense.evaluation.probe_stats import flag_text
-
     ks = ks_of([r for _, r in rows])
     cols = [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] + [f"IS@{k}" for k in ks]
     head = '<th class="l">evaluation</th><th class="l">benchmark</th><th class="l">system</th><th>n</th>'
@@ -168,8 +167,6 @@ def sample_records(folder: Path, res: dict[str, Any], ks: Sequence[int]) -> list
                    "hits": {str(k): int(m.get(f"c_hit@{k}", 0)) for k in ks}}
             rec["text"] = " ".join([query, ident, *map(str, gold)]).lower()
         else:
-            from toolsense.evaluation.probe_stats import probe_answers
-
             options = r.get("options_shown") or []
             letters = probe_answers(res["kind"], len(options)) if options else []
             rec = {**base, "id": ident, "tier": res["kind"], "query": str(r.get("question", "")), "tool": str(r.get("tool", "")),

@@ -1,11 +1,10 @@
-"""The reproduction report (docs/reproduction.md): the paper's findings beside a study's results.
+"""The reproduction study: the paper's configurations trained and evaluated (``sweeps.py``, into
+fixed directories, resumable), then the report that sets each of the paper's findings beside
+ours (``report.py``), built from the results files alone.
 
-sweep.py reads one sweep's results into a comparison with the lookups the findings need;
-findings.py computes the seven findings; report.py renders the Markdown and writes the files.
+config.py: StudyConfig; sweeps.py: train.py / evaluate.py processes and their timings; timings.py:
+reading them; archive.py: the shipped results; sweep.py: one sweep's comparison and the verdict
+rules; findings.py (+ probe_findings, drift_finding, coverage): the seven findings; report.py: the
+Markdown; run.py: ``reproduce.py``'s job; paper_tables.py (+ paper_page, paper_density): the
+paper's baseline rows beside ours (docs/paper_tables.md).
 """
-
-from toolsense.study.findings import FINDINGS
-from toolsense.study.report import load_sweeps, study_findings, write_report
-from toolsense.study.sweep import Finding, Sweep
-
-__all__ = ["FINDINGS", "Finding", "Sweep", "load_sweeps", "study_findings", "write_report"]

@@ -10,7 +10,8 @@ from toolsense.comparison.cell_stats import EFFECT_UNIT, effect_size
 from toolsense.study.coverage import item_coverage
 from toolsense.study.drift_finding import DRIFT_RULE, hierarchical_drift
 from toolsense.study.probe_findings import PROBE_RULE, RETAIN_RULE, formats_and_lora_retain, probes_near_chance
-from toolsense.study.sweep import Finding, Settings, Sweep, item_pairs, pct, verdict
+from toolsense.reporting.tables import pct
+from toolsense.study.sweep import Finding, Settings, Sweep, item_pairs, verdict
 from toolsense.comparison.runs import item_values
 from toolsense.comparison.stats import contrast, paired_diff
 

@@ -81,7 +81,7 @@ def density_curve(out: Path, catalog: Catalog, benches: Mapping[str, Sequence], 
 
 def run_density(out: Path, data_dir: str) -> dict:
     """The curve on ``catalog=toolbench`` for G1 and the released RRB part, default and ToolGen BM25."""
-    from toolsense.evaluation.config import BaselineConfig
+    from toolsense.baselines.config import BaselineConfig
     from toolsense.evaluation.benchmarks import load_benchmark
     from toolsense.catalog.config import load_from_config
     from toolsense.study.paper_tables import BENCHMARKS, benchmark_overrides, compose_evaluate

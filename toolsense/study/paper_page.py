@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from toolsense.evaluation.metrics import Estimate, bootstrap_indices, mean_ci
-from toolsense.evaluation.outputs import markdown_table
+from toolsense.reporting.tables import markdown_table
 from toolsense.study.paper_tables import WINDOW, Setting, toolgen_ndcg
 from toolsense.utils.paths import atomic_write_text
 
@@ -220,7 +220,7 @@ def density_section(curve: Optional[dict]) -> str:
     """The catalog-density table (paper_density.py) and the Rc@50 it extrapolates to a catalog whose
     46,984 tools are all documented, one log2 step per halving of the documented distractors."""
     if not curve:
-        return "Not computed yet (`python -m toolsense.study.paper_tables` computes it).\n"
+        return "Not computed yet (`python -m toolsense.study.paper` computes it).\n"
     names = [n for n in ("all", "documented", "documented_half", "documented_quarter") if n in curve]
     cols = [(s, b) for s in ("bm25", "bm25_toolgen") for b in ("G1", "rrb")]
     rows = [[f"`{n}`", f"{curve[n]['n_tools']:,}", f"{curve[n]['n_documented_distractors']:,}",
@@ -367,8 +367,8 @@ Every row of the paper's tables that needs no training: BM25 and dense retrieval
 46,984-tool catalog (`catalog=toolbench`) on ToolBench G1/G2/G3 and on the **released RRB, part**
 (243 of the 500 queries, `../shared/data/released/rrb_dev.jsonl`; not the full benchmark). Rebuilt by
 
-    python -m toolsense.study.paper_tables            # BM25 settings (minutes), then this page
-    python -m toolsense.study.paper_tables --dense    # and the dense settings (the catalog encoded once per document)
+    python -m toolsense.study.paper            # BM25 settings (minutes), then this page
+    python -m toolsense.study.paper --dense    # and the dense settings (the catalog encoded once per document)
 
 Each setting is one `evaluate.py parametric=false` run into `outputs/paper_tables/<setting>/`; this page
 is built from their `samples.jsonl` only. Values are percentages with 95% bootstrap intervals over

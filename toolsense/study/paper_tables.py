@@ -1,24 +1,23 @@
 """The paper's baseline rows beside ours, with the measured cause of each difference
 (``docs/paper_tables.md``), rebuilt by one command:
 
-    python -m toolsense.study.paper_tables                 # the BM25 settings (minutes)
-    python -m toolsense.study.paper_tables --dense         # and the dense ones (~40 min per document format, once)
-    python -m toolsense.study.paper_tables --page-only     # rebuild the page from what is under --out
+    python -m toolsense.study.paper                 # the BM25 settings (minutes)
+    python -m toolsense.study.paper --dense         # and the dense ones (~40 min per document format, once)
+    python -m toolsense.study.paper --page-only     # rebuild the page from what is under --out
 
 Each :class:`Setting` (a catalog and a baseline config) is one ``evaluate.py parametric=false``
 run over ToolBench G1/G2/G3 and the released RRB part (read from ``$TOOLSENSE_DATA``, default
 ``../shared/data``), into ``<out>/<setting>/`` (a fixed folder:
 a finished setting is skipped, an interrupted one resumes from its samples). Rankings keep the
 top 100 (``decoding.beam_width=100``), ToolGen's BM25 window. The page is built from the
-``results.json`` and ``samples.jsonl`` files alone (:mod:`toolsense.study.paper_page`).
+``results.json`` and ``samples.jsonl`` files alone (:mod:`toolsense.study.paper_page`); the
+command is :mod:`toolsense.study.paper`.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -132,39 +131,3 @@ def run_setting(setting: Setting, out: Path, benchmarks: Mapping[str, str], data
     log.info("%s: evaluate.py %s", setting.name, " ".join(ovr))
     run(compose_evaluate(ovr))
     return target
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m toolsense.study.paper_tables", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="outputs/paper_tables", help="where the evaluations go (resumable)")
-    ap.add_argument("--page", default="docs/paper_tables.md")
-    ap.add_argument("--dense", action="store_true", help="also run the dense settings (each encodes the catalog once, "
-                    "~40 min on 2 cores; instant from the embedding cache afterwards)")
-    ap.add_argument("--only", nargs="*", default=None, help="setting names to run (the page shows all present)")
-    ap.add_argument("--page-only", action="store_true", help="run nothing; rebuild the page from --out")
-    args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    from toolsense.study.paper_page import write_page
-
-    out, data_dir = Path(args.out), os.environ.get("TOOLSENSE_DATA", "../shared/data")
-    if not args.page_only and not Path(data_dir).is_dir():
-        raise SystemExit(f"the shared data folder {data_dir} does not exist (TOOLSENSE_DATA, default ../shared/data): "
-                         "the ToolBench test queries and the released RRB part are read from it")
-    for s in SETTINGS if not args.page_only else ():
-        if args.only is not None and s.name not in args.only:
-            continue
-        if s.dense and not args.dense:
-            log.info("%s: dense, skipped without --dense (the page keeps what %s holds)", s.name, out / s.name)
-            continue
-        run_setting(s, out, BENCHMARKS, data_dir)
-    if not args.page_only:
-        from toolsense.study.paper_density import run_density
-
-        run_density(out, data_dir)
-    page = write_page(out, Path(args.page), SETTINGS)
-    print(f"wrote {page}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolsense.study.sweep import Finding, Settings, Sweep, combine, near_chance, paired, pct, verdict
+from toolsense.reporting.tables import pct
+from toolsense.study.sweep import Finding, Settings, Sweep, combine, near_chance, paired, verdict
 
 DEBIASED_COL = {"mcq": ("bal", "balanced_accuracy"), "qa": ("calib", "calibrated_accuracy")}
 """A probe's debiased token column and its per-item metric: what findings 4 and 5 are judged on

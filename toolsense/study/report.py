@@ -12,10 +12,12 @@ from typing import Any
 
 import yaml
 
-from toolsense.comparison.compare import comparison_table, fmt_cell
-from toolsense.evaluation.outputs import markdown_table, write_json
+from toolsense.comparison.compare import comparison_table
+from toolsense.evaluation.outputs import write_json
+from toolsense.reporting.tables import comparison_cell, markdown_table
 from toolsense.study.findings import FINDINGS, RULES
 from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
+from toolsense.study.timings import study_wall_time, untimed_invocations
 from toolsense.utils.io import git_sha
 
 SECOND_READINGS = ("architecture", "probe_model")
@@ -58,7 +60,7 @@ def retention_section(sweeps: dict[str, Sweep]) -> str:
             for row in sw.rows():
                 est = sw.cell(row, col)
                 if est:
-                    rows.append([name, row, col.removeprefix("retention ").removesuffix(" Δacc"), fmt_cell(col, est),
+                    rows.append([name, row, col.removeprefix("retention ").removesuffix(" Δacc"), comparison_cell(col, est),
                                  str(est.get("n_items", "—"))])
     if not rows:
         return ("No Stage-1 probe results exist in this study (after Stage 1 the runs were evaluated on retrieval alone: "
@@ -226,8 +228,6 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
 def write_report(cfg) -> dict[str, Any]:
     """``cfg.report`` (Markdown) and ``<root>/reproduction.json`` (the findings with their
     details) from the results under ``cfg.root`` (cfg: a StudyConfig); plots into ``cfg.plots_dir``."""
-    from toolsense.study.run import study_wall_time, untimed_invocations
-
     found = load_sweeps(cfg.root, cfg.k, cfg.resamples, cfg.min_hits)
     order = [*cfg.sweeps, *cfg.evaluations]
     sweeps = {n: found[n] for n in sorted(found, key=lambda n: order.index(n) if n in order else len(order))}

@@ -1,6 +1,6 @@
 """The reproduction report: each of the paper's findings, the paper's number, ours with a 95%
 interval, and whether the direction holds — built from the ``results.json`` / ``drift.json``
-files of a study's sweeps (study.py) and nothing else, so deleting the report and rebuilding it
+files of a study's sweeps (sweeps.py) and nothing else, so deleting the report and rebuilding it
 (``python reproduce.py train=false``) gives the same file.
 
 Verdicts (:func:`verdict`, :func:`near_chance`): **yes** — our estimate has the paper's sign and
@@ -190,15 +190,3 @@ def combine(verdicts: Sequence[str]) -> str:
         return "inconclusive (too few items)"
     yes = sum(v in ("yes", "inconclusive (leans yes)") for v in vs)
     return f"inconclusive (leans {'yes' if yes >= len(vs) - yes else 'no'})"
-
-
-def pct(est: dict | None, signed: bool = False) -> str:
-    """``12.3% [4.5, 20.1]`` (or ``+12.3 pp [...]`` for a difference) from an estimate."""
-    if not est or est.get("value") is None:
-        return "—"
-    s = f"{100 * est['value']:+.1f} pp" if signed else f"{100 * est['value']:.1f}%"
-    if est.get("sd") is not None:
-        s += f" ± {100 * est['sd']:.1f}"
-    if est.get("lo") is not None and est.get("hi") is not None:
-        s += f" [{100 * est['lo']:.1f}, {100 * est['hi']:.1f}]"
-    return s

@@ -115,7 +115,8 @@ def _value(hint: Any, val: Any, where: str, ignore_unknown: bool) -> Any:
         try:
             return hint(val.value if isinstance(val, enum.Enum) else val)
         except ValueError:
-            raise ValueError(f"{where}={val!r}: choose from {[e.value for e in hint]}") from None
+            refusal = getattr(hint, "refusal", None)
+            raise ValueError(refusal(where, val) if refusal else f"{where}={val!r}: choose from {[e.value for e in hint]}") from None
     if origin in (list, tuple) and args and isinstance(val, (list, tuple)):
         items = [_value(args[0], v, f"{where}[{i}]", ignore_unknown) for i, v in enumerate(val)]
         return items if origin is list else tuple(items)
