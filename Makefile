@@ -52,7 +52,7 @@ reproduce: setup setup-probe
 audit-demo: setup
 	HF_HUB_OFFLINE=1 $(PY) audit.py audit/mode=demo
 
-# Headless Chromium for the report.html browser tests (tests/evaluation/test_html_report.py): Debian's chromium and
+# Headless Chromium for the report.html browser tests (tests/reporting/test_html_report.py): Debian's chromium and
 # chromium-driver through apt where apt and root are available; otherwise it says why and those tests skip.
 setup-browser:
 	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \

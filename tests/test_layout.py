@@ -63,6 +63,8 @@ CONCEPTS: dict[str, str] = {
     "catalog_embeddings": "models/encoders/cache.py",
     "claim": "evaluation/fingerprint.py",
     "DecodingConfig": "evaluation/config.py",
+    "MetricsConfig": "evaluation/config.py",
+    "required_text": "catalog/queries.py",
     "BASELINES": "baselines/rankers.py",
     "BaselineConfig": "baselines/config.py",
     "estimate": "reporting/tables.py",

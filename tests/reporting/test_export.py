@@ -32,7 +32,7 @@ def tiny_eval(tiny_run, tmp_path_factory) -> Path:
     run({"run": str(tiny_run), "stage": "stage2", "device": "cpu", "task": "evaluate", "parametric": True,
          "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 12}},
          "baselines": {"bm25": {"kind": "bm25"}},
-         "decoding": {"beam_width": 10, "ks": list(KS), "batch_size": 4, "resamples": 50},
+         "decoding": {"beam_width": 10, "batch_size": 4}, "metrics": {"ks": list(KS), "resamples": 50},
          "logger": {"kind": "none"}, "output_dir": str(out)})
     return out
 

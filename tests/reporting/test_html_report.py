@@ -76,7 +76,7 @@ def evaluated(tiny_run, tmp_path_factory) -> Path:
          "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 12},
                         "qa": {"loader": "qa", "limit": 8}},
          "baselines": {"bm25": {"kind": "bm25"}},
-         "decoding": {"beam_width": 10, "ks": [1, 5, 10], "batch_size": 4, "resamples": 50},
+         "decoding": {"beam_width": 10, "batch_size": 4}, "metrics": {"ks": [1, 5, 10], "resamples": 50},
          "probe": {"modes": ["token"]}, "logger": {"kind": "none"}, "output_dir": str(out)})
     return out
 

@@ -39,7 +39,7 @@ def test_page_from_two_settings_on_the_demo_catalog(tmp_path):
     settings = (Setting("bm25", "demo", "bm25", {}, "default"),
                 Setting("bm25_toolgen", "demo", "bm25_toolgen", {}, "ToolGen's three"))
     benches = {"standard": "demo_standard"}
-    extra = ["benchmarks.standard.limit=12", "decoding.resamples=200"]
+    extra = ["benchmarks.standard.limit=12", "metrics.resamples=200"]
     for s in settings:
         run_setting(s, tmp_path / "out", benches, "unused", extra)
     res = json.loads((tmp_path / "out/bm25/standard/bm25/results.json").read_text())

@@ -59,7 +59,7 @@ class CompareConfig:
     effect_metric: str = "IS@50"
     """Cohen's d between flat and hierarchical configurations is taken over this metric."""
     min_hits: int = 10
-    """An IS on fewer constrained hits is flagged and left out of Cohen's d (decoding.min_hits)."""
+    """An IS on fewer constrained hits is flagged and left out of Cohen's d (as evaluate.py's metrics.min_hits)."""
     plots: bool = True
     """Also render PNG plots (plots.py) beside the table."""
     output_dir: Optional[str] = None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import string
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig
@@ -20,10 +21,11 @@ from toolsense.utils.choices import StrEnum, choice
 
 @dataclass
 class DecodingConfig:
+    """How the model searches (``decoding=beam50|beam10``): exactly the fields the Retriever reads
+    (``decoding/retrieval.py: SearchSettings``). What is computed from the rankings is ``metrics``."""
+
     beam_width: int = 50
     """Beams per query (ToolGen evaluates with 50)."""
-    ks: list[int] = field(default_factory=lambda: [1, 5, 10, 50])
-    """Cut-offs of Rc@k, Rf@k, IS@k, recall@k and NDCG@k; each must be <= beam_width."""
     batch_size: int = 8
     """Queries per batch (each carries beam_width beams after the prompt)."""
     free_form: bool = True
@@ -38,6 +40,35 @@ class DecodingConfig:
     """Beam ranking of finished ids: summed log-prob / generated_length ** length_penalty (EOS
     counted), as Hugging Face's generate (default 1.0, as ToolGen ran it); 0.0 = the plain sum.
     Changes rankings only for variable-depth (clustered) indexes."""
+
+    def __post_init__(self) -> None:
+        if self.beam_width < 1:
+            raise ValueError(f"decoding.beam_width must be >= 1, got {self.beam_width}")
+        if self.batch_size < 1:
+            raise ValueError(f"decoding.batch_size must be >= 1, got {self.batch_size}")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise ValueError(f"decoding.max_new_tokens must be >= 1 or null, got {self.max_new_tokens}")
+        if not math.isfinite(self.length_penalty):
+            raise ValueError(f"decoding.length_penalty must be a finite number, got {self.length_penalty}")
+
+    def identity(self) -> dict[str, Any]:
+        """What the rankings depend on (the fingerprint's ``decoding``): every field but
+        ``batch_size``, which sets how many queries are searched at once, not what is found."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "batch_size"}
+
+
+PAPER_KS = (1, 5, 10, 50)
+"""ToolGen's cut-offs; the default ``metrics.ks`` keeps those within the beam."""
+
+
+@dataclass
+class MetricsConfig:
+    """What is computed from the rankings and probe answers (``metrics.*``): the cut-offs and the
+    bootstrap. Read by tasks.py and probes.py, never by the search."""
+
+    ks: Optional[list[int]] = None
+    """Cut-offs of Rc@k, Rf@k, IS@k, recall@k and NDCG@k, each <= decoding.beam_width; None = the
+    paper's 1, 5, 10, 50 up to the beam (1, 5, 10 with decoding=beam10)."""
     resamples: int = 1000
     """Bootstrap resamples over queries for the 95% intervals."""
     seed: int = 0
@@ -47,25 +78,24 @@ class DecodingConfig:
     for a verdict: a ratio of two or three hits says nothing (App. F's low-recall case)."""
 
     def __post_init__(self) -> None:
-        if self.min_hits < 1:
-            raise ValueError(f"decoding.min_hits must be >= 1, got {self.min_hits}")
-        if self.beam_width < 1:
-            raise ValueError(f"decoding.beam_width must be >= 1, got {self.beam_width}")
-        if not self.ks:
-            raise ValueError("decoding.ks is empty: give at least one cut-off, e.g. decoding.ks=[1,5,10]")
-        bad = [k for k in self.ks if k < 1 or k > self.beam_width]
-        if bad:
-            raise ValueError(f"decoding.ks must lie in [1, beam_width={self.beam_width}], got {bad}")
-        if len(set(self.ks)) < len(self.ks):
-            raise ValueError(f"decoding.ks repeats a cut-off: {list(self.ks)}")
-        if self.batch_size < 1:
-            raise ValueError(f"decoding.batch_size must be >= 1, got {self.batch_size}")
-        if self.max_new_tokens is not None and self.max_new_tokens < 1:
-            raise ValueError(f"decoding.max_new_tokens must be >= 1 or null, got {self.max_new_tokens}")
+        if self.ks is not None:
+            if not self.ks:
+                raise ValueError("metrics.ks is empty: give at least one cut-off, e.g. metrics.ks=[1,5,10]")
+            if len(set(self.ks)) < len(self.ks):
+                raise ValueError(f"metrics.ks repeats a cut-off: {list(self.ks)}")
         if self.resamples < 1:
-            raise ValueError(f"decoding.resamples must be >= 1 (bootstrap resamples), got {self.resamples}")
-        if not math.isfinite(self.length_penalty):
-            raise ValueError(f"decoding.length_penalty must be a finite number, got {self.length_penalty}")
+            raise ValueError(f"metrics.resamples must be >= 1 (bootstrap resamples), got {self.resamples}")
+        if self.min_hits < 1:
+            raise ValueError(f"metrics.min_hits must be >= 1, got {self.min_hits}")
+
+    def within(self, beam_width: int) -> "MetricsConfig":
+        """This section with ``ks`` resolved for a search of ``beam_width`` beams (None: the paper's
+        cut-offs up to the beam); a cut-off outside [1, beam_width] is refused."""
+        ks = list(self.ks) if self.ks is not None else [k for k in PAPER_KS if k <= beam_width] or [beam_width]
+        bad = [k for k in ks if k < 1 or k > beam_width]
+        if bad:
+            raise ValueError(f"metrics.ks must lie in [1, decoding.beam_width={beam_width}], got {bad}")
+        return dataclasses.replace(self, ks=ks)
 
 
 @dataclass
@@ -212,6 +242,8 @@ class EvaluateConfig:
     systems: dict[str, SystemConfig] = field(default_factory=dict)
     """A suite's label -> system map; replaces ``system``."""
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    """Cut-offs and bootstrap of every estimate (``metrics.ks``, ``metrics.resamples``, ...)."""
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     drift: DriftConfig = field(default_factory=DriftConfig)
@@ -234,6 +266,7 @@ class EvaluateConfig:
 
     def __post_init__(self) -> None:
         self.task = choice(Task, self.task, "task")
+        self.metrics = self.metrics.within(self.decoding.beam_width)
         if self.stage not in ("stage1", "stage2"):
             raise ValueError(f"stage must be stage1 or stage2 (a checkpoint of run), got {self.stage!r}")
         if self.task == Task.drift and not self.run:

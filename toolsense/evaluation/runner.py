@@ -25,7 +25,7 @@ from toolsense.catalog.config import load_from_config
 from toolsense.baselines.rankers import build_baseline
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.baselines.config import BaselineConfig
-from toolsense.evaluation.config import (DecodingConfig, EvaluateConfig, ProbeConfig, SystemConfig, Task,
+from toolsense.evaluation.config import (DecodingConfig, EvaluateConfig, MetricsConfig, ProbeConfig, SystemConfig, Task,
                                          register_configs)
 from toolsense.evaluation.coverage import stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
@@ -58,7 +58,8 @@ def system_name(ev: EvalModel) -> str:
 
 
 def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, catalog, baselines_cfg: Mapping[str, BaselineConfig],
-          dec: DecodingConfig, probe: ProbeConfig, systems_cfg: Mapping[str, SystemConfig] | None = None) -> dict[Path, dict[str, Any]]:
+          dec: DecodingConfig, metrics: MetricsConfig, probe: ProbeConfig,
+          systems_cfg: Mapping[str, SystemConfig] | None = None) -> dict[Path, dict[str, Any]]:
     """Every evaluation folder this run writes, with its fingerprint (fingerprint.py). A system
     (systems.py) is fingerprinted by its own settings, the model it re-ranks with, the decoding
     and the catalog its baseline ranks."""
@@ -72,14 +73,14 @@ def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, cat
         if bench.kind == "retrieval":
             if model is not None:
                 plan[out / label / "model"] = {"evaluation": "retrieval", "system": model, "benchmark": b,
-                                               "decoding": decoding_identity(dec)}
+                                               "decoding": decoding_identity(dec, metrics.ks)}
             for bl_label, bc in baselines_cfg.items():
                 plan[out / label / bl_label] = {
-                    "evaluation": "retrieval", "benchmark": b, "decoding": {"top": dec.beam_width, "ks": dec.ks},
+                    "evaluation": "retrieval", "benchmark": b, "decoding": {"top": dec.beam_width, "ks": metrics.ks},
                     "system": {"baseline": bc.identity(), "catalog_sha256": baseline_catalog}}
             for s_label, sc in systems_cfg.items():
                 plan[out / label / s_label] = {
-                    "evaluation": "retrieval", "benchmark": b, "decoding": decoding_identity(dataclasses.replace(dec, free_form=False)),
+                    "evaluation": "retrieval", "benchmark": b, "decoding": decoding_identity(dataclasses.replace(dec, free_form=False), metrics.ks),
                     "system": {"system": sc.identity(), "model": model, "catalog_sha256": baseline_catalog}}
         elif model is not None:
             for mode in probe.modes:
@@ -96,7 +97,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
     ``overwrite``. Under torchrun the parametric retrieval is shared out between the processes;
     baselines and probes run on rank 0, which alone returns results (distributed.py)."""
     out = Path(output_dir)
-    dec, probe = cfg.decoding, cfg.probe
+    dec, metrics, probe = cfg.decoding, cfg.metrics, cfg.probe
     where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
     benches = {label: load_benchmark(bc, where.format(label)) for label, bc in cfg.benchmark_sections().items()}
     for label, b in benches.items():
@@ -107,7 +108,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
     plan: dict[Path, dict[str, Any]] = {}
 
     def _claim() -> None:  # rank 0 only: hashing the checkpoint once is enough
-        plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, probe, systems_cfg))
+        plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, metrics, probe, systems_cfg))
         claim(list(plan.items()), cfg.overwrite)
 
     shard.on_main(_claim)
@@ -122,7 +123,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
         if bench.kind == "retrieval":
             if retriever is not None:
                 d = out / label / "model"
-                res = evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), dec, d,
+                res = evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), metrics, d,
                                        {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d)}, shard, trained)
                 if res is not None:
                     results.append(res)
@@ -130,12 +131,12 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
                 continue
             for s_label, ranker, known, prov in others:
                 d = out / label / s_label
-                results.append(evaluate_ranking(bench, s_label, ranker.run, known, dataclasses.replace(dec, free_form=False), d,
+                results.append(evaluate_ranking(bench, s_label, ranker.run, known, metrics, d,
                                                 {**prov(d), "fingerprint": plan[d]}))
         elif ev is not None and shard.main:
             for mode in probe.modes:
                 d = out / label / mode
-                res = evaluate_probe(ev, bench, mode, probe, d, dec.resamples, dec.seed, trained)
+                res = evaluate_probe(ev, bench, mode, probe, d, metrics.resamples, metrics.seed, trained)
                 res.update(config=provenance["config"], is_sample=bench.is_sample, fingerprint=plan[d],
                            source=portable_source(ev.source, d))
                 write_json(d / "results.json", res)
@@ -193,7 +194,7 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
             track(namespaced("eval/drift", summary["flat"]))
             return summary
         results = evaluate(cfg, out, shard)
-        table = results_table(results, cfg.decoding.ks)
+        table = results_table(results, cfg.metrics.ks)
         (out / "table.md").write_text(table, encoding="utf-8")
         summary = {"results": results, "config": plain, "git_sha": git_sha(), "seconds": round(time.time() - t0, 1)}
         write_json(out / "results.json", summary)

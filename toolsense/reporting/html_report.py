@@ -7,7 +7,7 @@ Everything is inside the file: CSS, script, plots (SVG) and the samples (a JSON 
 is fetched, so it reads offline and from an archive. Built from the per-evaluation
 ``results.json`` / ``samples.jsonl`` files under a folder, never from a tracker. The filters'
 state lives in the URL fragment (``report.html#bench=realistic&outcome=miss&k=1``): a view can be
-linked, and the browser test (tests/evaluation/test_html_report.py) drives it that way.
+linked, and the browser test (tests/reporting/test_html_report.py) drives it that way.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Every entry script does ``cfg = to_config(Schema, dict_cfg)`` and hands the resu
 * ``StrEnum``/``Enum`` fields are coerced from their value, ``Literal[...]`` values are checked,
   ``Union[...]`` values must match one member;
 * an unknown key, a bad choice, or a ``__post_init__`` error is raised as ``ValueError`` naming
-  the dotted field (``decoding.ks``, ``benchmarks.mcq.limit``); ``ignore_unknown`` drops
+  the dotted field (``metrics.ks``, ``benchmarks.mcq.limit``); ``ignore_unknown`` drops
   unknown keys instead (a saved run config may carry sections of another entry point).
 """
 
