@@ -54,7 +54,7 @@ beyond: setup
 	HF_HUB_OFFLINE=1 $(PY) evaluate.py run=$(DEMO_RUN) suite=beyond systems.toolken.run=$(BEYOND)/toolken_demo output_dir=$(BEYOND)/demo
 	HF_HUB_OFFLINE=1 $(PY) train.py experiment=toolken catalog=toolsense_release stage2=verbose output_dir=$(BEYOND)/toolken_release
 	HF_HUB_OFFLINE=1 $(PY) evaluate.py $(RRB_MODEL) catalog=toolsense_release suite=beyond_rrb systems.toolken.run=$(BEYOND)/toolken_release output_dir=$(BEYOND)/rrb
-	HF_HUB_OFFLINE=1 $(PY) evaluate.py task=compare compare.roots=[$(BEYOND)/demo,$(BEYOND)/rrb] 'compare.metrics=[Rc@1,Rc@5,Rf@5,COMPc@5,Rprec_c]' output_dir=$(BEYOND)
+	HF_HUB_OFFLINE=1 $(PY) compare.py roots=[$(BEYOND)/demo,$(BEYOND)/rrb] 'metrics=[Rc@1,Rc@5,Rf@5,COMPc@5,Rprec_c]' output_dir=$(BEYOND)
 
 # The reproduction study (README "Reproducing the paper"): the paper's configurations x LoRA/FFT x 2 seeds, App. E and
 # a second architecture, trained, evaluated and compared; ends with docs/reproduction.md. Rerun to resume.
@@ -71,7 +71,7 @@ reproduce-tools: setup setup-probe
 audit-demo: setup
 	HF_HUB_OFFLINE=1 $(PY) audit.py audit/mode=demo
 
-# Headless Chromium for the report.html browser tests (tests/evaluation/test_html_report.py): Debian's chromium and
+# Headless Chromium for the report.html browser tests (tests/reporting/test_html_report.py): Debian's chromium and
 # chromium-driver through apt where apt and root are available; otherwise it says why and those tests skip.
 setup-browser:
 	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \

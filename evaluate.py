@@ -4,8 +4,8 @@
     python evaluate.py run=<run dir> benchmark=rrb benchmark.path=<released rrb.jsonl> baseline=bm25
     python evaluate.py model=smollm2_135m catalog=demo index=flat   # untrained baseline
     python evaluate.py run=<run dir> task=drift               # embedding drift base -> stage1 -> stage2
-    python evaluate.py task=compare compare.roots=[<sweep dir>]   # one table (+ csv, plots) over results.json files
-    python evaluate.py task=annotate benchmark=mcq             # a blind rating sheet + its answer key; task=kappa annotate.sheets=[...]: Fleiss' kappa
+
+Tables over many evaluations: python compare.py roots=[...]; rater sheets and kappa: python annotate.py.
 
 One process evaluates into an output_dir at a time (its .lock): a second is refused naming the
 holder (pid, host), or with TOOLSENSE_BUSY=wait waits for it, with TOOLSENSE_BUSY=skip does nothing.

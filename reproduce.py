@@ -8,7 +8,8 @@
 import hydra
 from omegaconf import DictConfig
 
-from toolsense.evaluation.study import StudyConfig, register_configs, run_study
+from toolsense.study.config import StudyConfig, register_configs
+from toolsense.study.run import run_study
 from toolsense.utils.config import to_config
 
 register_configs()

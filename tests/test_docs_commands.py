@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"```bash\n(.*?)```", re.S)
 PLACEHOLDER = re.compile(r"<[^<>\n]*>")
-ENTRY = {"train.py": "train", "evaluate.py": "evaluate", "generate.py": "generate", "audit.py": "audit",
-         "reproduce.py": "reproduce"}
+ENTRY = {"train.py": "train", "evaluate.py": "evaluate", "compare.py": "compare", "annotate.py": "annotate",
+         "generate.py": "generate", "audit.py": "audit", "reproduce.py": "reproduce"}
 SKIP_PAGES = {"reproduction.md", "paper_tables.md"}
 """Generated reports: their commands are written by code that the study's own tests check."""
 
@@ -83,6 +83,14 @@ def _schema(script: str):
         from toolsense.evaluation.config import EvaluateConfig, register_configs
         register_configs()
         return EvaluateConfig
+    if script == "compare":
+        from toolsense.comparison.compare import CompareConfig, register_configs
+        register_configs()
+        return CompareConfig
+    if script == "annotate":
+        from toolsense.comparison.annotate import AnnotateJobConfig, register_configs
+        register_configs()
+        return AnnotateJobConfig
     if script == "generate":
         from toolsense.generation.config import GenerateConfig, register_configs
         register_configs()
@@ -91,7 +99,7 @@ def _schema(script: str):
         from toolsense.audit import AuditConfig, register_configs
         register_configs()
         return AuditConfig
-    from toolsense.evaluation.study import StudyConfig, register_configs
+    from toolsense.study.config import StudyConfig, register_configs
     register_configs()
     return StudyConfig
 

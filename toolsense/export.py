@@ -8,11 +8,11 @@
 ``beir`` composes ``conf/evaluate.yaml`` with the overrides given (the same ``catalog=`` /
 ``benchmark=`` / ``suite=`` groups and dotted keys as evaluate.py) and writes, per retrieval
 benchmark, ``<output_dir>/<benchmark>/{corpus.jsonl, queries.jsonl, qrels/test.tsv}``
-(evaluation/export.py: write_beir). ``trec`` writes ``run.constrained.trec``, ``run.free.trec``
+(reporting/export.py: write_beir). ``trec`` writes ``run.constrained.trec``, ``run.free.trec``
 and ``qrels.trec`` beside every retrieval ``samples.jsonl`` under the folders given
-(evaluation/export.py: export_tree); evaluations made now write them themselves. ``lmeval``
+(reporting/export.py: export_tree); evaluations made now write them themselves. ``lmeval``
 loads the model under test as evaluate.py does (``run=`` or ``model=``) and writes each MCQ / QA
-benchmark, in each ``probe.modes``, as an lm-eval task into ``output_dir`` (evaluation/lmeval.py).
+benchmark, in each ``probe.modes``, as an lm-eval task into ``output_dir`` (interop/lmeval.py).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _compose(overrides: Sequence[str], default_out: str):
 def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
     from toolsense.catalog.config import load_from_config
     from toolsense.evaluation.benchmarks import load_benchmark
-    from toolsense.evaluation.export import write_beir
+    from toolsense.reporting.export import write_beir
 
     cfg, out = _compose(overrides, "outputs/beir")
     catalog = load_from_config(cfg.catalog)
@@ -62,7 +62,7 @@ def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
 
 
 def trec(roots: Sequence[str]) -> list[Path]:
-    from toolsense.evaluation.export import export_tree
+    from toolsense.reporting.export import export_tree
 
     if not roots:
         raise SystemExit("trec: name the results folders to export, e.g. python -m toolsense.export trec outputs/demo/eval")
@@ -76,7 +76,7 @@ def trec(roots: Sequence[str]) -> list[Path]:
 
 def lmeval(overrides: Sequence[str]) -> list[Path]:
     from toolsense.evaluation.benchmarks import load_benchmark
-    from toolsense.evaluation.lmeval import write_lmeval_task
+    from toolsense.interop.lmeval import write_lmeval_task
     from toolsense.evaluation.runner import load_model_under_test
 
     cfg, out = _compose(overrides, "outputs/lmeval")

@@ -164,3 +164,8 @@ def test_query_jsonl_gold_forms_and_errors(tmp_path):
     bad2 = write_lines(tmp_path / "qc.jsonl", [json.dumps({"query": "hi", "tools": ["nope"]})])
     with pytest.raises(DataError, match=r"qc\.jsonl:1: field 'tools\[0\]' \('nope'\) must look like"):
         load_query_jsonl(bad2)
+    # the ToolBench loader refuses a blank query the same way (one check serves both)
+    tb = tmp_path / "G1_query.json"
+    tb.write_text(json.dumps([{"query_id": 7, "query": "  ", "relevant APIs": [["S", "a"]]}]))
+    with pytest.raises(DataError, match=r"G1_query\.json: item 1: field 'query' is missing or empty"):
+        load_toolbench_queries(tb)

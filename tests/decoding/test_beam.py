@@ -252,7 +252,7 @@ def test_retriever_threads_decoding_length_penalty(tiny_model, demo_catalog):
     queries = [Query(str(i), t, ("x",)) for i, t in enumerate(QUERIES[:2])]
     out = {}
     for lp in (0.0, 1.0):
-        dec = DecodingConfig(beam_width=8, ks=[1, 8], length_penalty=lp)
+        dec = DecodingConfig(beam_width=8, length_penalty=lp)
         out[lp] = list(Retriever(model.eval(), tok, trie, index.depth(), PromptConfig(), dec).run(queries))
     for r0, r1 in zip(out[0.0], out[1.0]):
         for x in r0.constrained + r0.free:

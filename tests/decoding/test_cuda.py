@@ -18,7 +18,7 @@ QUERIES = ["check whether a link is safe", "convert euros to dollars", "what is 
 def _dec():
     from toolsense.evaluation.config import DecodingConfig
 
-    return DecodingConfig(beam_width=10, ks=[1, 10], batch_size=8)
+    return DecodingConfig(beam_width=10, batch_size=8)
 
 
 def _retrieve(ev, queries):

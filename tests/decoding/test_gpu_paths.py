@@ -34,7 +34,7 @@ def _prompts(tok):
 def _dec(**kw):
     from toolsense.evaluation.config import DecodingConfig
 
-    return DecodingConfig(beam_width=6, ks=[1, 6], **kw)
+    return DecodingConfig(beam_width=6, **kw)
 
 
 def test_fp32_head_scores_in_fp32_over_real_tokens_and_restores_the_head(demo_catalog):

@@ -10,7 +10,8 @@ from omegaconf import OmegaConf
 
 from tests.evaluation.conftest import make_run_dir
 from toolsense.catalog import load_demo_catalog
-from toolsense.evaluation.coverage import coverage_cell, coverage_summary, stage2_tools
+from toolsense.evaluation.coverage import coverage_summary, stage2_tools
+from toolsense.reporting.tables import coverage_cell
 from toolsense.evaluation.runner import run
 
 DEMO_TOOLS = set(load_demo_catalog().names)
@@ -37,7 +38,7 @@ def test_demo_short_split_covers_22_of_54_realistic_items(short_split_run, tmp_p
     cfg = {"run": str(short_split_run), "device": "cpu", "output_dir": str(tmp_path),
            "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short"}},
            "baselines": {"bm25": {"kind": "bm25"}}, "probe": {"modes": ["token"]},
-           "decoding": {"beam_width": 5, "ks": [1, 5], "batch_size": 16, "resamples": 20, "free_form": False}}
+           "decoding": {"beam_width": 5, "batch_size": 16, "free_form": False}, "metrics": {"ks": [1, 5], "resamples": 20}}
     res = {r["system"]: r for r in run(cfg)["results"]}
     model, bm25 = res["tiny_random:stage2"], res["bm25"]
     assert model["n"] == 54
@@ -58,7 +59,7 @@ def test_demo_short_split_covers_22_of_54_realistic_items(short_split_run, tmp_p
 def test_untrained_model_has_no_coverage(tmp_path):
     cfg = {"model": {"name_or_path": "tiny_random"}, "device": "cpu", "output_dir": str(tmp_path),
            "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 3}},
-           "decoding": {"beam_width": 3, "ks": [1], "resamples": 10, "free_form": False}}
+           "decoding": {"beam_width": 3, "free_form": False}, "metrics": {"ks": [1], "resamples": 10}}
     res = run(cfg)["results"][0]
     assert res["system"] == "tiny_random:untrained" and res["coverage"] is None and coverage_cell(res) == "—"
 

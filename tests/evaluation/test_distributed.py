@@ -26,7 +26,7 @@ def _samples(path: Path) -> dict[str, dict]:
 
 def test_two_processes_equal_one(tiny_run, tmp_path):
     args = ["evaluate.py", f"run={tiny_run}", "device=cpu", "benchmark=demo_realistic", "benchmark.limit=13", "baseline=bm25",
-            "decoding=beam10", "decoding.batch_size=4", "decoding.resamples=200"]
+            "decoding=beam10", "decoding.batch_size=4", "metrics.resamples=200"]
     one = subprocess.run([sys.executable, *args, f"output_dir={tmp_path / 'one'}"], cwd=ROOT, env=ENV,
                          capture_output=True, text=True, timeout=300)
     assert one.returncode == 0, one.stderr[-3000:]

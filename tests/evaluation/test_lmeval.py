@@ -12,7 +12,7 @@ import yaml
 from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import load_run
-from toolsense.evaluation.lmeval import LOADER, write_lmeval_task
+from toolsense.interop.lmeval import LOADER, write_lmeval_task
 from toolsense.evaluation.probes import evaluate_probe
 
 

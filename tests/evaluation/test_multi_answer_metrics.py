@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolsense.evaluation.export import run_lines
+from toolsense.reporting.export import run_lines
 from toolsense.evaluation.metrics import aggregate, complete_at, item_metrics, r_precision
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -66,7 +66,7 @@ def test_item_metrics_and_aggregate_carry_them():
 
 
 def test_results_table_has_comp_rprec_and_a_row_per_tier():
-    from toolsense.evaluation.outputs import results_table
+    from toolsense.reporting.tables import results_table
 
     def est(v):
         return {"value": v, "lo": v, "hi": v}

@@ -8,11 +8,11 @@ from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import load_run
 from toolsense.generation.probe_gen import make_probes
 from toolsense.evaluation import probes
-from toolsense.evaluation.outputs import results_table
-from toolsense.evaluation.probe_stats import balanced_correct, centred_predictions, distribution, flag_text, majority_rate, rotation, top_answer
+from toolsense.reporting.tables import flag_text, results_table
+from toolsense.evaluation.probe_stats import balanced_correct, centred_predictions, distribution, majority_rate, rotation, top_answer
 from toolsense.evaluation.probes import evaluate_probe, permutation, probe_prompt, score_answers, summarize_probe
 from toolsense.evaluation.probe_stats import DEBIASED
-from toolsense.evaluation.runs import item_values
+from toolsense.comparison.runs import item_values
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +219,7 @@ def test_real_probe_path_in_every_mode_reports_consistent_diagnostics(ev, tmp_pa
 
 
 def test_table_and_comparison_show_probe_diagnostics_and_the_flag(tmp_path):
-    from toolsense.evaluation.compare import collect, comparison, comparison_table
+    from toolsense.comparison.compare import collect, comparison, comparison_table
 
     est = {"value": 0.224, "lo": 0.19, "hi": 0.26}
     probe = {"benchmark": "mcq", "system": "token", "kind": "mcq", "n": 496, "chance": 0.25, "majority_rate": 0.282,

@@ -17,7 +17,7 @@ def _cfg(run_dir, out, **extra):
         "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 12},
                        "qa": {"loader": "qa", "limit": 10}},  # the demo probes (no path)
         "baselines": {"bm25": {"kind": "bm25"}},
-        "decoding": {"beam_width": 10, "ks": [1, 5, 10], "batch_size": 4, "resamples": 200},
+        "decoding": {"beam_width": 10, "batch_size": 4}, "metrics": {"ks": [1, 5, 10], "resamples": 200},
         "probe": {"modes": ["token", "control"]},
         "logger": {"kind": "none"}, "output_dir": str(out),
     }
@@ -77,7 +77,7 @@ def test_missing_gold_tools_are_reported_not_dropped(tiny_run, tmp_path):
 def test_cli_untrained_model_with_hydra(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     cmd = [sys.executable, "evaluate.py", "model=tiny_random", "benchmark=demo_standard", "benchmark.limit=6", "baseline=dense",
-           "decoding=beam10", "decoding.resamples=100", f"output_dir={tmp_path}"]
+           "decoding=beam10", "metrics.resamples=100", f"output_dir={tmp_path}"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads((tmp_path / "results.json").read_text())
@@ -91,8 +91,8 @@ def test_unknown_config_field_is_named(tiny_run, tmp_path):
     cfg = _cfg(tiny_run, tmp_path, decoding={"beam_widht": 3})
     with pytest.raises(ValueError, match=r"decoding: unknown field\(s\) \['beam_widht'\]"):
         run(cfg)
-    with pytest.raises(ValueError, match=r"decoding.ks must lie in \[1, beam_width=5\], got \[10\]"):
-        run(_cfg(tiny_run, tmp_path, decoding={"beam_width": 5, "ks": [1, 10]}))
+    with pytest.raises(ValueError, match=r"metrics.ks must lie in \[1, decoding.beam_width=5\], got \[10\]"):
+        run(_cfg(tiny_run, tmp_path, decoding={"beam_width": 5}, metrics={"ks": [1, 10]}))
 
 
 def _ranker(rankings):
@@ -114,7 +114,7 @@ def _ranker(rankings):
 def test_missing_gold_policy_hand_computed(tmp_path, policy, n, expected):
     from toolsense.catalog import Query
     from toolsense.evaluation.benchmarks import Benchmark, BenchmarkConfig
-    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.evaluation.config import MetricsConfig
     from toolsense.evaluation.tasks import evaluate_ranking
 
     qs = [Query("q1", "a", ("S&&A", "S&&X")), Query("q2", "b", ("S&&X",)), Query("q3", "c", ("S&&B", "S&&Y")),
@@ -122,8 +122,8 @@ def test_missing_gold_policy_hand_computed(tmp_path, policy, n, expected):
     bench = Benchmark("toy", "retrieval", qs, config=BenchmarkConfig(loader="query_jsonl", missing=policy))
     rankings = {"q1": ["S&&A", "S&&B", "S&&C"], "q2": ["S&&A", "S&&B", "S&&C"], "q3": ["S&&C", "S&&B", "S&&A"],
                 "q4": ["S&&C", "S&&A", "S&&B"]}
-    dec = DecodingConfig(beam_width=3, ks=[1, 2], free_form=False, resamples=50)
-    res = evaluate_ranking(bench, "hand", _ranker(rankings), {"S&&A", "S&&B", "S&&C"}, dec, tmp_path, {})
+    res = evaluate_ranking(bench, "hand", _ranker(rankings), {"S&&A", "S&&B", "S&&C"}, MetricsConfig(ks=[1, 2], resamples=50),
+                           tmp_path, {})
     assert res["n"] == n
     for k, v in expected.items():
         assert res["metrics"][k]["value"] == pytest.approx(v), k
@@ -194,7 +194,7 @@ def test_fingerprint_names_decoding_benchmark_and_changed_weights(tiny_run, tmp_
     run(cfg)
     ranked = _counting(monkeypatch)
     with pytest.raises(FingerprintMismatch, match=r"decoding.beam_width: 10 \(on disk\) vs 8 \(now\)"):
-        run({**cfg, "decoding": {**cfg["decoding"], "beam_width": 8, "ks": [1, 5, 8]}})
+        run({**cfg, "decoding": {**cfg["decoding"], "beam_width": 8}, "metrics": {**cfg.get("metrics", {}), "ks": [1, 5, 8]}})
     with pytest.raises(FingerprintMismatch, match=r"benchmark.style: 'short' \(on disk\) vs 'verbose' \(now\)"):
         run({**cfg, "benchmarks": {"realistic": {**cfg["benchmarks"]["realistic"], "style": "verbose"}}})
     # same stage name, other weights (a retrained run): only the checkpoint hash tells
@@ -204,7 +204,7 @@ def test_fingerprint_names_decoding_benchmark_and_changed_weights(tiny_run, tmp_
     assert "system.stage" not in str(e.value)
     # batch size and bootstrap settings cannot change a sample: a changed one still resumes
     shutil.copy(tiny_run / "stage2" / "model.safetensors", run_dir / "stage2" / "model.safetensors")
-    run({**cfg, "decoding": {**cfg["decoding"], "batch_size": 3, "resamples": 100}})
+    run({**cfg, "decoding": {**cfg["decoding"], "batch_size": 3}, "metrics": {**cfg.get("metrics", {}), "resamples": 100}})
     assert ranked == []
 
 
@@ -233,13 +233,13 @@ def test_released_benchmark_needs_its_path_and_samples_are_marked(tiny_run, tmp_
             with pytest.raises(ValueError, match=rf"benchmark.path is required: point it at the released {name}.jsonl"):
                 run(cfg)
         cfg = compose("evaluate", overrides=[f"run={tiny_run}", "benchmark=qa_sample", "device=cpu", "probe.modes=[token]",
-                                             "decoding=beam10", "decoding.resamples=50", f"output_dir={tmp_path / 's'}"])
+                                             "decoding=beam10", "metrics.resamples=50", f"output_dir={tmp_path / 's'}"])
         summary = run(cfg)
     res = summary["results"][0]
     assert res["benchmark"] == "qa" and res["is_sample"] is True and res["n"] == 0  # no sample tool is a demo tool
     assert json.loads((tmp_path / "s" / "qa" / "token" / "results.json").read_text())["is_sample"] is True
     assert "| qa (sample) | token |" in (tmp_path / "s" / "table.md").read_text()
-    from toolsense.evaluation.compare import collect, comparison
+    from toolsense.comparison.compare import collect, comparison
 
     assert comparison(collect([tmp_path / "s"]), ["Rc@1"])["columns"] == ["qa (sample) token acc"]
 
@@ -253,7 +253,7 @@ def test_baselines_carry_fingerprints_too(tmp_path):
     first = run(cfg)["results"][0]
     assert first["system"] == "bm25" and first["fingerprint"]["system"]["baseline"]["kind"] == "bm25"
     with pytest.raises(FingerprintMismatch, match=r"realistic/bm25:\n(.*\n)?    decoding.top: 10 \(on disk\) vs 5 \(now\)"):
-        run({**cfg, "decoding": {**cfg["decoding"], "beam_width": 5, "ks": [1, 5]}})
+        run({**cfg, "decoding": {**cfg["decoding"], "beam_width": 5}, "metrics": {**cfg.get("metrics", {}), "ks": [1, 5]}})
     with pytest.raises(FingerprintMismatch, match=r"system.baseline.kind: 'bm25' \(on disk\) vs 'dense' \(now\)"):
         run({**cfg, "baselines": {"bm25": {"kind": "dense"}}})
     assert run(cfg)["results"][0]["metrics"] == first["metrics"]
@@ -262,7 +262,7 @@ def test_baselines_carry_fingerprints_too(tmp_path):
 def _bm25_cfg(out, limit=3):
     return {"parametric": False, "baselines": {"bm25": {"kind": "bm25"}}, "output_dir": str(out),
             "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": limit}},
-            "decoding": {"beam_width": 3, "ks": [1], "resamples": 10}}
+            "decoding": {"beam_width": 3}, "metrics": {"ks": [1], "resamples": 10}}
 
 
 def test_a_held_output_folder_is_refused_naming_the_holder_or_skipped(tmp_path, monkeypatch):
@@ -324,7 +324,7 @@ def test_two_evaluate_py_processes_started_at_once_one_is_refused(tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "1"}
     cmd = [sys.executable, "evaluate.py", "model=tiny_random", "benchmark=demo_realistic", "decoding=beam10",
-           "decoding.free_form=false", "decoding.resamples=20", "device=cpu", f"output_dir={out}"]
+           "decoding.free_form=false", "metrics.resamples=20", "device=cpu", f"output_dir={out}"]
     procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]

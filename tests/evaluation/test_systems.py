@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from toolsense.evaluation.baselines import build_baseline
+from toolsense.baselines.rankers import build_baseline
 from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
-from toolsense.evaluation.config import BaselineConfig, DecodingConfig, EvaluateConfig, SystemConfig
+from toolsense.baselines.config import BaselineConfig
+from toolsense.evaluation.config import DecodingConfig, EvaluateConfig, SystemConfig
 from toolsense.evaluation.context import load_run
 from toolsense.evaluation.systems import FusionRanker, RestrictedRanker, reciprocal_rank_fusion
 from toolsense.decoding.retrieval import Retriever
@@ -45,13 +46,13 @@ def queries():
 
 
 def test_restricted_hybrid_stays_inside_its_candidates_and_keeps_the_model_scores(ev, queries):
-    dec = DecodingConfig(beam_width=10, ks=[1, 5, 10], batch_size=4, free_form=False)
+    dec = DecodingConfig(beam_width=10, batch_size=4, free_form=False)
     first = build_baseline(ev.catalog, BaselineConfig(kind="bm25"), 5)
     cands = {r.query.query_id: [x["tool"] for x in r.constrained] for r in first.run(queries)}
     n_tools = len(ev.index.paths)
     full = {r.query.query_id: {x["tool"]: x["score"] for x in r.constrained}
             for r in Retriever(ev.model, ev.tokenizer, ev.trie(), 1,  ev.prompts,
-                               DecodingConfig(beam_width=n_tools, ks=[1], batch_size=4, free_form=False)).run(queries)}
+                               DecodingConfig(beam_width=n_tools, batch_size=4, free_form=False)).run(queries)}
     got = list(RestrictedRanker(ev, first, 5, dec).run(queries))
     assert len(got) == len(queries)
     for rec in got:
@@ -65,7 +66,7 @@ def test_restricted_hybrid_stays_inside_its_candidates_and_keeps_the_model_score
 
 
 def test_fusing_the_model_with_itself_returns_the_model_ranking(ev, queries):
-    dec = DecodingConfig(beam_width=8, ks=[1, 8], batch_size=4, free_form=False)
+    dec = DecodingConfig(beam_width=8, batch_size=4, free_form=False)
     model = Retriever(ev.model, ev.tokenizer, ev.trie(), 1, ev.prompts, dec)
     own = {r.query.query_id: [x["tool"] for x in r.constrained] for r in model.run(queries)}
     fused = list(FusionRanker(ev, model, 60.0, 8, dec).run(queries))
@@ -93,7 +94,7 @@ def test_runner_evaluates_fingerprints_and_resumes_a_system(tiny_run, tmp_path):
            "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 6}},
            "systems": {"hyb": {"kind": "restricted", "n_candidates": 4, "candidates": {"kind": "bm25"}},
                        "fused": {"kind": "rrf", "candidates": {"kind": "bm25"}}},
-           "decoding": {"beam_width": 6, "ks": [1, 6], "batch_size": 4, "resamples": 20},
+           "decoding": {"beam_width": 6, "batch_size": 4}, "metrics": {"ks": [1, 6], "resamples": 20},
            "probe": {"modes": []}, "logger": {"kind": "none"}, "output_dir": str(tmp_path)}
     first = run(cfg)
     rows = {r["system"]: r for r in first["results"]}
@@ -111,7 +112,7 @@ def test_runner_evaluates_fingerprints_and_resumes_a_system(tiny_run, tmp_path):
     assert (hyb / "samples.jsonl").read_text() == before
     assert {r["system"]: r["metrics"] for r in again["results"]}["hyb"] == rows["hyb"]["metrics"]
     assert "| realistic | hyb |" in (tmp_path / "table.md").read_text()
-    from toolsense.evaluation.compare import collect, comparison
+    from toolsense.comparison.compare import collect, comparison
 
     comp = comparison(collect([tmp_path]), ["Rc@6", "COMPc@6", "Rprec_c"])
     hyb_rows = [r for r in comp["rows"] if r.startswith("hyb (")]

@@ -68,7 +68,7 @@ def test_checkpoint_tokens_rows_eos_and_template_are_reused(toolgen_dir):
 def test_one_command_evaluates_it(toolgen_dir, tmp_path):
     summary = run({"model": {"name_or_path": str(toolgen_dir), "dtype": "float32"}, "device": "cpu", "task": "evaluate",
                    "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 6}},
-                   "decoding": {"beam_width": 5, "ks": [1, 5], "batch_size": 3, "resamples": 20},
+                   "decoding": {"beam_width": 5, "batch_size": 3}, "metrics": {"ks": [1, 5], "resamples": 20},
                    "logger": {"kind": "none"}, "output_dir": str(tmp_path)})
     res = summary["results"][0]
     assert res["system"] == f"{toolgen_dir}:checkpoint" and res["n"] == 6

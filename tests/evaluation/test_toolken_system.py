@@ -123,7 +123,7 @@ def test_runner_scores_a_toolken_system_without_a_parametric_model(toolken_run, 
     again = run(cfg)
     assert (d / "samples.jsonl").read_text() == before
     assert {r["system"]: r for r in again["results"]}["toolken"]["metrics"] == row["metrics"]
-    from toolsense.evaluation.compare import collect, comparison
+    from toolsense.comparison.compare import collect, comparison
 
     comp = comparison(collect([tmp_path]), ["Rc@1", "Rf@1", "IS@1"])
     rows = [r for r in comp["rows"] if r.startswith("toolken")]

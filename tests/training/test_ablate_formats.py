@@ -46,7 +46,7 @@ def test_two_job_ablation_sweep_compares_subsets_with_retention(tmp_path):
     sweep = tmp_path / "sweep"
     evaluate = ('evaluate.overrides=["+benchmark@benchmarks.generated=generated",'
                 f'"benchmarks.generated.path={ASSETS / "queries.jsonl"}","benchmarks.generated.split=test","+benchmark@benchmarks.mcq=demo_mcq",'
-                '"decoding=beam10","decoding.resamples=100","probe.modes=[token]"]')
+                '"decoding=beam10","metrics.resamples=100","probe.modes=[token]"]')
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", "experiment=ablate_formats",
            *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))], "stage1.max_steps=2",
            "stage2.max_steps=2", "memorization.formats=[desc2tok],[desc2tok,mcts]", "evaluate.suite=null", "stage2.sources.0.split=train", evaluate,

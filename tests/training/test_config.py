@@ -123,7 +123,7 @@ def test_slurm_launcher_composes_to_submitit(tmp_path):
     assert (cfg.hydra.launcher.gpus_per_node, cfg.hydra.launcher.partition, cfg.hydra.launcher.mem_gb) == (1, "gpu", 64)
     assert "partition" not in plain.hydra.launcher  # the local Slurm file touches only launcher=slurm
     assert OmegaConf.to_container(cfg.hydra.sweep)["subdir"] == "${hydra.job.num}_${experiment}-${tuning.method}"
-    assert cfg.hydra.callbacks.compare._target_ == "toolsense.evaluation.compare.CompareAfterSweep"
+    assert cfg.hydra.callbacks.compare._target_ == "toolsense.comparison.compare.CompareAfterSweep"
 
 
 def test_stage1_sized_in_epochs_sees_every_format_equally_often():

@@ -18,7 +18,7 @@ from tests.training.test_sweep import ENV
 def test_seed_sweep_is_averaged_into_one_row(tmp_path):
     sweep = tmp_path / "sweep"
     evaluate = (f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test",'
-                '"decoding=beam10","decoding.resamples=100"]')
+                '"decoding=beam10","metrics.resamples=100"]')
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", "experiment=tg,tg_3fm", "launcher=submitit_local",
            *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))], "stage1.max_steps=2",
            "stage2.max_steps=2", "trainer.seed=0,1", "stage2.sources.0.split=train", evaluate, "hydra.callbacks.compare.metrics=[Rc@5,Rf@5,IS@5]",

@@ -6,7 +6,7 @@ import logging
 
 from toolsense.catalog import Query, load_toolsense
 from toolsense.evaluation.benchmarks import Benchmark
-from toolsense.evaluation.config import DecodingConfig
+from toolsense.evaluation.config import MetricsConfig
 from toolsense.decoding.retrieval import Retrieved
 from toolsense.evaluation.tasks import evaluate_ranking
 from toolsense.index.trie import Trie
@@ -64,9 +64,9 @@ def test_missing_gold_tools_are_one_line_and_a_listing_in_the_eval_dir(tmp_path,
         for q in qs:
             yield Retrieved(q, q.text, [{"tool": "A&&x", "score": 0.0}], None)
 
-    dec = DecodingConfig(beam_width=1, ks=[1], resamples=10)
+    metrics = MetricsConfig(ks=[1], resamples=10)
     with caplog.at_level(logging.WARNING):
-        res = evaluate_ranking(bench, "sys", ranker, {"A&&x"}, dec, tmp_path / "eval", {})
+        res = evaluate_ranking(bench, "sys", ranker, {"A&&x"}, metrics, tmp_path / "eval", {})
     assert res["missing"]["count"] == 2
     msgs = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     listing = tmp_path / "eval" / "missing_gold.txt"
@@ -106,5 +106,5 @@ def test_heartbeat_keeps_a_slow_ranking_loop_visible(tmp_path, capsys, monkeypat
             yield Retrieved(q, q.text, [{"tool": "A&&x", "score": 0.0}], None)
 
     bench = Benchmark("bench", "retrieval", [Query("q1", "a", ("A&&x",))])
-    evaluate_ranking(bench, "sys", slow_ranker, {"A&&x"}, DecodingConfig(beam_width=1, ks=[1], resamples=10), tmp_path, {})
+    evaluate_ranking(bench, "sys", slow_ranker, {"A&&x"}, MetricsConfig(ks=[1], resamples=10), tmp_path, {})
     assert len(beats) >= 3  # evaluate_ranking's bar was kept alive during the slow item

@@ -23,7 +23,19 @@ class Query:
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
-def _gold_names(raw: Any, where: str, key: str) -> tuple[str, ...]:
+def required_text(obj: dict, key: str, where: str) -> str:
+    """``obj[key]`` stripped; a ``DataError`` naming ``where`` (file:line) and the field when it is
+    missing, not a string, or blank."""
+    val = obj.get(key)
+    if not isinstance(val, str) or not val.strip():
+        raise DataError(f"{where}: field {key!r} is missing or empty")
+    return val.strip()
+
+
+def gold_names(raw: Any, where: str, key: str) -> tuple[str, ...]:
+    """Canonical tool names from a record's gold field: a name, a ``<<token>>``, a ``[service,
+    api]`` pair or a ``{tool_name: ...}`` object, or a list of them (duplicates dropped, order
+    kept); a ``DataError`` naming ``where`` and the field's entry otherwise."""
     if isinstance(raw, (str, dict)):
         raw = [raw]
     if not isinstance(raw, list) or not raw:
@@ -52,13 +64,10 @@ def load_query_jsonl(path: str | Path, split: str | None = None) -> list[Query]:
     out = []
     for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno}"
-        text = obj.get("query")
-        if not isinstance(text, str) or not text.strip():
-            raise DataError(f"{where}: field 'query' is missing or empty")
         q = Query(
             query_id=str(obj.get("query_id", obj.get("id", f"{Path(path).stem}-{lineno}"))),
-            text=text.strip(),
-            tools=_gold_names(obj.get("tools", obj.get("tool")), where, "tools"),
+            text=required_text(obj, "query", where),
+            tools=gold_names(obj.get("tools", obj.get("tool")), where, "tools"),
             style=str(obj.get("style", "verbose")),
             split=str(obj.get("split", "test")),
             meta={k: v for k, v in obj.items() if k not in {"query", "tools", "query_id", "style", "split"}},
@@ -73,14 +82,11 @@ def load_toolbench_queries(path: str | Path) -> list[Query]:
     out = []
     for i, item in iter_toolbench_queries(path):
         where = f"{path}: item {i}"
-        text = item.get("query")
-        if not isinstance(text, str) or not text.strip():
-            raise DataError(f"{where}: field 'query' is missing or empty")
         out.append(
             Query(
                 query_id=str(item.get("query_id", i)),
-                text=text.strip(),
-                tools=_gold_names(item.get("relevant APIs"), where, "relevant APIs"),
+                text=required_text(item, "query", where),
+                tools=gold_names(item.get("relevant APIs"), where, "relevant APIs"),
                 style="verbose",
                 split="test",
             )

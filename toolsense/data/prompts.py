@@ -38,3 +38,12 @@ def retrieval_messages(query: str, cfg: PromptConfig) -> list[dict]:
 def render_prompt(tokenizer, messages: list[dict]) -> str:
     """The chat-templated prompt text up to the start of the assistant's answer."""
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+LETTERS = "ABCDEFGH"
+"""MCQ answer letters, in slot order (the probe prompts label the options shown with them)."""
+
+
+def probe_answers(kind: str, n_options: int) -> list[str]:
+    """The allowed answers of a probe: ``n_options`` letters (MCQ), or Yes, No (QA)."""
+    return list(LETTERS[:n_options]) if kind == "mcq" else ["Yes", "No"]

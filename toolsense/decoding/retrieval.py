@@ -36,8 +36,10 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 
 
 class SearchSettings(Protocol):
-    """What the retriever reads of a decoding config (``toolsense.evaluation.config.DecodingConfig``
-    fills it; decoding does not import evaluation, so the contract is spelled out here)."""
+    """What the retriever reads of a decoding config: ``toolsense.evaluation.config.DecodingConfig``
+    holds exactly these fields (tests/evaluation/test_evaluate_config.py checks it; cut-offs and the
+    bootstrap are its ``metrics`` section). Decoding does not import evaluation, so the contract is
+    spelled out here."""
 
     beam_width: int
     batch_size: int | str

@@ -1,4 +1,6 @@
-"""Scoring what a model retrieves: benchmarks, metrics + bootstrap CIs (Rc@k, Rf@k, IS@k, NDCG),
-MCQ/QA probes, BM25/dense baselines, embedding drift, fingerprints, outputs and data-parallel
-sharding. The search itself (trie tensors, beam search, the Retriever) is ``toolsense.decoding``;
-the trie is ``toolsense.index.trie``. See ARCHITECTURE.md for the rooms and the import direction."""
+"""Scoring one system: benchmarks, retrieval (constrained + free-form) and probe scoring, metrics +
+bootstrap CIs (Rc@k, Rf@k, IS@k, NDCG), probe statistics, systems beside the model (hybrids),
+embedding drift, fingerprints, output files and data-parallel sharding. The search itself is
+``toolsense.decoding``, the BM25 / dense rankers ``toolsense.baselines``, tables and report.html
+``toolsense.reporting``; tables over many runs are ``toolsense.comparison`` and the reproduction
+study ``toolsense.study``. See ARCHITECTURE.md for the rooms and the import direction."""

@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, Literal, Mapping, Optional
 
 from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_toolbench_queries
 from toolsense.catalog.loaders import DEMO_DIR
-from toolsense.catalog.queries import _gold_names
+from toolsense.catalog.queries import gold_names, required_text
 from toolsense.utils.io import DataError, iter_jsonl, sha256_file, sha256_text
 from toolsense.utils.registry import Registry
 
@@ -126,24 +126,17 @@ def load_toolbench(cfg: BenchmarkConfig) -> Benchmark:
     return Benchmark(path.stem, "retrieval", items, str(path))
 
 
-def _text(obj: dict, key: str, where: str) -> str:
-    val = obj.get(key)
-    if not isinstance(val, str) or not val.strip():
-        raise DataError(f"{where}: field {key!r} is missing or empty")
-    return val.strip()
-
-
 @BENCHMARKS.register("rrb")
 def load_rrb(cfg: BenchmarkConfig) -> Benchmark:
     path = _need_path(cfg)
     items = []
     for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno}"
-        gold = _gold_names(obj.get("tool"), where, "tool")
-        pool = _gold_names(obj["analyzed_tools"], where, "analyzed_tools") if obj.get("analyzed_tools") else ()
+        gold = gold_names(obj.get("tool"), where, "tool")
+        pool = gold_names(obj["analyzed_tools"], where, "analyzed_tools") if obj.get("analyzed_tools") else ()
         meta = {"tier": str(obj.get("complexity") or f"{len(gold)}-tool"), "pool": list(pool)}
         qid = str(obj.get("sample_id", obj.get("id", f"{path.stem}-{lineno}")))
-        items.append(Query(qid, _text(obj, "query", where), gold, "short", "test", meta))
+        items.append(Query(qid, required_text(obj, "query", where), gold, "short", "test", meta))
     return Benchmark(path.stem, "retrieval", items, str(path))
 
 
@@ -165,7 +158,7 @@ def _mcq_options(obj: dict, where: str) -> tuple[tuple[str, ...], int]:
     wrong = obj.get("wrong_answers")
     if not isinstance(wrong, list) or len(wrong) != 3 or not all(isinstance(w, str) and w.strip() for w in wrong):
         raise DataError(f"{where}: field 'wrong_answers' must be a list of 3 non-empty strings")
-    options = (_text(obj, "correct_answer", where),) + tuple(w.strip() for w in wrong)
+    options = (required_text(obj, "correct_answer", where),) + tuple(w.strip() for w in wrong)
     if len(set(options)) != 4:
         raise DataError(f"{where}: field 'wrong_answers' repeats an option or the correct answer")
     return options, 0
@@ -189,9 +182,9 @@ def _load_probe(cfg: BenchmarkConfig, kind: Kind, options_of) -> Benchmark:
         raw = obj.get("tool")
         if not isinstance(raw, dict):
             raise DataError(f"{where}: field 'tool' must be a tool object with 'tool_name'")
-        tool = _gold_names(raw, where, "tool")[0]
+        tool = gold_names(raw, where, "tool")[0]
         qid = str(obj.get("id", f"{path.stem}-{lineno}"))
-        items.append(ProbeItem(qid, _text(obj, "question", where), options, answer, tool, raw))
+        items.append(ProbeItem(qid, required_text(obj, "question", where), options, answer, tool, raw))
     return Benchmark(path.stem, kind, items, str(path))
 
 
@@ -203,6 +196,14 @@ def load_mcq(cfg: BenchmarkConfig) -> Benchmark:
 @BENCHMARKS.register("qa")
 def load_qa(cfg: BenchmarkConfig) -> Benchmark:
     return _load_probe(cfg, "qa", _qa_options)
+
+
+def benchmark_sections(one: BenchmarkConfig | None, suite: Mapping[str, BenchmarkConfig]) -> dict[str, BenchmarkConfig]:
+    """A config's benchmarks by label: a suite's ``benchmarks`` map, else the single ``benchmark``
+    under its label ("benchmark" when it has none); empty when neither is set."""
+    if suite:
+        return dict(suite)
+    return {one.label or "benchmark": one} if one is not None else {}
 
 
 def load_benchmark(cfg: BenchmarkConfig, where: str = "benchmark") -> Benchmark:

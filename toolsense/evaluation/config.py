@@ -2,31 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import string
 from dataclasses import dataclass, field
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig
 from toolsense.decoding.batching import check_batch_size
-from toolsense.evaluation.baselines import BM25_SCORERS, BM25_TOKENIZERS
-from toolsense.evaluation.benchmarks import BenchmarkConfig
-from toolsense.evaluation.compare import CompareConfig
+from toolsense.baselines.config import BaselineConfig
+from toolsense.evaluation.benchmarks import BenchmarkConfig, benchmark_sections
 from toolsense.evaluation.systems import STANDALONE, SYSTEMS
 from toolsense.index.config import IndexConfig
 from toolsense.models import ModelConfig
-from toolsense.models.encoders import TEXT_TEMPLATES
 from toolsense.tracking import LoggerConfig
 from toolsense.utils.choices import StrEnum, choice
 
 
 @dataclass
 class DecodingConfig:
+    """How the model searches (``decoding=beam50|beam10``): exactly the fields the Retriever reads
+    (``decoding/retrieval.py: SearchSettings``). What is computed from the rankings is ``metrics``."""
+
     beam_width: int = 50
     """Beams per query (ToolGen evaluates with 50)."""
-    ks: list[int] = field(default_factory=lambda: [1, 5, 10, 50])
-    """Cut-offs of Rc@k, Rf@k, IS@k, recall@k and NDCG@k; each must be <= beam_width."""
     batch_size: Union[int, str] = "auto"
     """Queries per batch (each carries beam_width beams after the prompt); ``auto``: 8 on a CPU, on a
     GPU sized by its free memory (``toolsense.decoding.batching``)."""
@@ -42,6 +42,34 @@ class DecodingConfig:
     """Beam ranking of finished ids: summed log-prob / generated_length ** length_penalty (EOS
     counted), as Hugging Face's generate (default 1.0, as ToolGen ran it); 0.0 = the plain sum.
     Changes rankings only for variable-depth (clustered) indexes."""
+
+    def __post_init__(self) -> None:
+        if self.beam_width < 1:
+            raise ValueError(f"decoding.beam_width must be >= 1, got {self.beam_width}")
+        check_batch_size(self.batch_size, "decoding.batch_size")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise ValueError(f"decoding.max_new_tokens must be >= 1 or null, got {self.max_new_tokens}")
+        if not math.isfinite(self.length_penalty):
+            raise ValueError(f"decoding.length_penalty must be a finite number, got {self.length_penalty}")
+
+    def identity(self) -> dict[str, Any]:
+        """What the rankings depend on (the fingerprint's ``decoding``): every field but
+        ``batch_size``, which sets how many queries are searched at once, not what is found."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "batch_size"}
+
+
+PAPER_KS = (1, 5, 10, 50)
+"""ToolGen's cut-offs; the default ``metrics.ks`` keeps those within the beam."""
+
+
+@dataclass
+class MetricsConfig:
+    """What is computed from the rankings and probe answers (``metrics.*``): the cut-offs and the
+    bootstrap. Read by tasks.py and probes.py, never by the search."""
+
+    ks: Optional[list[int]] = None
+    """Cut-offs of Rc@k, Rf@k, IS@k, recall@k and NDCG@k, each <= decoding.beam_width; None = the
+    paper's 1, 5, 10, 50 up to the beam (1, 5, 10 with decoding=beam10)."""
     resamples: int = 1000
     """Bootstrap resamples over queries for the 95% intervals."""
     seed: int = 0
@@ -51,24 +79,24 @@ class DecodingConfig:
     for a verdict: a ratio of two or three hits says nothing (App. F's low-recall case)."""
 
     def __post_init__(self) -> None:
-        if self.min_hits < 1:
-            raise ValueError(f"decoding.min_hits must be >= 1, got {self.min_hits}")
-        if self.beam_width < 1:
-            raise ValueError(f"decoding.beam_width must be >= 1, got {self.beam_width}")
-        if not self.ks:
-            raise ValueError("decoding.ks is empty: give at least one cut-off, e.g. decoding.ks=[1,5,10]")
-        bad = [k for k in self.ks if k < 1 or k > self.beam_width]
-        if bad:
-            raise ValueError(f"decoding.ks must lie in [1, beam_width={self.beam_width}], got {bad}")
-        if len(set(self.ks)) < len(self.ks):
-            raise ValueError(f"decoding.ks repeats a cut-off: {list(self.ks)}")
-        check_batch_size(self.batch_size, "decoding.batch_size")
-        if self.max_new_tokens is not None and self.max_new_tokens < 1:
-            raise ValueError(f"decoding.max_new_tokens must be >= 1 or null, got {self.max_new_tokens}")
+        if self.ks is not None:
+            if not self.ks:
+                raise ValueError("metrics.ks is empty: give at least one cut-off, e.g. metrics.ks=[1,5,10]")
+            if len(set(self.ks)) < len(self.ks):
+                raise ValueError(f"metrics.ks repeats a cut-off: {list(self.ks)}")
         if self.resamples < 1:
-            raise ValueError(f"decoding.resamples must be >= 1 (bootstrap resamples), got {self.resamples}")
-        if not math.isfinite(self.length_penalty):
-            raise ValueError(f"decoding.length_penalty must be a finite number, got {self.length_penalty}")
+            raise ValueError(f"metrics.resamples must be >= 1 (bootstrap resamples), got {self.resamples}")
+        if self.min_hits < 1:
+            raise ValueError(f"metrics.min_hits must be >= 1, got {self.min_hits}")
+
+    def within(self, beam_width: int) -> "MetricsConfig":
+        """This section with ``ks`` resolved for a search of ``beam_width`` beams (None: the paper's
+        cut-offs up to the beam); a cut-off outside [1, beam_width] is refused."""
+        ks = list(self.ks) if self.ks is not None else [k for k in PAPER_KS if k <= beam_width] or [beam_width]
+        bad = [k for k in ks if k < 1 or k > beam_width]
+        if bad:
+            raise ValueError(f"metrics.ks must lie in [1, decoding.beam_width={beam_width}], got {bad}")
+        return dataclasses.replace(self, ks=ks)
 
 
 @dataclass
@@ -112,58 +140,6 @@ class ProbeConfig:
 
 PROBE_MODES = ("token", "control", "card")
 TEMPLATE_FIELDS = {"tool", "question", "options", "choices"}
-
-
-@dataclass
-class BaselineConfig:
-    kind: Literal["bm25", "dense", "openai"] = "bm25"
-    """bm25 (bm25s over the tools' text), dense (sentence-transformers), openai (embeddings API)."""
-    encoder: Optional[str] = None
-    """dense: a local SentenceTransformer path (None = embedded all-MiniLM-L6-v2);
-    openai: the embedding model name (None = text-embedding-3-large, the paper's te3l)."""
-    backend: Literal["torch", "int8", "onnx"] = "torch"
-    """dense only: torch = exact fp32; int8 = dynamic int8 quantisation of the Linear layers
-    (CPU, faster, slightly different scores); onnx = sentence-transformers' ONNX backend
-    (needs optimum[onnxruntime]). Part of the embedding cache key."""
-    batch_size: int = 64
-    """Queries scored per batch."""
-    encode_batch_size: int = 256
-    """dense/openai: tool texts per encoder batch (length-sorted) when the catalog is encoded."""
-    label: Optional[str] = None
-    """Row name in tables; default the kind."""
-    document: str = "tool_text"
-    """What each tool's document holds: a text template (``TEXT_TEMPLATES``; ``tool_text``,
-    ``api_text``, ``toolgen`` = ToolGen's/ToolBench's corpus document, ``names``), listed with
-    their fields in ``toolsense/models/encoders/documents.py``. Part of the embedding cache key."""
-    tokenizer: str = "bm25s_en"
-    """bm25 only (``BM25_TOKENIZERS``): ``bm25s_en`` (bm25s' words of 2+ characters, English
-    stopwords out) or ``words`` (lower-cased words and punctuation, all kept: ToolGen's NLTK split)."""
-    scorer: str = "bm25s"
-    """bm25 only (``BM25_SCORERS``): ``bm25s`` (Lucene BM25) or ``okapi`` (rank_bm25's
-    ``BM25Okapi``, ToolGen's: k1 1.5, b 0.75, epsilon 0.25 for frequent terms)."""
-
-    def __post_init__(self) -> None:
-        self.document = TEXT_TEMPLATES.check(self.document, "baseline.document")
-        self.tokenizer = BM25_TOKENIZERS.check(self.tokenizer, "baseline.tokenizer")
-        self.scorer = BM25_SCORERS.check(self.scorer, "baseline.scorer")
-        if self.kind != "bm25" and (self.tokenizer, self.scorer) != ("bm25s_en", "bm25s"):
-            raise ValueError(f"baseline.tokenizer and baseline.scorer apply to kind=bm25 only, not kind={self.kind}")
-        if self.backend not in ("torch", "int8", "onnx"):
-            raise ValueError(f"baseline.backend must be torch, int8 or onnx, got {self.backend!r}")
-        if self.backend != "torch" and self.kind != "dense":
-            raise ValueError(f"baseline.backend={self.backend} applies to kind=dense only, not kind={self.kind}")
-        if self.batch_size < 1 or self.encode_batch_size < 1:
-            raise ValueError(f"baseline.batch_size and baseline.encode_batch_size must be >= 1, got {self.batch_size}, {self.encode_batch_size}")
-
-    def identity(self) -> dict[str, Optional[str]]:
-        """What the baseline's rankings depend on (its fingerprint): kind and encoder, plus the
-        document, tokenizer and scorer where they differ from the defaults (so folders written
-        before these settings existed still resume)."""
-        out: dict[str, Optional[str]] = {"kind": self.kind, "encoder": self.encoder}
-        for name, default in (("document", "tool_text"), ("tokenizer", "bm25s_en"), ("scorer", "bm25s")):
-            if getattr(self, name) != default:
-                out[name] = getattr(self, name)
-        return out
 
 
 @dataclass
@@ -231,43 +207,25 @@ class DriftConfig:
                              f"{self.max_pairs_tokens}")
 
 
-@dataclass
-class AnnotateConfig:
-    items: int = 100
-    """Items sampled (seeded) from each benchmark into its sheet; all when the benchmark has fewer."""
-    raters: int = 3
-    """Empty rater columns in the sheet (rater_1 ... rater_<raters>)."""
-    seed: int = 0
-    """Seed of the item sample and of the MCQ option order shown to raters."""
-    retrieval_categories: list[str] = field(default_factory=lambda: ["yes", "partly", "no"])
-    """Answers a rater may give for a retrieval item: do the gold tools serve the query?"""
-    sheets: list[str] = field(default_factory=list)
-    """task=kappa: the filled sheets (CSV) to compute κ from."""
-    keys: list[str] = field(default_factory=list)
-    """task=kappa: the answer keys (``<benchmark>_key.csv``, written by task=annotate beside each
-    sheet and kept from the raters); empty = any key file lying beside a sheet."""
-
-    def __post_init__(self) -> None:
-        if self.items < 1 or self.raters < 2:
-            raise ValueError(f"annotate.items must be >= 1 and annotate.raters >= 2 (got {self.items}, {self.raters})")
-        cats = [c.strip().casefold() for c in self.retrieval_categories]
-        if len(cats) < 2 or len(set(cats)) < len(cats) or not all(cats):
-            raise ValueError(f"annotate.retrieval_categories needs two or more distinct, non-empty answers, got "
-                             f"{list(self.retrieval_categories)}")
-
-
-
 class Task(StrEnum):
     evaluate = "evaluate"
     """Retrieval benchmarks (constrained + free-form), MCQ/QA probes and baselines: one table."""
     drift = "drift"
     """Embedding drift base -> stage1 -> stage2 of ``run`` (drift.py)."""
-    compare = "compare"
-    """One ablation table over earlier evaluations (compare.py)."""
-    annotate = "annotate"
-    """Rating sheets of the configured benchmarks for human raters (annotate.py)."""
-    kappa = "kappa"
-    """Fleiss' kappa per benchmark from filled rating sheets (``annotate.sheets``)."""
+
+    @classmethod
+    def refusal(cls, field: str, value: object) -> str:
+        """A job that left evaluate.py names the entry point that runs it now."""
+        if str(value) in MOVED_TASKS:
+            return (f"{field}={value} is no longer a job of evaluate.py (it evaluates one system); run: "
+                    f"{MOVED_TASKS[str(value)]}")
+        return super().refusal(field, value)
+
+
+MOVED_TASKS = {"compare": "python compare.py roots=[<sweep or run dirs>] (conf/compare.yaml)",
+               "annotate": "python annotate.py benchmark=<name> annotate.items=... (conf/annotate.yaml)",
+               "kappa": "python annotate.py task=kappa annotate.sheets=[...] (conf/annotate.yaml)"}
+"""Jobs evaluate.py used to run (``task=``), and the entry point that runs each now."""
 
 
 @dataclass
@@ -293,11 +251,11 @@ class EvaluateConfig:
     systems: dict[str, SystemConfig] = field(default_factory=dict)
     """A suite's label -> system map; replaces ``system``."""
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    """Cut-offs and bootstrap of every estimate (``metrics.ks``, ``metrics.resamples``, ...)."""
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     drift: DriftConfig = field(default_factory=DriftConfig)
-    compare: CompareConfig = field(default_factory=CompareConfig)
-    annotate: AnnotateConfig = field(default_factory=AnnotateConfig)
     run: Optional[str] = None
     """Training run directory (config.yaml, index.json, stage1/, stage2/)."""
     stage: str = "stage2"
@@ -317,6 +275,7 @@ class EvaluateConfig:
 
     def __post_init__(self) -> None:
         self.task = choice(Task, self.task, "task")
+        self.metrics = self.metrics.within(self.decoding.beam_width)
         if self.stage not in ("stage1", "stage2"):
             raise ValueError(f"stage must be stage1 or stage2 (a checkpoint of run), got {self.stage!r}")
         if self.task == Task.drift and not self.run:
@@ -332,9 +291,7 @@ class EvaluateConfig:
 
     def benchmark_sections(self) -> dict[str, BenchmarkConfig]:
         """The suite's benchmarks, else the single one under its label (or loader)."""
-        if self.benchmarks:
-            return dict(self.benchmarks)
-        return {self.benchmark.label or "benchmark": self.benchmark} if self.benchmark is not None else {}
+        return benchmark_sections(self.benchmark, self.benchmarks)
 
     def baseline_sections(self) -> dict[str, BaselineConfig]:
         if self.baselines:

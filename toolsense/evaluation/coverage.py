@@ -82,11 +82,3 @@ def coverage_summary(golds: Sequence[Sequence[str]], trained: Optional[Stage2Too
     covered = sum(bool(is_covered(g, trained)) for g in golds)
     return {"covered": covered, "n": n, "fraction": covered / n if n else None, "trained_tools": len(trained.tools),
             "stage2_enabled": trained.enabled}
-
-
-def coverage_cell(res: dict[str, Any]) -> str:
-    """The table cell: ``22/54 (41%)``, or '—' where coverage is not applicable."""
-    cov = res.get("coverage")
-    if not cov or cov.get("fraction") is None:
-        return "—"
-    return f"{cov['covered']}/{cov['n']} ({100 * cov['fraction']:.0f}%)"

@@ -9,8 +9,9 @@ only on an exact match; otherwise :func:`claim` refuses, naming every differing 
 values. ``overwrite=true`` deletes a differing evaluation's own files (and says which) and
 starts it over; an exact match still resumes, its samples being what this config would write.
 
-Settings that cannot change a sample (batch size, bootstrap resamples and seed, the device)
-are left out, so an interrupted run resumes on another machine or with another batch size;
+Settings that cannot change a sample (batch size, the ``metrics`` bootstrap, the device) are
+left out, so an interrupted run resumes on another machine or with another batch size; the
+cut-offs ``metrics.ks`` shape each sample's hits and stay in, under ``decoding`` as before;
 ``benchmark.limit`` is left out because its items are a prefix (a longer limit resumes).
 """
 
@@ -24,14 +25,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from toolsense.evaluation.outputs import git_sha, write_json
-from toolsense.utils.io import sha256_file, sha256_text
+from toolsense.evaluation.outputs import write_json
+from toolsense.utils.io import git_sha, sha256_file, sha256_text
 
 log = logging.getLogger(__name__)
 
 FINGERPRINT_FILE = "samples.fingerprint.json"
 CHECKPOINT_HASH_CACHE = "toolsense_checkpoint_sha256.json"
-DECODING_IGNORED = ("batch_size", "resamples", "seed", "min_hits")
 
 
 class FingerprintMismatch(ValueError):
@@ -70,9 +70,11 @@ def checkpoint_sha256(folder: str | Path) -> str:
     return total.hexdigest()
 
 
-def decoding_identity(dec: Any) -> dict[str, Any]:
-    """The decoding fields that shape a sample (every field but batch size and bootstrap)."""
-    return {k: v for k, v in dataclasses.asdict(dec).items() if k not in DECODING_IGNORED}
+def decoding_identity(dec: Any, ks: Sequence[int]) -> dict[str, Any]:
+    """What shapes a retrieval sample: the search (``DecodingConfig.identity``) and the cut-offs
+    each sample's hits are counted at. ``ks`` sits beside the search fields, where folders written
+    while it was a decoding field keep it, so they still resume."""
+    return {**dec.identity(), "ks": list(ks)}
 
 
 def benchmark_identity(bench: Any) -> dict[str, Any]:

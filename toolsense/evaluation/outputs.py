@@ -1,15 +1,13 @@
-"""Evaluation output files: ``samples.jsonl`` (appended per item, resumable), ``results.json``
-(written atomically) and Markdown tables rendered from results, never from a tracker."""
+"""Evaluation output files: ``samples.jsonl`` (appended per item, resumable) and ``results.json``
+(written atomically). Tables are rendered from these files by ``toolsense/reporting/tables.py``."""
 
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
-from toolsense.evaluation.coverage import coverage_cell
-from toolsense.utils.io import git_sha  # noqa: F401  (results.json provenance; imported from here by the writers)
 from toolsense.utils.jsonl import DuplicateKey, JsonlStore
 from toolsense.utils.paths import atomic_write_text
 
@@ -86,57 +84,3 @@ class SampleLog:
 
 def write_json(path: str | Path, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str))
-
-
-def fmt(est: dict | None, pct: bool = True) -> str:
-    """``value [lo, hi]`` in percent (or plain for ratios); '—' when absent."""
-    if not est or est.get("value") is None:
-        return "—"
-    s = 100.0 if pct else 1.0
-    digits = 1 if pct else 2
-    return f"{est['value'] * s:.{digits}f} [{est['lo'] * s:.{digits}f}, {est['hi'] * s:.{digits}f}]"
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
-
-
-def benchmark_label(res: dict) -> str:
-    """A result's benchmark name, with " (sample)" when it was a sample of a released benchmark
-    (results.json ``is_sample``), so no table passes a sample off as the benchmark."""
-    return str(res["benchmark"]) + (" (sample)" if res.get("is_sample") else "")
-
-
-def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
-    """ONE table for a whole evaluation: a row per (benchmark, system). Retrieval rows fill
-    Rc@k, Rf@k (percent) and IS@k (ratio) with 95% intervals, then the multi-answer metrics
-    COMPc@k / COMPf@k (every gold tool in the top k) and R-precision (constrained / free-form;
-    metrics.py); a benchmark with several tiers (RRB easy / medium / hard) gets one more row per
-    tier under its row, labelled ``<benchmark> [<tier>]``. Probe rows fill accuracy (flagged
-    when one answer dominates), chance, majority rate, top answer and the debiased accuracy
-    (probe_stats.py). ``covered``: items with a gold tool the run's Stage 2 trained on (coverage.py;
-    '—' for untrained models and baselines). Missing gold tools / probe tools are counted in the last column."""
-    from toolsense.evaluation.probe_stats import PROBE_COLUMNS, probe_cells
-
-    header = ["benchmark", "system", "n", "covered"] + [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] \
-        + [f"IS@{k}" for k in ks] + [f"COMPc@{k}" for k in ks] + [f"COMPf@{k}" for k in ks] + ["Rprec c", "Rprec f"] \
-        + PROBE_COLUMNS + ["missing tools"]
-    rows = []
-    for r in results:
-        probe = ["—"] * len(PROBE_COLUMNS) if r["kind"] == "retrieval" else probe_cells(r)
-        rows.append([benchmark_label(r), r["system"], r["n"], coverage_cell(r)] + _retrieval_cells(r["metrics"], ks)
-                    + probe + [r["missing"]["count"]])
-        tiers = (r.get("tiers") or {}) if r["kind"] == "retrieval" else {}
-        for tier, t in tiers.items() if len(tiers) > 1 else ():
-            rows.append([f"{benchmark_label(r)} [{tier}]", r["system"], t["n"], "—"] + _retrieval_cells(t["metrics"], ks)
-                        + ["—"] * len(PROBE_COLUMNS) + ["—"])
-    return markdown_table(header, rows)
-
-
-def _retrieval_cells(m: dict, ks: Sequence[int]) -> list[str]:
-    """Rc, Rf, IS, COMPc, COMPf per k, then R-precision c / f: one row's retrieval cells."""
-    return ([fmt(m.get(f"Rc@{k}")) for k in ks] + [fmt(m.get(f"Rf@{k}")) for k in ks]
-            + [fmt(m.get(f"IS@{k}"), pct=False) for k in ks] + [fmt(m.get(f"COMPc@{k}")) for k in ks]
-            + [fmt(m.get(f"COMPf@{k}")) for k in ks] + [fmt(m.get("Rprec_c")), fmt(m.get("Rprec_f"))])

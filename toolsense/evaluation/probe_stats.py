@@ -35,8 +35,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from toolsense.evaluation.outputs import fmt
-
 
 def distribution(labels: Sequence[str], answers: Sequence[str]) -> dict[str, int]:
     """Count of each allowed answer (zeros included, in ``answers`` order) among ``labels``."""
@@ -63,13 +61,6 @@ def top_answer(pred_dist: dict[str, int], flag_share: float) -> dict[str, Any] |
     return {"answer": answer, "share": share, "flagged": share > flag_share}
 
 
-def flag_text(top: dict[str, Any] | None) -> str:
-    """``⚠ 100% 'A'`` for a flagged probe, else ''."""
-    if not top or not top.get("flagged"):
-        return ""
-    return f"⚠ {100 * top['share']:.0f}% '{top['answer']}'"
-
-
 def rotation(perm: Sequence[int], r: int) -> list[int]:
     """The shown order ``perm`` rotated left by ``r`` slots: slot j shows ``perm[(j + r) % n]``,
     so the gold's slot moves from g to (g - r) mod n and visits every slot once over n rotations."""
@@ -94,15 +85,6 @@ def balanced_correct(rotations: Sequence[Sequence[dict]], answers: Sequence[str]
         top = [o for o, t in enumerate(total) if t >= max(total) - tol]
         out.append(1.0 / len(top) if gold_opt in top else 0.0)
     return out
-
-
-LETTERS = "ABCDEFGH"
-"""MCQ answer letters, in slot order."""
-
-
-def probe_answers(kind: str, n_options: int) -> list[str]:
-    """The allowed answers of a probe: ``n_options`` letters (MCQ), or Yes, No (QA)."""
-    return list(LETTERS[:n_options]) if kind == "mcq" else ["Yes", "No"]
 
 
 DEBIASED = ("circular_mean", "circular_all", "balanced_accuracy", "calibrated_accuracy")
@@ -138,29 +120,3 @@ def centred_predictions(yes_no_logp: Sequence[Sequence[float]]) -> tuple[list[in
     odds = [float(y) - float(n) for y, n in yes_no_logp]
     offset = sum(odds) / len(odds) if odds else 0.0
     return [0 if d - offset > 0 else 1 for d in odds], offset
-
-
-def debiased_cell(result: dict[str, Any]) -> str:
-    """``circ 25.0 [..] / all 0.0 [..]`` (MCQ) or ``calib 50.0 [..]`` (QA); '—' without debias."""
-    m = result.get("metrics") or {}
-    if "circular_mean" in m:
-        bal = f" / bal {fmt(m['balanced_accuracy'])}" if "balanced_accuracy" in m else ""
-        return f"circ {fmt(m['circular_mean'])} / all {fmt(m['circular_all'])}{bal}"
-    if "calibrated_accuracy" in m:
-        return f"calib {fmt(m['calibrated_accuracy'])}"
-    return "—"
-
-
-def probe_cells(result: dict[str, Any]) -> list[str]:
-    """The probe columns of table.md: accuracy (flagged), chance, majority rate, top answer
-    and its share, debiased accuracy. Results written before these fields existed show '—'."""
-    flag = flag_text(result.get("top_answer"))
-    acc = fmt(result["metrics"].get("accuracy")) + (f" {flag}" if flag else "")
-    top = result.get("top_answer")
-    majority = result.get("majority_rate")
-    return [acc, f"{100 * result['chance']:.1f}" if result.get("chance") is not None else "—",
-            "—" if majority is None else f"{100 * majority:.1f}",
-            "—" if not top else f"{100 * top['share']:.0f}% '{top['answer']}'", debiased_cell(result)]
-
-
-PROBE_COLUMNS = ["probe acc %", "chance %", "majority %", "top answer", "debiased acc %"]

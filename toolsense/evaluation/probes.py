@@ -28,11 +28,12 @@ from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered
 from toolsense.evaluation.metrics import accuracy
-from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
+from toolsense.evaluation.outputs import SampleLog, write_json
 from toolsense.decoding.retrieval import encode
-from toolsense.evaluation.probe_stats import (LETTERS, centred_predictions, debiased_correct, distribution, majority_rate,
-                                              probe_answers, rotation, top_answer)
+from toolsense.data.prompts import LETTERS, probe_answers
+from toolsense.evaluation.probe_stats import centred_predictions, debiased_correct, distribution, majority_rate, rotation, top_answer
 from toolsense.utils.warnings import summarise
+from toolsense.utils.io import git_sha
 
 log = logging.getLogger(__name__)
 

@@ -13,34 +13,36 @@ Layout under ``output_dir``::
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from omegaconf import DictConfig
 
 from toolsense.catalog.config import load_from_config
-from toolsense.evaluation.baselines import build_baseline
+from toolsense.baselines.rankers import build_baseline
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
-from toolsense.evaluation.config import (BaselineConfig, DecodingConfig, EvaluateConfig, ProbeConfig, SystemConfig, Task,
+from toolsense.baselines.config import BaselineConfig
+from toolsense.evaluation.config import (DecodingConfig, EvaluateConfig, MetricsConfig, ProbeConfig, SystemConfig, Task,
                                          register_configs)
 from toolsense.evaluation.coverage import stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
-from toolsense.evaluation.html_report import write_html_report
+from toolsense.reporting.html_report import write_html_report
 from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identity, claim, decoding_identity,
                                               model_identity)
-from toolsense.evaluation.outputs import git_sha, results_table, write_json
+from toolsense.evaluation.outputs import write_json
 from toolsense.evaluation.probes import evaluate_probe
 from toolsense.evaluation.systems import build_system, system_decoding, system_model_identity
 from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.tasks import evaluate_ranking
+from toolsense.reporting.tables import results_table
 from toolsense.tracking import eval_metrics, evaluation_tracker, namespaced
 from toolsense.utils.config import as_plain, to_config
-from toolsense.utils.rundir import RunDir, busy_policy
+from toolsense.utils.io import git_sha
+from toolsense.utils.rundir import holding
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +58,8 @@ def system_name(ev: EvalModel) -> str:
 
 
 def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, catalog, baselines_cfg: Mapping[str, BaselineConfig],
-          dec: DecodingConfig, probe: ProbeConfig, systems_cfg: Mapping[str, SystemConfig] | None = None) -> dict[Path, dict[str, Any]]:
+          dec: DecodingConfig, metrics: MetricsConfig, probe: ProbeConfig,
+          systems_cfg: Mapping[str, SystemConfig] | None = None) -> dict[Path, dict[str, Any]]:
     """Every evaluation folder this run writes, with its fingerprint (fingerprint.py). A system
     (systems.py) is fingerprinted by its own settings, the model it re-ranks with, the decoding
     and the catalog its baseline ranks."""
@@ -70,14 +73,14 @@ def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, cat
         if bench.kind == "retrieval":
             if model is not None:
                 plan[out / label / "model"] = {"evaluation": "retrieval", "system": model, "benchmark": b,
-                                               "decoding": decoding_identity(dec)}
+                                               "decoding": decoding_identity(dec, metrics.ks)}
             for bl_label, bc in baselines_cfg.items():
                 plan[out / label / bl_label] = {
-                    "evaluation": "retrieval", "benchmark": b, "decoding": {"top": dec.beam_width, "ks": dec.ks},
+                    "evaluation": "retrieval", "benchmark": b, "decoding": {"top": dec.beam_width, "ks": metrics.ks},
                     "system": {"baseline": bc.identity(), "catalog_sha256": baseline_catalog}}
             for s_label, sc in systems_cfg.items():
                 plan[out / label / s_label] = {
-                    "evaluation": "retrieval", "benchmark": b, "decoding": decoding_identity(system_decoding(dec, sc)),
+                    "evaluation": "retrieval", "benchmark": b, "decoding": decoding_identity(system_decoding(dec, sc), metrics.ks),
                     "system": {"system": sc.identity(), "model": system_model_identity(ev, sc), "catalog_sha256": baseline_catalog}}
         elif model is not None:
             for mode in probe.modes:
@@ -94,7 +97,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
     ``overwrite``. Under torchrun the parametric retrieval is shared out between the processes;
     baselines and probes run on rank 0, which alone returns results (distributed.py)."""
     out = Path(output_dir)
-    dec, probe = cfg.decoding, cfg.probe
+    dec, metrics, probe = cfg.decoding, cfg.metrics, cfg.probe
     where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
     benches = {label: load_benchmark(bc, where.format(label)) for label, bc in cfg.benchmark_sections().items()}
     for label, b in benches.items():
@@ -105,7 +108,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
     plan: dict[Path, dict[str, Any]] = {}
 
     def _claim() -> None:  # rank 0 only: hashing the checkpoint once is enough
-        plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, probe, systems_cfg))
+        plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, metrics, probe, systems_cfg))
         claim(list(plan.items()), cfg.overwrite)
 
     shard.on_main(_claim)
@@ -120,7 +123,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
         if bench.kind == "retrieval":
             if retriever is not None:
                 d = out / label / "model"
-                res = evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), dec, d,
+                res = evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), metrics, d,
                                        {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d)}, shard, trained)
                 if res is not None:
                     results.append(res)
@@ -128,12 +131,12 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
                 continue
             for s_label, ranker, known, prov in others:
                 d = out / label / s_label
-                sdec = system_decoding(dec, systems_cfg[s_label]) if s_label in systems_cfg else dataclasses.replace(dec, free_form=False)
-                results.append(evaluate_ranking(bench, s_label, ranker.run, known, sdec, d, {**prov(d), "fingerprint": plan[d]}))
+                results.append(evaluate_ranking(bench, s_label, ranker.run, known, metrics, d,
+                                                {**prov(d), "fingerprint": plan[d]}))
         elif ev is not None and shard.main:
             for mode in probe.modes:
                 d = out / label / mode
-                res = evaluate_probe(ev, bench, mode, probe, d, dec.resamples, dec.seed, trained)
+                res = evaluate_probe(ev, bench, mode, probe, d, metrics.resamples, metrics.seed, trained)
                 res.update(config=provenance["config"], is_sample=bench.is_sample, fingerprint=plan[d],
                            source=portable_source(ev.source, d))
                 write_json(d / "results.json", res)
@@ -162,12 +165,11 @@ def _other_systems(cfg: EvaluateConfig, ev: EvalModel | None, catalog, provenanc
 
 
 def run(cfg: EvaluateConfig | DictConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
-    """Entry point of ``evaluate.py``: evaluation (default), ``task=drift``, ``task=compare``
-    (an ablation table over earlier evaluations, see compare.py) or ``task=annotate|kappa``
-    (rating sheets and Fleiss' κ, annotate.py); writes ``results.json`` and ``table.md`` under
+    """Entry point of ``evaluate.py``: evaluation (default) or ``task=drift``; writes
+    ``results.json`` and ``table.md`` under
     ``output_dir`` (default ``cfg.output_dir``, else outputs/evaluate), prints the table,
     returns the summary. A mapping is converted by the one converter. The folder is held by
-    one process at a time (:func:`holding`; ``TOOLSENSE_BUSY=fail|skip|wait``); a skipped run
+    one process at a time (``utils.rundir.holding``; ``TOOLSENSE_BUSY=fail|skip|wait``); a skipped run
     returns ``{"skipped": <output_dir>}``."""
     cfg = to_config(EvaluateConfig, cfg)
     out = Path(output_dir or cfg.output_dir or "outputs/evaluate")
@@ -181,39 +183,9 @@ def run(cfg: EvaluateConfig | DictConfig | Mapping, output_dir: str | Path | Non
         return _run_task(cfg, out, shard) if held else {"skipped": str(out)}
 
 
-@contextlib.contextmanager
-def holding(out: Path) -> Iterator[bool]:
-    """One evaluate.py per output folder: ``<out>/.lock`` held (RunDir.claim, released when the
-    process exits or dies) while it writes there — two processes would each log every item.
-    When another process holds it, ``TOOLSENSE_BUSY`` decides: ``fail`` (default) raises naming
-    the holder (pid, host), ``skip`` yields False (nothing is done), ``wait`` blocks until free."""
-    rd, policy = RunDir(out), busy_policy()
-    with rd.claim() as held:
-        if held:
-            yield True
-            return
-    who = rd.holder() or "a process that did not record itself"
-    if policy == "skip":
-        log.warning("%s: %s is evaluating into this folder; skipped (TOOLSENSE_BUSY=skip)", out, who)
-        yield False
-        return
-    if policy == "fail":
-        raise RuntimeError(f"{out}: another process is evaluating into this folder ({who}; it holds {rd.path / '.lock'}); "
-                           "wait for it, set TOOLSENSE_BUSY=wait to wait, or use another output_dir")
-    log.warning("%s: waiting for %s to finish (TOOLSENSE_BUSY=wait)", out, who)
-    with rd.claim(wait=True) as held:
-        yield held
-
-
 def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
     """:func:`run`'s work on rank 0, with the output folder held."""
     t0 = time.time()
-    if cfg.task in (Task.annotate, Task.kappa):
-        return rating_task(cfg, out)
-    if cfg.task == Task.compare:
-        from toolsense.evaluation.compare import run_compare
-
-        return run_compare(cfg.compare, out)
     plain = as_plain(cfg)
     with evaluation_tracker(cfg.logger, plain, out, cfg.run) as track:
         if cfg.task == Task.drift:
@@ -223,7 +195,7 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
             track(namespaced("eval/drift", summary["flat"]))
             return summary
         results = evaluate(cfg, out, shard)
-        table = results_table(results, cfg.decoding.ks)
+        table = results_table(results, cfg.metrics.ks)
         (out / "table.md").write_text(table, encoding="utf-8")
         summary = {"results": results, "config": plain, "git_sha": git_sha(), "seconds": round(time.time() - t0, 1)}
         write_json(out / "results.json", summary)
@@ -232,27 +204,6 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
     print(table)
     print(f"wrote {out / 'table.md'}, {out / 'results.json'} and {report} ({summary['seconds']} s)")
     return summary
-
-
-def rating_task(cfg: EvaluateConfig, out: Path) -> dict[str, Any]:
-    """``task=annotate``: a rating sheet per configured benchmark (annotate.py) under ``out``, its
-    answer key in a separate file (raters rate blind); ``task=kappa``: Fleiss' κ per benchmark
-    from ``annotate.sheets``, and the raters' agreement with the keys."""
-    from toolsense.evaluation.annotate import run_kappa, write_sheet
-
-    acfg = cfg.annotate
-    if cfg.task == Task.kappa:
-        return run_kappa(acfg, out)
-    where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
-    sheets, keys = {}, {}
-    for label, bc in cfg.benchmark_sections().items():
-        bench = load_benchmark(bc, where.format(label))
-        bench.name = label
-        sheet, key = write_sheet(bench, acfg, out)
-        sheets[label], keys[label] = str(sheet), str(key)
-        print(f"wrote {sheet} ({min(acfg.items, len(bench.items))} items, {acfg.raters} rater columns) for the raters "
-              f"and its answer key {key} (keep it from them; task=kappa reads it)")
-    return {"sheets": sheets, "keys": keys}
 
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 from toolsense.catalog import Catalog, Query
 from toolsense.decoding.retrieval import Retrieved, Retriever
-from toolsense.evaluation.baselines import build_baseline
+from toolsense.baselines.rankers import build_baseline
 from toolsense.index.trie import Trie
 from toolsense.index.vocabulary import tool_token_ids
 from toolsense.utils.registry import Registry

@@ -13,15 +13,16 @@ from tqdm import tqdm
 
 from toolsense.catalog import Query
 from toolsense.evaluation.benchmarks import Benchmark
-from toolsense.evaluation.config import DecodingConfig
+from toolsense.evaluation.config import MetricsConfig
 from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered
 from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
-from toolsense.evaluation.export import write_trec
-from toolsense.evaluation.outputs import SampleLog, git_sha, write_json
+from toolsense.reporting.export import write_trec
+from toolsense.evaluation.outputs import SampleLog, write_json
 from toolsense.decoding.retrieval import Retrieved
 from toolsense.utils.progress import heartbeat
 from toolsense.utils.warnings import summarise
+from toolsense.utils.io import git_sha
 
 log = logging.getLogger(__name__)
 
@@ -49,24 +50,24 @@ def missing_gold(items: Sequence[Query], known: set[str], policy: str = "count")
     return kept, report
 
 
-def summarize(rows: Sequence[dict], tiers: Sequence[str], dec: DecodingConfig, with_free: bool) -> dict[str, Any]:
-    metrics = aggregate([r["metrics"] for r in rows], dec.ks, dec.resamples, dec.seed, with_free, dec.min_hits)
+def summarize(rows: Sequence[dict], tiers: Sequence[str], cfg: MetricsConfig, with_free: bool) -> dict[str, Any]:
+    metrics = aggregate([r["metrics"] for r in rows], cfg.ks, cfg.resamples, cfg.seed, with_free, cfg.min_hits)
     by_tier: dict[str, list[dict]] = defaultdict(list)
     for r, t in zip(rows, tiers):
         by_tier[t].append(r["metrics"])
-    tier_out = {t: {"n": len(v), "metrics": aggregate(v, dec.ks, dec.resamples, dec.seed, with_free, dec.min_hits)} for t, v in sorted(by_tier.items())}
+    tier_out = {t: {"n": len(v), "metrics": aggregate(v, cfg.ks, cfg.resamples, cfg.seed, with_free, cfg.min_hits)} for t, v in sorted(by_tier.items())}
     return {"metrics": metrics, "tiers": tier_out}
 
 
 def _rank_into(ranker: Ranker, todo: Sequence[Query], samples: SampleLog, bar: tqdm, bench: Benchmark,
-               dec: DecodingConfig, original: dict[str, Any], known_tools: set[str], trained: Optional[Stage2Tools]) -> None:
+               ks: Sequence[int], original: dict[str, Any], known_tools: set[str], trained: Optional[Stage2Tools]) -> None:
     """Rank ``todo`` and append one scored sample per query as it completes."""
     for rec in ranker(todo):
         q = rec.query
         ranked_c = [x["tool"] for x in rec.constrained]
-        m = item_metrics(ranked_c, q.tools, dec.ks, "c_")
+        m = item_metrics(ranked_c, q.tools, ks, "c_")
         if rec.free is not None:
-            m.update(item_metrics([x["tool"] for x in rec.free], q.tools, dec.ks, "f_"))
+            m.update(item_metrics([x["tool"] for x in rec.free], q.tools, ks, "f_"))
         samples.add({
             "item_id": q.query_id, "query": q.text, "prompt": rec.prompt, "gold": list(q.tools),
             "tier": bench.tier_of(q), "missing_gold": [t for t in original[q.query_id] if t not in known_tools],
@@ -76,11 +77,12 @@ def _rank_into(ranker: Ranker, todo: Sequence[Query], samples: SampleLog, bar: t
         bar.update(1)
 
 
-def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools: set[str], dec: DecodingConfig,
+def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools: set[str], metrics: MetricsConfig,
                      out_dir: str | Path, provenance: dict[str, Any], shard: Shard = Shard(),
                      trained: Optional[Stage2Tools] = None) -> dict[str, Any] | None:
     """Rank every query of ``bench`` with ``ranker``, log each item to ``out_dir/samples.jsonl``
-    as it completes (skipping items already there), and write ``out_dir/results.json``.
+    as it completes (skipping items already there), and write ``out_dir/results.json``; each
+    item's hits are counted at ``metrics.ks``, the estimates bootstrapped by ``metrics``.
     ``trained``: the tools Stage 2 of the evaluated run trained on (coverage.py): each sample
     records ``covered`` and results.json ``coverage``; None (untrained model, baseline) = not
     applicable.
@@ -105,7 +107,7 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
         desc = f"{bench.name}/{system}" + (f" [rank {shard.rank}/{shard.world}]" if shard.world > 1 else "")
         bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=desc, unit="q")
         with heartbeat(bar):  # a batch of queries can take minutes at catalog scale: keep the log alive
-            _rank_into(ranker, todo, samples, bar, bench, dec, original, known_tools, trained)
+            _rank_into(ranker, todo, samples, bar, bench, metrics.ks, original, known_tools, trained)
         bar.close()
         shard.barrier()  # every process has written its share
         if not shard.main:
@@ -115,7 +117,7 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
     if len(rows) != len(ids):
         raise RuntimeError(f"{out_dir / 'samples.jsonl'}: {len(ids) - len(rows)} of {len(ids)} items have no sample")
     with_free = all(r["free"] is not None for r in rows)
-    summary = summarize(rows, [r["tier"] for r in rows], dec, with_free)
+    summary = summarize(rows, [r["tier"] for r in rows], metrics, with_free)
     result = {
         "benchmark": bench.name, "system": system, "kind": "retrieval", "n": len(rows), **summary,
         "coverage": coverage_summary([r["gold"] for r in rows], trained),

@@ -10,10 +10,16 @@ class StrEnum(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    @classmethod
+    def refusal(cls, field: str, value: object) -> str:
+        """The error for a value that is no member: the field and the choices (an enum may
+        override it to say where a retired value went)."""
+        return f"{field}={value!r}: choose from {[e.value for e in cls]}"
+
 
 def choice(enum: type[StrEnum], value: str | StrEnum, field: str) -> StrEnum:
     """Coerce ``value`` to ``enum`` with an error naming the field and the choices."""
     try:
         return enum(value)
     except ValueError:
-        raise ValueError(f"{field}={value!r}: choose from {[e.value for e in enum]}") from None
+        raise ValueError(enum.refusal(field, value)) from None

@@ -8,7 +8,7 @@ Every entry script does ``cfg = to_config(Schema, dict_cfg)`` and hands the resu
 * ``StrEnum``/``Enum`` fields are coerced from their value, ``Literal[...]`` values are checked,
   ``Union[...]`` values must match one member;
 * an unknown key, a bad choice, or a ``__post_init__`` error is raised as ``ValueError`` naming
-  the dotted field (``decoding.ks``, ``benchmarks.mcq.limit``); ``ignore_unknown`` drops
+  the dotted field (``metrics.ks``, ``benchmarks.mcq.limit``); ``ignore_unknown`` drops
   unknown keys instead (a saved run config may carry sections of another entry point).
 """
 
@@ -115,7 +115,8 @@ def _value(hint: Any, val: Any, where: str, ignore_unknown: bool) -> Any:
         try:
             return hint(val.value if isinstance(val, enum.Enum) else val)
         except ValueError:
-            raise ValueError(f"{where}={val!r}: choose from {[e.value for e in hint]}") from None
+            refusal = getattr(hint, "refusal", None)
+            raise ValueError(refusal(where, val) if refusal else f"{where}={val!r}: choose from {[e.value for e in hint]}") from None
     if origin in (list, tuple) and args and isinstance(val, (list, tuple)):
         items = [_value(args[0], v, f"{where}[{i}]", ignore_unknown) for i, v in enumerate(val)]
         return items if origin is list else tuple(items)

@@ -22,6 +22,7 @@ import copy
 import fcntl
 import functools
 import json
+import logging
 import os
 import socket
 import sys
@@ -32,6 +33,8 @@ from typing import Any, Iterable, Iterator, TypeVar
 
 from toolsense.utils.io import sha256_file, sha256_text
 from toolsense.utils.paths import atomic_write_text
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -230,4 +233,29 @@ def _load_yaml(path: Path) -> dict[str, Any]:
         return {}
     return copy.deepcopy(_load_cached(str(path), path.stat().st_mtime_ns))
 
-__all__ = ["BUSY_ENV", "BUSY_POLICIES", "RunDir", "busy_policy", "config_diff"]
+@contextlib.contextmanager
+def holding(out: Path, doing: str = "evaluating") -> Iterator[bool]:
+    """One process per output folder (evaluate.py, compare.py): ``<out>/.lock`` held (RunDir.claim,
+    released when the process exits or dies) while it writes there — two evaluations would each
+    log every item. ``doing`` names the work in messages.
+    When another process holds it, ``TOOLSENSE_BUSY`` decides: ``fail`` (default) raises naming
+    the holder (pid, host), ``skip`` yields False (nothing is done), ``wait`` blocks until free."""
+    rd, policy = RunDir(out), busy_policy()
+    with rd.claim() as held:
+        if held:
+            yield True
+            return
+    who = rd.holder() or "a process that did not record itself"
+    if policy == "skip":
+        log.warning("%s: %s is %s into this folder; skipped (TOOLSENSE_BUSY=skip)", out, who, doing)
+        yield False
+        return
+    if policy == "fail":
+        raise RuntimeError(f"{out}: another process is {doing} into this folder ({who}; it holds {rd.path / '.lock'}); "
+                           "wait for it, set TOOLSENSE_BUSY=wait to wait, or use another output_dir")
+    log.warning("%s: waiting for %s to finish (TOOLSENSE_BUSY=wait)", out, who)
+    with rd.claim(wait=True) as held:
+        yield held
+
+
+__all__ = ["BUSY_ENV", "BUSY_POLICIES", "RunDir", "busy_policy", "config_diff", "holding"]

@@ -1,0 +1,232 @@
+"""Ablation tables: results.json files under sweep/run directories → one table, a row per
+configuration (labelled experiment-tuning from the run's config.yaml; runs differing only in
+trainer.seed averaged) or baseline, a column per benchmark × metric; duplicates of a baseline
+fold, conflicting results are refused; retention, drift ratio, Cohen's d and plots from the files."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from toolsense.comparison.compare import CompareConfig, collect, comparison, comparison_table, run_compare
+from toolsense.utils.io import DataError
+
+
+def _est(v):
+    return {"value": v, "lo": v - 0.1, "hi": v + 0.1}
+
+
+def _write(path, obj):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj))
+
+
+def _samples(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _run(root, name, experiment, tuning, rc1, acc, seed=None, extra=""):
+    run = root / name
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(f"experiment: {experiment}\ntuning:\n  method: {tuning}\n"
+                                     + (f"trainer:\n  seed: {seed}\n" if seed is not None else "") + extra)
+    src = {"run": str(run), "stage": "stage2", "model": "tiny_random"}
+    _write(run / "eval" / "standard" / "model" / "results.json", {
+        "benchmark": "standard", "system": "tiny_random:stage2", "kind": "retrieval", "source": src,
+        "metrics": {"Rc@1": _est(rc1), "Rf@1": _est(rc1 / 2), "IS@1": _est(0.5)}})
+    _write(run / "eval" / "mcq" / "token" / "results.json", {
+        "benchmark": "mcq", "system": "token", "kind": "mcq", "source": src, "chance": 0.25,
+        "metrics": {"accuracy": _est(acc)}})
+    _write(run / "eval" / "standard" / "bm25" / "results.json", {
+        "benchmark": "standard", "system": "bm25", "kind": "retrieval", "source": {"baseline": {"kind": "bm25"}},
+        "metrics": {"Rc@1": _est(0.7)}})
+    _write(run / "eval" / "results.json", {"results": []})  # the combined summary: skipped
+    return run
+
+
+def test_one_row_per_run_and_baseline(tmp_path):
+    _run(tmp_path, "0_tg-lora", "tg", "lora", 0.4, 0.3)
+    _run(tmp_path, "1_tg_3fm-full", "tg_3fm", "full", 0.6, 0.5)
+    comp = comparison(collect([tmp_path]), ["Rc@1", "Rf@1", "IS@1"])
+    assert comp["rows"] == ["tg-lora", "tg_3fm-full", "bm25"]  # models first, then baselines once
+    assert comp["columns"] == ["standard Rc@1", "standard Rf@1", "standard IS@1", "mcq token acc"]
+    assert comp["cells"]["tg_3fm-full"]["standard Rc@1"]["value"] == 0.6
+    assert comp["cells"]["tg-lora"]["mcq token acc"]["value"] == 0.3
+    assert comp["cells"]["bm25"] == {"standard Rc@1": _est(0.7), "standard Rf@1": None, "standard IS@1": None}
+    table = comparison_table(comp).splitlines()
+    assert table[2] == "| tg-lora | 40.0 [30.0, 50.0] | 20.0 [10.0, 30.0] | 0.50 [0.40, 0.60] | 30.0 [20.0, 40.0] (chance 25) |"
+    assert table[4].startswith("| bm25 | 70.0 [60.0, 80.0] | — | — | —")
+
+
+def test_headline_columns_are_the_default():
+    assert CompareConfig().metrics == ["Rc@50", "Rf@50", "IS@50"]
+
+
+def _hits(n, k):
+    return [{"item_id": f"q{i}", "metrics": {"c_hit@1": float(i < k), "f_hit@1": float(i < k // 2)}} for i in range(n)]
+
+
+def test_seeds_of_one_configuration_are_averaged_with_a_pooled_interval(tmp_path):
+    for seed, (rc, k) in enumerate([(0.4, 4), (0.5, 5)]):
+        run = _run(tmp_path, f"seed{seed}", "tg", "lora", rc, 0.3, seed=seed)
+        _samples(run / "eval" / "standard" / "model" / "samples.jsonl", _hits(10, k))
+    comp = comparison(collect([tmp_path]), ["Rc@1", "IS@1"], resamples=1000, seed=0)
+    assert comp["rows"] == ["tg-lora", "bm25"]  # one configuration, not one row per seed
+    cell = comp["cells"]["tg-lora"]["standard Rc@1"]
+    assert cell["value"] == pytest.approx(0.45) and cell["sd"] == pytest.approx(0.05 * 2**0.5) and cell["n_seeds"] == 2
+    # the 10 queries are resampled, each with both seeds: per-query hit sums over the seeds
+    sums = np.array([2.0] * 4 + [1.0] + [0.0] * 5)
+    draws = sums[np.random.default_rng(0).integers(0, 10, size=(1000, 10))].sum(axis=1) / 20
+    assert (cell["lo"], cell["hi"]) == pytest.approx(tuple(np.quantile(draws, [0.025, 0.975])))
+    rows = np.array([1.0] * 4 + [0.0] * 6 + [1.0] * 5 + [0.0] * 5)  # the 20 (seed, query) rows as if independent
+    naive = np.quantile(rows[np.random.default_rng(0).integers(0, 20, size=(1000, 20))].mean(axis=1), [0.025, 0.975])
+    assert cell["hi"] - cell["lo"] > naive[1] - naive[0]  # the row bootstrap is narrower than the data allow
+    is_cell = comp["cells"]["tg-lora"]["standard IS@1"]
+    assert is_cell["value"] == pytest.approx((2 + 2) / (4 + 5)) and is_cell["hits"] == 9  # Rf/Rc of pooled hits
+    assert is_cell["few_hits"] and "⚑ 9 hits" in comparison_table(comp)
+    assert comp["cells"]["tg-lora"]["mcq token acc"]["sd"] == 0.0  # no samples.jsonl: mean ± sd, no interval
+    assert comp["cells"]["tg-lora"]["mcq token acc"]["lo"] is None
+    assert comparison_table(comp).splitlines()[2].startswith("| tg-lora | 45.0 ± 7.1 [")
+
+
+def test_configurations_sharing_a_label_are_named_by_what_differs(tmp_path):
+    _run(tmp_path, "0", "ablate_formats", "lora", 0.4, 0.3, extra="memorization:\n  formats: [desc2tok]\n")
+    _run(tmp_path, "1", "ablate_formats", "lora", 0.5, 0.3, extra="memorization:\n  formats: [desc2tok, mcts]\n")
+    comp = comparison(collect([tmp_path]), ["Rc@1"])
+    assert comp["rows"][:2] == ["ablate_formats-lora (memorization.formats=desc2tok)",
+                                "ablate_formats-lora (memorization.formats=desc2tok+mcts)"]
+
+
+def test_conflicting_baselines_and_bad_files_are_named(tmp_path):
+    a = _run(tmp_path / "a", "r", "tg", "lora", 0.4, 0.3)
+    b = _run(tmp_path / "b", "r2", "tg_h", "lora", 0.4, 0.3)
+    path = b / "eval" / "standard" / "bm25" / "results.json"
+    res = json.loads(path.read_text())
+    res["metrics"]["Rc@1"] = _est(0.2)  # BM25 on another benchmark file: not the same baseline
+    path.write_text(json.dumps(res))
+    with pytest.raises(DataError, match=r"bm25/results.json: a second, different result for 'bm25' / 'standard Rc@1'"):
+        comparison(collect([tmp_path]), ["Rc@1"])
+    (a / "eval" / "broken").mkdir()
+    (a / "eval" / "broken" / "results.json").write_text('{"benchmark": ')
+    with pytest.raises(DataError, match=r"broken/results.json:1: not valid JSON"):
+        collect([a])
+    with pytest.raises(FileNotFoundError, match="roots: .*nowhere does not exist"):
+        collect([tmp_path / "nowhere"])
+
+
+def _drift(run, virtual=0.25, base=0.05):
+    _write(run / "eval" / "drift" / "drift.json", {"run": str(run), "pairs": [
+        {"from": "base", "to": "stage1", "input": {"virtual": virtual, "base_vocab": base, "cosine_change": 0.1}},
+        {"from": "stage1", "to": "stage2", "input": {"virtual": 0.125, "base_vocab": 0.0, "cosine_change": -0.02}}]})
+
+
+def test_drift_files_add_ratio_and_cosine_change_to_their_run(tmp_path):
+    run = _run(tmp_path, "0_tg-lora", "tg", "lora", 0.4, 0.3)
+    _drift(run)
+    comp = comparison(collect([tmp_path]), ["Rc@1"])
+    assert comp["columns"][-8:-4] == ["drift base->stage1 virtual", "drift base->stage1 base",
+                                      "drift base->stage1 ratio", "drift base->stage1 Δcos"]
+    assert comp["cells"]["tg-lora"]["drift base->stage1 ratio"] == {"value": pytest.approx(5.0)}  # 0.25 / 0.05
+    assert comp["cells"]["tg-lora"]["drift stage1->stage2 ratio"] is None  # frozen base rows: no ratio
+    assert comparison_table(comp).splitlines()[2].endswith(
+        "| 0.2500 | 0.0500 | 5.0000 | 0.1000 | 0.1250 | 0.0000 | — | -0.0200 |")
+    _write(run / "eval" / "drift" / "drift.json", {"pairs": []})
+    with pytest.raises(DataError, match=r"drift.json: field 'pairs' or 'run' is missing"):
+        collect([tmp_path])
+
+
+def _probe(run, stage, correct, golds=None, **extra):
+    d = run / "eval" / ("" if stage == "stage2" else stage) / "mcq" / "token"
+    _write(d / "results.json", {"benchmark": "mcq", "system": "token", "kind": "mcq", **extra,
+                                "source": {"run": str(run), "stage": stage},
+                                "metrics": {"accuracy": _est(sum(correct) / len(correct))}})
+    golds = golds or ["A"] * len(correct)
+    _samples(d / "samples.jsonl", [{"item_id": f"m{i}", "correct": bool(c), "gold": g} for i, (c, g) in enumerate(zip(correct, golds))])
+
+
+def test_retention_is_the_paired_stage2_minus_stage1_difference(tmp_path):
+    run = tmp_path / "0_tg-lora"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text("experiment: tg\ntuning:\n  method: lora\n")
+    _probe(run, "stage1", [1, 1, 1, 1, 0, 0, 0, 0], golds=list("AAABAAAB"))
+    _probe(run, "stage2", [1, 1, 0, 0, 0, 0, 0, 0], majority_rate=0.6)  # two items forgotten, none learnt
+    comp = comparison(collect([tmp_path]), ["Rc@1"])
+    assert comp["rows"] == ["tg-lora", "tg-lora:stage1"]
+    ret = comp["cells"]["tg-lora"]["retention mcq token Δacc"]
+    assert ret["value"] == pytest.approx(-0.25) and ret["n_items"] == 8 and ret["n_pairs"] == 1
+    assert -1.0 <= ret["lo"] < ret["value"] and ret["hi"] == 0.0  # paired: no item improved, so no draw is > 0
+    assert comp["cells"]["tg-lora:stage1"]["mcq token acc"]["majority_rate"] == 0.75  # gold A in 6 of 8 (samples.jsonl)
+    assert comp["cells"]["tg-lora"]["mcq token acc"]["majority_rate"] == 0.6  # results.json's own field wins
+    assert "| -25.0 [" in comparison_table(comp)
+
+
+def _is_run(root, name, builder, values):
+    run = root / name
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(f"experiment: {name}\ntuning:\n  method: lora\nindex:\n  builder: {builder}\n")
+    for bench, v in zip(("g1", "g2"), values):
+        _write(run / "eval" / bench / "model" / "results.json", {
+            "benchmark": bench, "system": "m", "kind": "retrieval", "source": {"run": str(run), "stage": "stage2"},
+            "metrics": {"Rc@50": _est(0.8), "Rf@50": _est(0.8 * v), "IS@50": _est(v)}})
+    return run
+
+
+def test_cohens_d_between_flat_and_hierarchical_configurations(tmp_path):
+    _is_run(tmp_path, "tg", "flat", (0.9, 0.7))
+    _is_run(tmp_path, "tg_h", "clustered", (0.5, 0.3))
+    d = comparison(collect([tmp_path]), ["IS@50"])["statistics"]["cohens_d"]
+    # units: (configuration, benchmark); means 0.8 vs 0.4, both variances 0.02 -> pooled sd sqrt(0.02)
+    assert d["flat"] == [0.9, 0.7] and d["hierarchical"] == [0.5, 0.3]
+    assert d["d"] == pytest.approx(0.4 / 0.02**0.5)
+
+
+def test_run_compare_writes_table_csv_json_and_plots(tmp_path, capsys):
+    run = _is_run(tmp_path / "sweep", "tg", "flat", (0.9, 0.7))
+    _is_run(tmp_path / "sweep", "tg_h", "clustered", (0.5, 0.3))
+    _probe(run, "stage2", [1, 0, 1, 0])
+    _drift(run)
+    comp = run_compare(CompareConfig(roots=[str(tmp_path / "sweep")]), tmp_path / "out")
+    md = (tmp_path / "out" / "comparison.md").read_text()
+    assert md.startswith("| system | g1 Rc@50 | g1 Rf@50 | g1 IS@50 | g2 Rc@50 |")
+    assert ("Cohen's d (IS@50, flat − hierarchical; unit: one configuration's seed-pooled value on one retrieval benchmark "
+            "(Stage-2 rows; few-hit IS left out)): d = 2.83 [") in md
+    lines = list(csv.DictReader(open(tmp_path / "out" / "comparison.csv")))
+    assert {"system": "tg_h-lora", "column": "g2 IS@50", "value": "0.3"}.items() <= next(
+        r for r in lines if r["system"] == "tg_h-lora" and r["column"] == "g2 IS@50").items()
+    saved = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    assert saved["cells"]["tg-lora"]["g1 IS@50"]["value"] == 0.9 and "tg-lora | g1 Rc@50" in saved["sources"]
+    names = sorted(p.split("/")[-1] for p in comp["plots"])
+    assert names == ["comparison_drift.png", "comparison_is_by_configuration.png", "comparison_probe_accuracy.png",
+                     "comparison_recall_by_benchmark.png"]
+    for p in comp["plots"]:
+        with Image.open(p) as im:
+            assert im.format == "PNG" and im.size[0] > 100
+        assert (tmp_path / "out" / p.split("/")[-1]).stat().st_size > 5000
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_results_find_their_run_wherever_they_lie(tmp_path):
+    """A result records its run relative to its own folder (context.portable_source); the old
+    absolute form, a path of the machine that trained it, is located by where the result lies:
+    unpacked anywhere, its run is found and its rows are the same."""
+    from toolsense.evaluation.context import portable_source
+    from toolsense.comparison.runs import run_dir_of
+
+    run = _run(tmp_path / "here", "0_tg-lora", "tg", "lora", 0.4, 0.3)
+    res_dir = run / "eval" / "standard" / "model"
+    src = portable_source({"run": str(run), "stage": "stage2", "model": "m"}, res_dir)
+    assert src == {"run": "../../..", "stage": "stage2", "model": "m"}
+    assert portable_source({"run": None, "stage": "untrained", "model": "m"}, res_dir)["run"] is None
+    assert run_dir_of({"source": src, "_path": str(res_dir / "results.json")}) == str(run.resolve())
+    moved = {"source": {"run": "/another/machine/outputs/grid/0_tg-lora"}, "_path": str(res_dir / "results.json")}
+    assert run_dir_of(moved) == str(run.resolve())  # the old absolute form: the ancestor of that name
+    elsewhere = {"source": {"run": "/another/machine/0_other"}, "_path": str(res_dir / "results.json")}
+    assert run_dir_of(elsewhere) == "/another/machine/0_other"  # no such ancestor: as recorded
+    assert run_dir_of({"source": {"baseline": {"kind": "bm25"}}, "_path": "x"}) is None
+    comp = comparison(collect([tmp_path / "here"]), ["Rc@1"])
+    assert comp["rows"] == ["tg-lora", "bm25"]  # the run's config.yaml read through the located run

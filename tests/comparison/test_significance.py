@@ -1,0 +1,75 @@
+"""Paired permutation tests and Holm's correction on hand-computed cases, and their markers in a
+real comparison table (compare.py over hand-written results)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolsense.comparison.compare import CompareConfig, run_compare
+from toolsense.comparison.significance import holm, marker, paired_permutation, table_significance
+
+
+def test_exact_paired_permutation_p_values():
+    # 5 items, all differences +1: of the 2^5 sign flips only all-plus and all-minus reach |mean| 1
+    assert paired_permutation([1] * 5, [0] * 5) == pytest.approx(2 / 32)
+    # differences (+1, +1, -1, 0): |mean| >= 1/4 for every flip but those summing to +-1 ... enumerate by hand
+    d = [1, 1, -1, 0]
+    flips = [[s1 * d[0], s2 * d[1], s3 * d[2], s4 * d[3]] for s1 in (1, -1) for s2 in (1, -1) for s3 in (1, -1) for s4 in (1, -1)]
+    expected = sum(abs(sum(f)) >= 1 for f in flips) / 16
+    assert paired_permutation([1, 1, 0, 1], [0, 0, 1, 1]) == pytest.approx(expected)
+    assert paired_permutation([0.3, 0.2], [0.3, 0.2]) == 1.0
+
+
+def test_holm_step_down():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.001]) == pytest.approx([0.5, 0.002])
+    assert holm([0.9, 0.8]) == pytest.approx([1.0, 1.0])  # 2 x 0.8 capped at 1, and monotone
+
+
+def _result(root: Path, system: str, hits: list[int]) -> Path:
+    """A baseline-like retrieval result on 12 items with these hit@1 values (and samples)."""
+    d = root / "bench" / system
+    d.mkdir(parents=True)
+    n = len(hits)
+    (d / "samples.jsonl").write_text("".join(json.dumps({
+        "item_id": f"q{i}", "query": f"query {i}", "gold": ["A&&b"], "tier": "1-tool", "constrained": [], "free": None,
+        "metrics": {"c_hit@1": float(h), "c_recall@1": float(h), "c_ndcg@1": float(h)}}) + "\n" for i, h in enumerate(hits)))
+    mean = sum(hits) / n
+    (d / "results.json").write_text(json.dumps({
+        "benchmark": "bench", "system": system, "kind": "retrieval", "n": n, "source": {"baseline": {"kind": system}},
+        "metrics": {"Rc@1": {"value": mean, "lo": mean, "hi": mean}}, "missing": {"count": 0}}))
+    return d
+
+
+def test_markers_in_a_comparison_table(tmp_path):
+    _result(tmp_path, "strong", [1] * 12)
+    _result(tmp_path, "weak", [0] * 12)
+    _result(tmp_path, "same", [1] * 12)
+    comp = run_compare(CompareConfig(roots=[str(tmp_path)], metrics=["Rc@1"], resamples=5000, plots=False), tmp_path / "out")
+    sig = comp["statistics"]["significance"]
+    letters = sig["letters"]
+    assert set(letters) == {"strong", "weak", "same"}
+    tests = {(t["a"], t["b"]): t for t in sig["tests"]}
+    assert len(tests) == 3
+    # 12 items, all differences 1: exact p = 2 / 2^12, Holm x3 (smallest), x2 (next); identical rows: p = 1
+    pair = tests.get(("same", "strong")) or tests[("strong", "same")]
+    assert pair["p"] == 1.0 and not pair["significant"]
+    ps = sorted(t["p_holm"] for t in sig["tests"] if t["p"] < 1)
+    assert ps == pytest.approx([3 * 2 / 4096, 3 * 2 / 4096])
+    weak = letters["weak"]
+    assert sig["markers"] == {"strong": {"bench Rc@1": weak}, "same": {"bench Rc@1": weak}}
+    assert marker(sig, "strong", "bench Rc@1").strip() in ("ᵃ", "ᵇ", "ᶜ")
+    table = (tmp_path / "out" / "comparison.md").read_text()
+    assert table.count(marker(sig, "strong", "bench Rc@1").strip()) >= 2 and "Holm" in table
+    assert (tmp_path / "out" / "report.html").is_file()
+
+
+def test_no_test_without_per_item_values(tmp_path):
+    entries = {("x", "c"): [({"value": 1}, {"_path": str(tmp_path / "none" / "results.json")})],
+               ("y", "c"): [({"value": 0}, {"_path": str(tmp_path / "none2" / "results.json")})]}
+    sig = table_significance(entries, {"c": "Rc@1"}, ["x", "y"])
+    assert sig["tests"] == [] and sig["markers"] == {}
+    assert table_significance(entries, {"c": "IS@1"}, ["x", "y"])["tests"] == []

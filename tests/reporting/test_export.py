@@ -1,0 +1,140 @@
+"""TREC and BEIR exports read back by trec_eval's own code (pytrec_eval): the measures it computes
+from our run files and qrels equal our Rc@k / Rf@k, recall@k and NDCG@k, query by query."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from toolsense.reporting.export import (INVALID, MODES, QRELS, REPEAT, doc_id, export_tree, from_doc_id, read_qrels,
+                                         read_run, run_lines, write_beir)
+from toolsense.evaluation.metrics import item_metrics
+from toolsense.evaluation.runner import run
+
+pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec-eval-terrier is not installed (the dev extra)")
+
+KS = (1, 5, 10)
+
+
+def trec_measures(qrels, run_, ks=KS) -> dict[str, dict[str, float]]:
+    cut = ",".join(map(str, ks))
+    ev = pytrec_eval.RelevanceEvaluator(qrels, {f"success.{cut}", f"recall.{cut}", f"ndcg_cut.{cut}"})
+    return ev.evaluate(run_)
+
+
+@pytest.fixture(scope="module")
+def tiny_eval(tiny_run, tmp_path_factory) -> Path:
+    """A real evaluation: tiny_random's run on 12 realistic demo queries (beam 10), and BM25."""
+    out = tmp_path_factory.mktemp("export_eval")
+    run({"run": str(tiny_run), "stage": "stage2", "device": "cpu", "task": "evaluate", "parametric": True,
+         "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 12}},
+         "baselines": {"bm25": {"kind": "bm25"}},
+         "decoding": {"beam_width": 10, "batch_size": 4}, "metrics": {"ks": list(KS), "resamples": 50},
+         "logger": {"kind": "none"}, "output_dir": str(out)})
+    return out
+
+
+def test_doc_ids_have_no_whitespace_and_round_trip():
+    name = "SkyCast Weather&&current weather\t100%"
+    assert doc_id(name) == "SkyCast%20Weather&&current%20weather%09100%25"
+    assert from_doc_id(doc_id(name)) == name and len(doc_id(name).split()) == 1
+
+
+def test_invalid_and_repeated_outputs_keep_their_rank_slot():
+    lines = run_lines("q 1", ["a", None, "a", "b"], "sys")
+    assert lines == ["q%201 Q0 a 1 4 sys", f"q%201 Q0 {INVALID}2 2 3 sys", f"q%201 Q0 {REPEAT}3 3 2 sys", "q%201 Q0 b 4 1 sys"]
+    # trec_eval on that ranking: "b" is found at rank 4, not 2, exactly as our NDCG counts it
+    got = trec_measures({"q": {"b": 1, "c": 1}}, {"q": {l.split()[2]: float(l.split()[4]) for l in lines}}, (4,))["q"]
+    ours = item_metrics(["a", None, "a", "b"], ["b", "c"], [4], "")
+    assert got["ndcg_cut_4"] == pytest.approx(ours["ndcg@4"]) == pytest.approx((1 / math.log2(5)) / (1 + 1 / math.log2(3)))
+    assert got["recall_4"] == ours["recall@4"] == 0.5 and got["success_4"] == ours["hit@4"] == 1.0
+
+
+def _assert_trec_equals_ours(eval_dir: Path, modes) -> dict[str, dict[str, dict[str, float]]]:
+    res = json.loads((eval_dir / "results.json").read_text())
+    samples = {doc_id(r["item_id"]): r for r in map(json.loads, (eval_dir / "samples.jsonl").read_text().splitlines())}
+    qrels = read_qrels(eval_dir / QRELS)
+    assert len(qrels) == res["n"] == 12
+    out = {}
+    for mode, prefix, name in modes:
+        per_q = out[mode] = trec_measures(qrels, read_run(eval_dir / MODES[mode]))
+        assert set(per_q) == set(samples)
+        for qid, m in per_q.items():  # query by query, exactly
+            for k in KS:
+                assert m[f"success_{k}"] == samples[qid]["metrics"][f"{prefix}hit@{k}"]
+                assert m[f"recall_{k}"] == pytest.approx(samples[qid]["metrics"][f"{prefix}recall@{k}"], abs=1e-12)
+                assert m[f"ndcg_cut_{k}"] == pytest.approx(samples[qid]["metrics"][f"{prefix}ndcg@{k}"], abs=1e-12)
+        for k in KS:  # and the aggregates in results.json
+            mean = lambda key: sum(m[key] for m in per_q.values()) / len(per_q)  # noqa: E731
+            assert mean(f"success_{k}") == pytest.approx(res["metrics"][f"{name}@{k}"]["value"], abs=1e-12)
+            assert mean(f"recall_{k}") == pytest.approx(res["metrics"][f"recall_{mode[0]}@{k}"]["value"], abs=1e-12)
+            assert mean(f"ndcg_cut_{k}") == pytest.approx(res["metrics"][f"ndcg_{mode[0]}@{k}"]["value"], abs=1e-12)
+    return out
+
+
+def test_trec_export_of_a_real_evaluation_equals_our_metrics(tiny_eval):
+    model_dir, bm25_dir = tiny_eval / "realistic" / "model", tiny_eval / "realistic" / "bm25"
+    assert {p.name for p in model_dir.glob("*.trec")} == {*MODES.values(), QRELS}
+    assert {p.name for p in bm25_dir.glob("*.trec")} == {MODES["constrained"], QRELS}
+    _assert_trec_equals_ours(model_dir, [("constrained", "c_", "Rc"), ("free", "f_", "Rf")])
+    # the random model's free-form beams hold non-tools: the placeholder path is exercised
+    assert INVALID in (model_dir / MODES["free"]).read_text()
+    bm25 = _assert_trec_equals_ours(bm25_dir, [("constrained", "c_", "Rc")])["constrained"]
+    # BM25 finds gold tools, some below rank 1: NDCG strictly between 0 and 1 is compared too
+    assert any(0 < m["ndcg_cut_10"] < 1 for m in bm25.values()) and any(m["success_1"] == 1 for m in bm25.values())
+
+
+def test_export_tree_rewrites_the_files_of_existing_results(tiny_eval):
+    model_dir = tiny_eval / "realistic" / "model"
+    before = (model_dir / MODES["free"]).read_text()
+    for p in model_dir.glob("*.trec"):
+        p.unlink()
+    done = export_tree(tiny_eval)
+    assert set(done) == {model_dir, tiny_eval / "realistic" / "bm25"}
+    assert (model_dir / MODES["free"]).read_text() == before
+
+
+def test_beir_layout_round_trips(demo_catalog, tmp_path):
+    from toolsense.catalog import Query
+
+    queries = [Query("1", "weather in Paris", ("SkyCast Weather&&current_weather",)),
+               Query("g/2", "two tools", tuple(demo_catalog.names[:2]))]
+    counts = write_beir(demo_catalog, queries, tmp_path)
+    assert counts == {"corpus": len(demo_catalog), "queries": 2, "qrels": 3}
+    corpus = [json.loads(x) for x in (tmp_path / "corpus.jsonl").read_text().splitlines()]
+    qs = [json.loads(x) for x in (tmp_path / "queries.jsonl").read_text().splitlines()]
+    assert [c["metadata"]["name"] for c in corpus] == list(demo_catalog.names)
+    assert {c["_id"] for c in corpus}.isdisjoint({q["_id"] for q in qs})
+    assert corpus[0]["text"] == demo_catalog[demo_catalog.names[0]].text()
+    header, *rows = (tmp_path / "qrels" / "test.tsv").read_text().splitlines()
+    assert header == "query-id\tcorpus-id\tscore" and len(rows) == 3
+    qrels = read_qrels(tmp_path / "qrels" / "test.tsv")
+    ids = {c["_id"]: c["metadata"]["name"] for c in corpus}
+    assert {from_doc_id(q["_id"][2:]): {ids[d] for d in qrels[q["_id"]]} for q in qs} == \
+        {q.query_id: set(q.tools) for q in queries}
+
+
+def test_beir_cli_writes_what_beirs_own_loader_reads(tmp_path, demo_catalog):
+    """``python -m toolsense.export beir`` on the demo catalog + benchmark, read back with BEIR's
+    GenericDataLoader (the beir package, when installed) and compared with the benchmark."""
+    import subprocess
+    import sys
+
+    from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-m", "toolsense.export", "beir", "catalog=demo", "benchmark=demo_standard",
+                           "benchmark.limit=7", f"output_dir={tmp_path}"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "126 tools, 7 queries" in proc.stdout
+    folder = next(p for p in tmp_path.iterdir() if p.is_dir())
+    loader = pytest.importorskip("beir.datasets.data_loader", reason="the beir package is not installed (the dev extra)")
+    corpus, queries, qrels = loader.GenericDataLoader(data_folder=str(folder)).load(split="test")
+    bench = load_benchmark(BenchmarkConfig(loader="demo", split="test", style="verbose", limit=7))
+    assert len(corpus) == len(demo_catalog) and len(queries) == 7
+    assert {from_doc_id(q[2:]): queries[q] for q in queries} == {q.query_id: q.text for q in bench.items}
+    assert {from_doc_id(q[2:]): {from_doc_id(d) for d in rel} for q, rel in qrels.items()} == \
+        {q.query_id: set(q.tools) for q in bench.items}

@@ -1,0 +1,148 @@
+"""report.html of a real tiny evaluation, loaded in headless Chromium (Debian's ``chromium``,
+installed by ``make setup-browser``; the browser tests skip, saying why, without it): the numbers
+in the rendered DOM equal results.json, and the sample browser's filters (set through the URL
+fragment, run by the page's own script) keep exactly the samples they should."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from toolsense.reporting.html_report import render, collect_evaluations
+from toolsense.evaluation.runner import run
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make setup-browser: apt-get install chromium)")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def dump_dom(page: Path, fragment: str = "") -> str:
+    """The DOM after the page's scripts ran (``chromium --dump-dom``), from a fresh profile."""
+    with tempfile.TemporaryDirectory() as profile:
+        proc = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom",
+                               page.resolve().as_uri() + (f"#{fragment}" if fragment else "")],
+                              capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "</html>" in proc.stdout, proc.stderr[-2000:]
+    return proc.stdout
+
+
+class Cells(HTMLParser):
+    """Every ``<td data-metric>`` of a ``<tr data-folder>``: {(folder, metric): (data-value, text)};
+    and the ``div.sample`` cards in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells, self.samples, self.row, self.cell, self.text, self.depth = {}, [], None, None, "", 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "tr" and "data-folder" in a:
+            self.row = a["data-folder"]
+        elif tag == "td" and self.row is not None and "data-metric" in a:
+            self.cell, self.text, self.value = a["data-metric"], "", a.get("data-value")
+        elif tag == "div" and "sample" in a.get("class", "").split():
+            self.samples.append((a["data-id"], a["class"].split()[1]))
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.text += data
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self.cell is not None:
+            self.cells[(self.row, self.cell)] = (self.value, self.text.strip())
+            self.cell = None
+        elif tag == "tr":
+            self.row = None
+
+
+def parse(dom: str) -> Cells:
+    p = Cells()
+    p.feed(dom)
+    return p
+
+
+@pytest.fixture(scope="module")
+def evaluated(tiny_run, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("html_eval")
+    run({"run": str(tiny_run), "stage": "stage2", "device": "cpu", "task": "evaluate", "parametric": True,
+         "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 12},
+                        "qa": {"loader": "qa", "limit": 8}},
+         "baselines": {"bm25": {"kind": "bm25"}},
+         "decoding": {"beam_width": 10, "batch_size": 4}, "metrics": {"ks": [1, 5, 10], "resamples": 50},
+         "probe": {"modes": ["token"]}, "logger": {"kind": "none"}, "output_dir": str(out)})
+    return out
+
+
+def _samples(folder: Path) -> list[dict]:
+    return [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines()]
+
+
+def test_evaluation_writes_one_self_contained_page(evaluated):
+    page = (evaluated / "report.html").read_text()
+    assert not re.search(r"\b(src|href)\s*=", page) and "<link" not in page and "@import" not in page and "url(" not in page
+    assert page.count("<svg") == 2  # realistic recall, probe accuracy
+    data = json.loads(re.search(r'<script type="application/json" id="samples-data">(.*?)</script>', page, re.S).group(1))
+    assert len(data) == 12 + 12 + 8 and {d["bench"] for d in data} == {"realistic", "qa"}
+
+
+@needs_chromium
+def test_numbers_in_the_rendered_dom_equal_results_json(evaluated):
+    cells = parse(dump_dom(evaluated / "report.html")).cells
+    checked = 0
+    for folder, res in collect_evaluations(evaluated):
+        rel = folder.relative_to(evaluated).as_posix()
+        for metric, est in res["metrics"].items():
+            if (rel, metric) not in cells:
+                assert not re.match(r"^(Rc|Rf|IS)@\d+$", metric), f"{rel} {metric} missing from the page"
+                continue
+            value, text = cells[(rel, metric)]
+            pct = not metric.startswith("IS")
+            assert float(value) == est["value"]
+            assert text.split()[0] == f"{est['value'] * (100 if pct else 1):.{1 if pct else 2}f}"
+            checked += 1
+        assert cells[(rel, "n")][1] == str(res["n"])
+    assert checked == 9 + 3 + 1  # model: Rc, Rf, IS at 3 ks; bm25: Rc at 3 ks; qa token: accuracy
+
+
+@needs_chromium
+def test_filters_keep_exactly_the_right_samples(evaluated):
+    model, bm25 = _samples(evaluated / "realistic" / "model"), _samples(evaluated / "realistic" / "bm25")
+    everything = parse(dump_dom(evaluated / "report.html")).samples
+    assert len(everything) == 12 + 12 + 8
+    # benchmark + outcome at k=1: the misses of both systems on realistic (BM25 hits some), in folder order
+    shown = parse(dump_dom(evaluated / "report.html", "bench=realistic&outcome=miss&k=1")).samples
+    expected = [r["item_id"] for r in bm25 + model if r["metrics"]["c_hit@1"] == 0]
+    assert [i for i, _ in shown] == expected and {c for _, c in shown} == {"miss"}
+    assert 0 < len(shown) < 24
+    hits = parse(dump_dom(evaluated / "report.html", "bench=realistic&outcome=hit&k=5")).samples
+    assert [i for i, _ in hits] == [r["item_id"] for r in bm25 + model if r["metrics"]["c_hit@5"] == 1]
+    # search by a gold tool's name (lower-cased match on query, id and gold tools)
+    tool = bm25[0]["gold"][0]
+    found = parse(dump_dom(evaluated / "report.html", f"q={tool.split('&&')[1]}")).samples
+    want = [r["item_id"] for r in bm25 + model if tool.split("&&")[1].lower() in " ".join([r["query"], r["item_id"], *r["gold"]]).lower()]
+    assert [i for i, _ in found] == want and len(want) >= 2
+    # tier: the probe rows carry their kind as tier
+    assert len(parse(dump_dom(evaluated / "report.html", "tier=qa")).samples) == 8
+
+
+def test_render_escapes_what_samples_contain(tmp_path):
+    """A query holding markup and a closing script tag cannot break out of the page."""
+    folder = tmp_path / "b" / "model"
+    folder.mkdir(parents=True)
+    res = {"benchmark": "b", "system": "s", "kind": "retrieval", "n": 1,
+           "metrics": {"Rc@1": {"value": 0.0, "lo": 0.0, "hi": 0.0}}}
+    (folder / "results.json").write_text(json.dumps(res))
+    (folder / "samples.jsonl").write_text(json.dumps({
+        "item_id": "x", "query": "</script><img onerror=alert(1)>", "gold": ["A&&b"], "tier": "1-tool",
+        "constrained": [{"tool": "A&&b", "score": -1.0}], "free": [{"tool": None, "score": -2.0, "text": "<b>no</b>"}],
+        "metrics": {"c_hit@1": 1.0}}) + "\n")
+    page = render(collect_evaluations(tmp_path), "t")
+    assert "</script><img" not in page and page.count("</script>") == 2

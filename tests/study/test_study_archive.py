@@ -1,0 +1,121 @@
+"""A study archives as it goes and resumes on a fresh machine (study/archive.py): finished runs only, no machine
+paths, repacked when a run finishes, restored before training without overwriting; a tiny study run in part,
+its outputs deleted, rerun -> the finished run restored and skipped, not retrained (slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from toolsense.study.archive import ArchiveProgress, archive_results, restore_archive
+from toolsense.study.config import StudyConfig
+from toolsense.study.sweeps import evaluation_finished, mark_evaluation_finished
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(root: Path, name: str, done: bool, combined: bool = False) -> Path:
+    run = root / "grid" / name
+    (run / "eval" / "standard" / "model").mkdir(parents=True)
+    (run / "stage2").mkdir()
+    (run / "config.yaml").write_text(f"output_dir: {ROOT}/outputs/x/{name}\ncatalog:\n  path: {Path.home()}/.cache/toolsense/catalogs/c.jsonl\n")
+    (run / "stage2" / "model.safetensors").write_bytes(b"weights")
+    (run / "eval" / "standard" / "model" / "results.json").write_text(json.dumps({"run": str(run)}))
+    if done:
+        (run / "done.json").write_text('{"config_sha256": "abc"}')
+    if combined:
+        (run / "eval" / "results.json").write_text("{}")
+    return run
+
+
+def test_archive_holds_finished_runs_only_and_no_machine_paths(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOOLSENSE_CACHE", str(Path.home() / ".cache" / "toolsense"))
+    root = tmp_path / "study"
+    _run(root, "0_tg-lora", done=True)
+    _run(root, "1_tg_h-lora", done=False)  # in progress: left out whole
+    _run(root, "2_old-lora", done=False, combined=True)  # finished before done.json existed: its combined results count
+    (root / "timings.jsonl").write_text('{"sweep": "grid", "seconds": 1}\n')
+    n = archive_results(root, tmp_path / "a.tar.xz")
+    with tarfile.open(tmp_path / "a.tar.xz") as tar:
+        names = sorted(tar.getnames())
+        cfg = tar.extractfile("study/grid/0_tg-lora/config.yaml").read().decode()
+    assert n == len(names) == 7 and "study/timings.jsonl" in names
+    assert not [x for x in names if "1_tg_h-lora" in x or x.endswith(".safetensors")]
+    assert "study/grid/2_old-lora/eval/results.json" in names
+    assert cfg == "output_dir: outputs/x/0_tg-lora\ncatalog:\n  path: $TOOLSENSE_CACHE/catalogs/c.jsonl\n"
+
+
+def test_progress_repacks_when_a_run_finishes(tmp_path):
+    root = tmp_path / "study"
+    run = _run(root, "0_tg-lora", done=False)
+    progress = ArchiveProgress(root, tmp_path / "a.tar.xz", every_s=0.0)
+    progress()
+    assert not (tmp_path / "a.tar.xz").exists()  # nothing finished yet: a committed archive is not replaced by nothing
+    (run / "done.json").write_text("{}")
+    progress()
+    assert "study/grid/0_tg-lora/done.json" in tarfile.open(tmp_path / "a.tar.xz").getnames()
+    mtime = (tmp_path / "a.tar.xz").stat().st_mtime_ns
+    progress()
+    assert (tmp_path / "a.tar.xz").stat().st_mtime_ns == mtime  # no run finished since: not repacked
+
+
+def test_restore_brings_back_finished_runs_without_overwriting(tmp_path):
+    src = tmp_path / "old" / "study"
+    _run(src, "0_tg-lora", done=True)
+    _run(src, "1_tg_h-lora", done=True)
+    (src / "timings.jsonl").write_text('{"sweep": "grid", "seconds": 1}\n')
+    archive_results(src, tmp_path / "a.tar.xz")
+    root = tmp_path / "fresh" / "study"
+    here = _run(root, "1_tg_h-lora", done=True)  # finished on this machine too: kept as it is
+    (here / "eval" / "standard" / "model" / "results.json").write_text('{"mine": true}')
+    cfg = StudyConfig(root=str(root), archive=str(tmp_path / "a.tar.xz"))
+    assert restore_archive(cfg) == 1
+    assert (root / "grid" / "0_tg-lora" / "done.json").is_file() and (root / "timings.jsonl").is_file()
+    assert json.loads((here / "eval" / "standard" / "model" / "results.json").read_text()) == {"mine": True}
+    assert restore_archive(cfg) == 0  # everything is here now
+    assert restore_archive(StudyConfig(root=str(root), archive=str(tmp_path / "none.tar.xz"))) == 0
+
+
+def test_an_untrained_evaluation_is_skipped_only_under_the_same_overrides(tmp_path):
+    cmd = [sys.executable, "evaluate.py", "model=x", "benchmarks.mcq.limit=120", f"output_dir={tmp_path / 'e'}"]
+    assert not evaluation_finished(tmp_path / "e", cmd)
+    mark_evaluation_finished(tmp_path / "e", cmd)
+    assert evaluation_finished(tmp_path / "e", cmd)
+    assert evaluation_finished(tmp_path / "e", [*cmd[:-1], "output_dir=/elsewhere"])  # where it was written does not count
+    assert not evaluation_finished(tmp_path / "e", [*cmd[:3], "benchmarks.mcq.limit=230", cmd[-1]])
+
+
+def _reproduce(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, str(ROOT / "reproduce.py"), "study=mini", f"root={tmp_path / 'outputs' / 'study'}",
+           f"report={tmp_path / 'r.md'}", f"plots_dir={tmp_path / 'img'}", f"archive={tmp_path / 'results.tar.xz'}",
+           "only=[grid]", "extra=['experiment=tg']", *extra]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.mark.slow
+def test_a_tiny_study_resumes_on_a_fresh_machine_from_its_archive(tmp_path):
+    """Run part of the study (one grid run of study=mini), delete outputs/ as a fresh machine would, rerun: the
+    finished run is restored from the archive and skipped by its done.json (no model folder is written), and the
+    report is rebuilt with the same findings."""
+    import shutil
+
+    _reproduce(tmp_path)
+    run = tmp_path / "outputs" / "study" / "grid" / "0_tg-lora"
+    assert (run / "stage2").is_dir() and "study/grid/0_tg-lora/done.json" in tarfile.open(tmp_path / "results.tar.xz").getnames()
+    first = (tmp_path / "r.md").read_text()
+    shutil.rmtree(tmp_path / "outputs")
+    again = _reproduce(tmp_path)
+    out = again.stdout + again.stderr
+    assert "restored 1 finished runs" in out and "trained and evaluated earlier under this config (done.json); skipped" in out
+    assert not (run / "stage1").exists() and not (run / "stage2").exists()
+    rows = lambda text: [line for line in text.splitlines() if line[:4] in {f"| {n} " for n in range(1, 8)}]  # noqa: E731
+    assert rows((tmp_path / "r.md").read_text()) == rows(first)

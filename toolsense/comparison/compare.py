@@ -1,0 +1,320 @@
+"""Ablation tables: every per-evaluation ``results.json`` under one or more directories (a Hydra
+sweep, several run directories) in ONE table — a row per configuration (training run + stage)
+or baseline, a column per benchmark × metric — written as Markdown, CSV and JSON, with plots.
+
+    python compare.py roots=[multirun/2026-11-29_10-00-00]
+
+Runs whose ``config.yaml`` differ only in ``trainer.seed`` are one configuration: its cell is
+the pooled estimate ± the sd over seeds, with a 95% interval from resampling *items*, each with
+all its seeds (stats.cluster_bootstrap; IS as the ratio of pooled sums). A single run's cell is
+recomputed from its samples.jsonl the same way (IS by metrics.is_ci: Wilson for a flat index),
+or is its results.json estimate where it has no samples. An IS on fewer than ``min_hits``
+constrained hits is flagged. A row is
+labelled ``experiment-tuning`` (plus the keys that differ, when configurations share that).
+Probe accuracy cells carry chance and the majority rate; with Stage-1 and Stage-2 evaluations
+of the same runs a retention column group holds their difference (paired per item, clustered
+by item over runs). ``drift.json`` files add drift columns (virtual / base relative drift, their
+ratio, the change of the virtual tokens' mean pairwise cosine). Cohen's d of IS between flat and
+hierarchical configurations (unit: one configuration on one benchmark, seeds pooled; few-hit
+IS left out) with its bootstrap interval sits under the table. Baselines do not depend on the run; each
+(baseline, benchmark) appears once, and copies that disagree are an error.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+from toolsense.evaluation.outputs import write_json
+from toolsense.comparison.cell_stats import combine_seeds, effect_size, retention, stage2_schemes
+from toolsense.reporting.html_report import write_html_report
+from toolsense.comparison.significance import legend, marker, table_significance
+from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
+from toolsense.comparison.stats import drift_ratio
+from toolsense.reporting.tables import benchmark_label, comparison_cell, flag_text, markdown_table
+from toolsense.utils.config import to_config
+from toolsense.utils.io import DataError
+from toolsense.utils.progress import progress
+from toolsense.utils.rundir import holding
+
+HEADLINE = ["Rc@50", "Rf@50", "IS@50"]
+"""The paper's retrieval columns (beam 50); probes always show accuracy, chance and majority rate."""
+
+
+@dataclass
+class CompareConfig:
+    """Schema of ``conf/compare.yaml`` (registered as ``compare_schema``): ``python compare.py``."""
+
+    roots: list[str] = field(default_factory=list)
+    """Directories searched recursively for results.json (sweep dirs, run dirs, eval dirs)."""
+    metrics: list[str] = field(default_factory=lambda: list(HEADLINE))
+    """Retrieval metrics, one column each per retrieval benchmark (e.g. [Rc@1,Rf@1,IS@1,Rc@10])."""
+    resamples: int = 1000
+    """Bootstrap resamples of the pooled-seed and retention intervals."""
+    seed: int = 0
+    """Bootstrap seed."""
+    effect_metric: str = "IS@50"
+    """Cohen's d between flat and hierarchical configurations is taken over this metric."""
+    min_hits: int = 10
+    """An IS on fewer constrained hits is flagged and left out of Cohen's d (as evaluate.py's metrics.min_hits)."""
+    plots: bool = True
+    """Also render PNG plots (plots.py) beside the table."""
+    output_dir: Optional[str] = None
+    """None = Hydra's (timestamped) output dir; outside Hydra, outputs/compare."""
+
+    def __post_init__(self) -> None:
+        if self.resamples < 1:
+            raise ValueError(f"resamples must be >= 1, got {self.resamples}")
+        if self.min_hits < 1:
+            raise ValueError(f"min_hits must be >= 1, got {self.min_hits}")
+
+
+def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """The per-evaluation results under ``roots`` (combined summaries, which hold a
+    ``results`` list instead of metrics, are skipped so nothing is counted twice)."""
+    found = []
+    for root in map(Path, roots):
+        if not root.exists():
+            raise FileNotFoundError(f"roots: {root} does not exist")
+        for path in progress(sorted([*root.rglob("results.json"), *root.rglob("drift.json")]), desc=f"compare {root}", unit="file", min_total=50):
+            try:
+                res = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from e
+            if path.name == "drift.json":
+                res = _drift_result(res, path)
+            if not isinstance(res, dict) or "kind" not in res or "metrics" not in res:
+                continue
+            for key in ("benchmark", "system"):
+                if key not in res:
+                    raise DataError(f"{path}: field {key!r} is missing")
+            res["_path"] = str(path)
+            found.append(res)
+    return found
+
+
+def _drift_result(drift: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A drift.json (evaluate.py task=drift) as a result row, per checkpoint pair: relative drift
+    of the input embeddings' virtual-token rows and base-vocabulary sample, their ratio
+    (stats.drift_ratio) and the change of the virtual tokens' mean pairwise cosine (Δcos)."""
+    if "pairs" not in drift or "run" not in drift:
+        raise DataError(f"{path}: field 'pairs' or 'run' is missing (not a task=drift output?)")
+    metrics = {}
+    for p in drift["pairs"]:
+        inp, pair = p["input"], f"{p['from']}->{p['to']}"
+        metrics[f"{pair} virtual"] = {"value": inp["virtual"]}
+        metrics[f"{pair} base"] = {"value": inp["base_vocab"]}
+        metrics[f"{pair} ratio"] = {"value": drift_ratio(inp["virtual"], inp["base_vocab"])}
+        metrics[f"{pair} Δcos"] = {"value": inp.get("cosine_change")}
+    return {"benchmark": "drift", "system": "drift", "kind": "drift", "metrics": metrics,
+            "source": {"run": drift["run"], "stage": "stage2"}}
+
+
+def row_key(res: dict[str, Any]) -> tuple[str, bool, str | None, str]:
+    """(configuration key, is_baseline, run directory, stage) of the system behind ``res``: runs
+    share a key when their configs differ only in seed (runs.run_info) and the stage is the same."""
+    src = res.get("source") or {}
+    if "baseline" in src:
+        return str(res["system"]), True, None, ""
+    if "system" in src:  # a system re-ranking with a model (systems.py): one row per system x model
+        model_run = run_dir_of({**res, "source": src.get("model") or {}})
+        who = run_info(model_run).label if model_run else str((src.get("model") or {}).get("model"))
+        return f"{res['system']} ({who})", False, None, ""
+    run = run_dir_of(res)
+    if run:
+        stage = src.get("stage") or "stage2"
+        return run_info(run).identity + "|" + stage, False, run, stage
+    return str(src.get("model") or res["system"]), False, None, ""
+
+
+def _row_labels(keys: Sequence[tuple[str, bool, str | None, str]]) -> dict[str, dict[str, Any]]:
+    """key -> {label, stage, base (the stage-2 row's label), scheme, baseline}."""
+    infos = {k[0]: run_info(k[2]) for k in keys if k[2] is not None}
+    names = distinct_labels(infos.values())
+    meta = {}
+    for key, baseline, run, stage in keys:
+        if run is None:
+            meta[key] = {"label": key, "stage": stage, "base": key, "scheme": None, "baseline": baseline}
+            continue
+        base = names[infos[key].identity]
+        label = base if stage == "stage2" else f"{base}:{stage}"
+        meta[key] = {"label": label, "stage": stage, "base": base, "scheme": infos[key].scheme, "baseline": False}
+    return meta
+
+
+PROBE_METRICS = {"accuracy": "acc", "circular_mean": "circ", "circular_all": "circ-all", "balanced_accuracy": "bal",
+                 "calibrated_accuracy": "calib"}
+"""Probe metrics shown in the table (when the result has them) and their column suffix."""
+
+
+def _probe_extras(res: dict[str, Any]) -> dict[str, Any]:
+    """Chance and majority rate of a probe (read from results.json when it has them, else chance
+    1/answers — 25% MCQ, 50% QA — and the gold majority rate from samples.jsonl)."""
+    chance = res.get("chance", 0.25 if res["kind"] == "mcq" else 0.5)
+    majority = res.get("majority_rate")
+    if majority is None:
+        majority = gold_majority_rate(res["_path"])
+    return {"chance": chance, "majority_rate": majority}
+
+
+def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple[str | None, dict | None]]:
+    """``column -> (metric with per-item samples or None, estimate)`` of one result."""
+    if res["kind"] == "retrieval":
+        return {f"{benchmark_label(res)} {m}": (m, res["metrics"].get(m)) for m in metrics}
+    if res["kind"] == "drift":
+        return {f"drift {k}": (None, v) for k, v in res["metrics"].items()}
+    # a probe: the mode (token / control / card) is part of the column; accuracy carries chance,
+    # majority rate and the one-answer flag; circular / calibrated accuracies when evaluated
+    flag = flag_text(res.get("top_answer"))
+    cols = {}
+    for key, short in PROBE_METRICS.items():
+        est = res["metrics"].get(key)
+        if key == "accuracy":
+            cols[f"{benchmark_label(res)} {res['system']} {short}"] = (
+                "accuracy", est and {**est, **_probe_extras(res), **({"flag": flag} if flag else {})})
+        elif est is not None:
+            cols[f"{benchmark_label(res)} {res['system']} {short}"] = (key, est)
+    return cols
+
+
+def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamples: int = 1000, seed: int = 0,
+               effect_metric: str = "IS@50", min_hits: int = 10) -> dict[str, Any]:
+    """Rows and columns of the ablation table, the estimates per cell and the statistics.
+    Columns: retrieval benchmarks × metrics, probe accuracies, retention (when Stage-1 and
+    Stage-2 probes of the same runs exist), embedding drift; each in order of first appearance."""
+    keys = [row_key(r) for r in results]
+    meta = _row_labels(keys)
+    entries: dict[tuple[str, str], list[tuple[dict | None, dict]]] = {}
+    col_metric: dict[str, str | None] = {}
+    seen: dict[tuple[str, str, str | None], dict] = {}
+    order: dict[str, list[str]] = {"retrieval": [], "probe": [], "drift": []}
+    for res, (key, is_baseline, run, _) in zip(results, keys):
+        label = meta[key]["label"]
+        for col, (metric, est) in result_columns(res, metrics).items():
+            group = order.get(res["kind"], order["probe"])
+            if col not in group:
+                group.append(col)
+            col_metric[col] = metric
+            first = seen.get((label, col, run))
+            if first is not None:
+                if is_baseline and est == entries[(label, col)][0][0]:
+                    continue  # the same baseline evaluated again next to another run
+                raise DataError(f"{res['_path']}: a second, different result for {label!r} / {col!r} "
+                                f"(first: {first['_path']}); give roots one evaluation per run")
+            seen[(label, col, run)] = res
+            entries.setdefault((label, col), []).append((est, res))
+    cells: dict[str, dict[str, Any]] = {}
+    for (label, col), ents in entries.items():
+        cells.setdefault(label, {})[col] = combine_seeds(col_metric[col], ents, resamples, seed, min_hits)
+    rows_meta = {m["label"]: m for m in meta.values()}
+    retention_cols = retention(entries, rows_meta, order["probe"], cells, resamples, seed)
+    baselines = sorted(lb for lb, m in rows_meta.items() if m["baseline"])
+    rows = sorted(lb for lb in cells if lb not in baselines) + baselines
+    return {"columns": order["retrieval"] + order["probe"] + retention_cols + order["drift"], "rows": rows,
+            "cells": cells, "baselines": baselines,
+            "schemes": {lb: rows_meta[lb]["scheme"] for lb in rows if lb in rows_meta},
+            "statistics": {"cohens_d": effect_size(cells, stage2_schemes(rows_meta), order["retrieval"], effect_metric, resamples, seed),
+                           "significance": table_significance(entries, col_metric, rows, resamples, seed)},
+            "sources": {f"{lb} | {col}": [r["_path"] for _, r in ents] if len(ents) > 1 else ents[0][1]["_path"]
+                        for (lb, col), ents in entries.items()}}
+
+
+def comparison_table(comp: dict[str, Any]) -> str:
+    header = ["system"] + comp["columns"]
+    sig = (comp.get("statistics") or {}).get("significance")
+    rows = [[label] + [comparison_cell(col, comp["cells"][label].get(col)) + marker(sig, label, col) for col in comp["columns"]]
+            for label in comp["rows"]]
+    table = markdown_table(header, rows) + legend(sig)
+    d = (comp.get("statistics") or {}).get("cohens_d")
+    if d and d.get("d") is not None:
+        ci = f" [{d['lo']:.2f}, {d['hi']:.2f}]" if d.get("lo") is not None else ""
+        table += (f"\nCohen's d ({d['metric']}, flat − hierarchical; unit: {d['unit']}): d = {d['d']:.2f}{ci} "
+                  f"(n = {len(d['flat'])} flat, {len(d['hierarchical'])} hierarchical"
+                  + (f"; {len(d['excluded'])} few-hit IS left out" if d.get("excluded") else "") + ")\n")
+    return table
+
+
+def write_csv(comp: dict[str, Any], path: Path) -> Path:
+    """The table in long form: one line per (system, column) with value, sd, lo, hi, seeds."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["system", "column", "value", "sd", "lo", "hi", "n_seeds", "chance", "majority_rate"])
+        for label in comp["rows"]:
+            for col in comp["columns"]:
+                est = comp["cells"][label].get(col)
+                if est and est.get("value") is not None:
+                    w.writerow([label, col] + [est.get(k) for k in ("value", "sd", "lo", "hi")]
+                               + [est.get("n_seeds", 1), est.get("chance"), est.get("majority_rate")])
+    return path
+
+
+def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
+    """Collect, tabulate and write ``comparison.md``, ``comparison.csv``, ``comparison.json`` and
+    (``cfg.plots``) the PNG plots of plots.py as ``comparison_<plot>.png`` under ``out_dir`` (a
+    sweep directory keeps run folders as its only folders)."""
+    if not cfg.roots:
+        raise ValueError("python compare.py needs roots=[<dir>, ...] (sweep or run directories)")
+    results = collect(cfg.roots)
+    if not results:
+        raise FileNotFoundError(f"roots: no results.json with metrics under {cfg.roots}")
+    comp = comparison(results, cfg.metrics, cfg.resamples, cfg.seed, cfg.effect_metric, cfg.min_hits)
+    table = comparison_table(comp)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "comparison.md").write_text(table, encoding="utf-8")
+    write_csv(comp, out / "comparison.csv")
+    if cfg.plots:
+        from toolsense.comparison.plots import render_all
+
+        comp["plots"] = [str(p) for p in render_all(comp, out, prefix="comparison_")]
+    write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": list(cfg.metrics), **comp})
+    write_html_report(cfg.roots, out / "report.html", title="toolsense comparison")  # every evaluation compared (html_report.py)
+    print(table)
+    print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")
+    return comp
+
+
+def run(cfg: CompareConfig | Mapping, output_dir: str | Path | None = None) -> dict[str, Any]:
+    """Entry point of ``compare.py``: :func:`run_compare` into ``output_dir`` (default
+    ``cfg.output_dir``, else outputs/compare), the folder held by one process at a time
+    (``utils.rundir.holding``; ``TOOLSENSE_BUSY=fail|skip|wait``)."""
+    cfg = to_config(CompareConfig, cfg)
+    out = Path(output_dir or cfg.output_dir or "outputs/compare")
+    out.mkdir(parents=True, exist_ok=True)
+    with holding(out, "comparing") as held:
+        return run_compare(cfg, out) if held else {"skipped": str(out)}
+
+
+def register_configs() -> None:
+    """Register :class:`CompareConfig` as ``compare_schema`` (compare.yaml's first default)."""
+    from toolsense.utils.hydra import register_schema
+
+    register_schema("compare_schema", CompareConfig)
+
+
+try:
+    from hydra.experimental.callback import Callback
+except ImportError:  # pragma: no cover - hydra is a dependency; keep the module importable without it
+    Callback = object
+
+
+class CompareAfterSweep(Callback):
+    """Hydra callback (conf/train.yaml): when a ``-m`` sweep ends, write the comparison table of
+    every evaluation under the sweep directory (jobs evaluate with ``evaluate.suite=...``) to
+    ``<sweep dir>/comparison.md``. A sweep without evaluations is left alone. ``metrics``
+    (train.yaml ``hydra.callbacks.compare.metrics``) replaces the headline retrieval columns."""
+
+    def __init__(self, metrics: Sequence[str] | None = None) -> None:
+        self.metrics = list(metrics) if metrics else list(HEADLINE)
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        import logging
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        if not sweep_dir.exists() or not collect([sweep_dir]):
+            logging.getLogger(__name__).info("%s holds no evaluations (set evaluate.suite=...): no comparison table", sweep_dir)
+            return
+        run_compare(CompareConfig(roots=[str(sweep_dir)], metrics=self.metrics), sweep_dir)

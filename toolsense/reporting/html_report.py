@@ -1,0 +1,220 @@
+"""``report.html``: one static page per evaluation (or comparison) that people open in a browser —
+the metrics table with intervals, inline SVG plots, and a per-sample browser (query, gold tools,
+constrained and free-form beams with their scores, non-tool outputs marked; probe answers with
+the option order shown), searchable and filterable by benchmark, tier and hit/miss.
+
+Everything is inside the file: CSS, script, plots (SVG) and the samples (a JSON block); nothing
+is fetched, so it reads offline and from an archive. Built from the per-evaluation
+``results.json`` / ``samples.jsonl`` files under a folder, never from a tracker. The filters'
+state lives in the URL fragment (``report.html#bench=realistic&outcome=miss&k=1``): a view can be
+linked, and the browser test (tests/reporting/test_html_report.py) drives it that way.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from toolsense.reporting.html_assets import CSS, JS
+from toolsense.data.prompts import probe_answers
+from toolsense.reporting.tables import benchmark_label, flag_text
+from toolsense.utils.jsonl import JsonlStore
+from toolsense.utils.paths import atomic_write_text
+
+MAX_BEAMS = 10
+"""Beams per decoding mode shown for each sample (the full lists stay in samples.jsonl)."""
+_K = re.compile(r"^Rc@(\d+)$")
+
+
+def collect_evaluations(root: str | Path) -> list[tuple[Path, dict[str, Any]]]:
+    """``(folder, result)`` of every per-evaluation results.json under ``root`` (combined
+    summaries, which hold a ``results`` list, and comparison tables are skipped)."""
+    out = []
+    for path in sorted(Path(root).rglob("results.json")):
+        res = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(res, dict) and {"kind", "metrics", "benchmark", "system"} <= set(res):
+            out.append((path.parent, res))
+    return out
+
+
+def ks_of(results: Sequence[dict]) -> list[int]:
+    return sorted({int(m.group(1)) for r in results for key in r.get("metrics", {}) if (m := _K.match(key))})
+
+
+def _cell(est: dict | None, key: str, pct: bool = True) -> str:
+    if not est or est.get("value") is None:
+        return f'<td data-metric="{key}">—</td>'
+    s, d = (100.0, 1) if pct else (1.0, 2)
+    ci = f' <span class="ci">[{est["lo"] * s:.{d}f}, {est["hi"] * s:.{d}f}]</span>' if est.get("lo") is not None else ""
+    return f'<td data-metric="{key}" data-value="{est["value"]!r}">{est["value"] * s:.{d}f}{ci}</td>'
+
+
+def _row_head(folder: str, r: dict) -> str:
+    return (f'<tr data-folder="{html.escape(folder)}" data-bench="{html.escape(benchmark_label(r))}" '
+            f'data-system="{html.escape(str(r["system"]))}"><td class="l">{html.escape(folder)}</td>'
+            f'<td class="l">{html.escape(benchmark_label(r))}</td><td class="l">{html.escape(str(r["system"]))}</td>'
+            f'<td data-metric="n" data-value="{r.get("n", "")}">{r.get("n", "—")}</td>')
+
+
+def metrics_tables(rows: Sequence[tuple[str, dict]]) -> str:
+    """Two tables over ``(folder, result)`` rows: retrieval (Rc@k, Rf@k in percent, IS@k as a
+    ratio) and probes (accuracy, chance, majority rate in percent, the flagged top answer). Each
+    number's cell carries ``data-metric`` and its exact ``data-value`` from results.json; a row
+    names its folder (relative to the report), benchmark and system."""
+    ks = ks_of([r for _, r in rows])
+    cols = [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] + [f"IS@{k}" for k in ks]
+    head = '<th class="l">evaluation</th><th class="l">benchmark</th><th class="l">system</th><th>n</th>'
+    ret = [_row_head(f, r) + "".join(_cell(r["metrics"].get(c), c, pct=not c.startswith("IS")) for c in cols) + "</tr>"
+           for f, r in rows if r["kind"] == "retrieval"]
+    probe = []
+    for f, r in rows:
+        if r["kind"] == "retrieval":
+            continue
+        top = r.get("top_answer") or {}
+        probe.append(_row_head(f, r) + _cell(r["metrics"].get("accuracy"), "accuracy") + _cell({"value": r.get("chance")}, "chance")
+                     + _cell({"value": r.get("majority_rate")}, "majority_rate")
+                     + f'<td class="l">{html.escape(str(top.get("answer", "—")))} <span class="flag">{html.escape(flag_text(top))}</span></td></tr>')
+    out = ""
+    if ret:
+        out += (f'<table id="retrieval"><thead><tr>{head}{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
+                f'<tbody>{"".join(ret)}</tbody></table>')
+    if probe:
+        out += (f'<table id="probes"><thead><tr>{head}<th>accuracy %</th><th>chance %</th><th>majority %</th>'
+                f'<th class="l">top answer</th></tr></thead><tbody>{"".join(probe)}</tbody></table>')
+    return out
+
+
+COLOURS = ["#2563eb", "#f59e0b", "#15803d", "#9333ea", "#dc2626", "#0891b2"]
+
+
+def svg_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[dict | None]], ref: float | None = None) -> str:
+    """A grouped bar chart as inline SVG: one group per label in ``groups``, one bar per series
+    (values in [0, 1] with their 95% interval as a whisker), an optional dashed reference line
+    (chance). Missing estimates leave a gap."""
+    n_s = max(len(series), 1)
+    w_bar, gap, h, top, left = max(16, 64 // n_s), 18, 170, 24, 34
+    width = left + len(groups) * (n_s * w_bar + gap) + 10
+    y = lambda v: top + h * (1 - max(0.0, min(1.0, v)))  # noqa: E731
+    parts = [f'<text x="{left}" y="14" font-size="12" font-weight="600">{html.escape(title)}</text>']
+    for t in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(f'<line x1="{left}" x2="{width}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#e5e7eb"/>'
+                     f'<text x="{left - 4}" y="{y(t) + 4:.1f}" font-size="10" text-anchor="end">{int(t * 100)}</text>')
+    for gi, g in enumerate(groups):
+        x0 = left + gap / 2 + gi * (n_s * w_bar + gap)
+        for si, (name, vals) in enumerate(series.items()):
+            est = vals[gi]
+            if not est or est.get("value") is None:
+                continue
+            x, v = x0 + si * w_bar, est["value"]
+            parts.append(f'<rect x="{x:.1f}" y="{y(v):.1f}" width="{w_bar - 2}" height="{top + h - y(v):.1f}" '
+                         f'fill="{COLOURS[si % len(COLOURS)]}"><title>{html.escape(name)} {html.escape(g)}: {v:.3f}</title></rect>')
+            if est.get("lo") is not None:
+                cx = x + (w_bar - 2) / 2
+                parts.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(est["lo"]):.1f}" y2="{y(est["hi"]):.1f}" stroke="#111" stroke-width="1.2"/>')
+        parts.append(f'<text x="{x0 + n_s * w_bar / 2:.1f}" y="{top + h + 14}" font-size="10" text-anchor="middle">{html.escape(g[-14:])}</text>')
+    if ref is not None:
+        parts.append(f'<line x1="{left}" x2="{width}" y1="{y(ref):.1f}" y2="{y(ref):.1f}" stroke="#b91c1c" stroke-dasharray="4 3"/>')
+    legend = "".join(f'<rect x="{left + i * 90}" y="{top + h + 22}" width="10" height="10" fill="{COLOURS[i % len(COLOURS)]}"/>'
+                     f'<text x="{left + i * 90 + 14}" y="{top + h + 31}" font-size="10">{html.escape(s)}</text>' for i, s in enumerate(series))
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + h + 40}" role="img">'
+            + "".join(parts) + legend + "</svg>")
+
+
+def plots(results: Sequence[dict]) -> str:
+    """Per retrieval benchmark: Rc@k and Rf@k of each system at the smallest and largest k;
+    probes: accuracy per benchmark × mode with chance dashed."""
+    figs = []
+    ks = ks_of(results)
+    show = sorted({ks[0], ks[-1]}) if ks else []
+    for bench in dict.fromkeys(benchmark_label(r) for r in results if r["kind"] == "retrieval"):
+        rows = [r for r in results if r["kind"] == "retrieval" and benchmark_label(r) == bench]
+        series = {f"{m}@{k}": [r["metrics"].get(f"{m}@{k}") for r in rows] for k in show for m in ("Rc", "Rf")}
+        figs.append(svg_bars(f"{bench}: recall (%)", [str(r["system"]) for r in rows], series))
+    probes = [r for r in results if r["kind"] != "retrieval"]
+    if probes:
+        chance = probes[0].get("chance")
+        figs.append(svg_bars("probe accuracy (%), chance dashed", [f"{benchmark_label(r)}/{r['system']}" for r in probes],
+                             {"accuracy": [r["metrics"].get("accuracy") for r in probes]}, chance))
+    return '<div class="plots">' + "".join(f"<figure>{f}</figure>" for f in figs) + "</div>"
+
+
+def _beams(beams: list[dict] | None) -> list[dict] | None:
+    if beams is None:
+        return None
+    return [{"tool": b.get("tool"), "score": round(float(b.get("score", 0.0)), 3), **({"text": b["text"]} if b.get("tool") is None and "text" in b else {})}
+            for b in beams[:MAX_BEAMS]]
+
+
+def sample_records(folder: Path, res: dict[str, Any], ks: Sequence[int]) -> list[dict[str, Any]]:
+    """The rows of ``folder/samples.jsonl`` as the page's script reads them (beams cut to
+    :data:`MAX_BEAMS`; ``text`` the lower-cased searchable text)."""
+    path = folder / "samples.jsonl"
+    if not path.is_file():
+        return []
+    base = {"bench": benchmark_label(res), "system": str(res["system"]), "kind": res["kind"]}
+    out = []
+    for r in JsonlStore(path, key="item_id", repair=False).by_key.values():
+        # rows of older or hand-written results may lack fields: shown as empty, never an error
+        ident, gold = str(r.get("item_id")), r.get("gold", [])
+        if res["kind"] == "retrieval":
+            query, m = str(r.get("query", "")), r.get("metrics", {})
+            rec = {**base, "id": ident, "tier": r.get("tier", "—"), "query": query, "gold": list(gold),
+                   "constrained": _beams(r.get("constrained") or []), "free": _beams(r.get("free")),
+                   "hits": {str(k): int(m.get(f"c_hit@{k}", 0)) for k in ks}}
+            rec["text"] = " ".join([query, ident, *map(str, gold)]).lower()
+        else:
+            options = r.get("options_shown") or []
+            letters = probe_answers(res["kind"], len(options)) if options else []
+            rec = {**base, "id": ident, "tier": res["kind"], "query": str(r.get("question", "")), "tool": str(r.get("tool", "")),
+                   "options": options, "letters": list(letters), "gold": gold, "pred": r.get("pred"),
+                   "order": r.get("permutation"), "correct": bool(r.get("correct"))}
+            rec["text"] = " ".join([rec["query"], ident, rec["tool"]]).lower()
+        out.append(rec)
+    return out
+
+
+def _select(ident: str, label: str, values: Sequence[str], blank: str | None = "all") -> str:
+    opts = ([f'<option value="">{blank}</option>'] if blank is not None else []) + \
+        [f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values]
+    return f'<label>{label} <select id="{ident}">{"".join(opts)}</select></label>'
+
+
+def render(evaluations: Sequence[tuple[Path, dict[str, Any]]], title: str, meta: str = "") -> str:
+    """The whole page for ``evaluations`` (``(folder, result)`` pairs, see :func:`collect_evaluations`)."""
+    results = [r for _, r in evaluations]
+    root = Path(os.path.commonpath([str(f) for f, _ in evaluations])) if evaluations else Path(".")
+    rows = [((f.relative_to(root).as_posix() if f != root else f.name), r) for f, r in evaluations]
+    ks = ks_of(results) or [1]
+    records = [rec for folder, res in evaluations for rec in sample_records(folder, res, ks)]
+    data = json.dumps(records, ensure_ascii=False).replace("</", "<\\/")
+    filters = (f'<label>search <input id="f-q" type="search" placeholder="query, tool or id"></label>'
+               + _select("f-bench", "benchmark", list(dict.fromkeys(r["bench"] for r in records)))
+               + _select("f-tier", "tier", sorted({r["tier"] for r in records}))
+               + _select("f-outcome", "outcome", ["hit", "miss"])
+               + _select("f-k", "hit at k (constrained)", [str(k) for k in ks], blank=None)
+               + f'<span><b id="shown">{len(records)}</b> of {len(records)} samples</span>')
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f'<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1><div class="meta">{html.escape(meta)}</div>'
+            f'<h2>Metrics (95% intervals)</h2><div class="wide">{metrics_tables(rows)}</div><h2>Plots</h2>{plots(results)}'
+            f'<h2>Samples</h2><div id="filters">{filters}</div><div id="samples"></div>'
+            f'<script type="application/json" id="samples-data">{data}</script><script>{JS}</script></body></html>')
+
+
+def write_html_report(root: str | Path | Sequence[str | Path], out: str | Path | None = None, title: str | None = None) -> Path | None:
+    """Write ``report.html`` (default ``<root>/report.html``) for every evaluation under
+    ``root`` (a folder, or several: a comparison's roots); returns its path, or None when no
+    per-evaluation results are there."""
+    roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+    evaluations = [e for r in roots for e in collect_evaluations(r)]
+    if not evaluations:
+        return None
+    root = roots[0]
+    shas = sorted({str(r.get("git_sha"))[:10] for _, r in evaluations if r.get("git_sha")})
+    meta = f"{len(evaluations)} evaluations under {', '.join(r.name or str(r) for r in roots)}; git {', '.join(shas) or 'unknown'}"
+    path = Path(out) if out is not None else root / "report.html"
+    atomic_write_text(path, render(evaluations, title or f"toolsense report: {root.name}", meta))
+    return path

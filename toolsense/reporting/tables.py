@@ -1,0 +1,143 @@
+"""The one home of how an estimate reads as text and how a table is rendered in Markdown.
+
+An estimate is a results.json dict ``{"value", "lo", "hi"}``, optionally with ``sd`` (over
+seeds); percent metrics are proportions shown x100 with one digit, ratios (IS@k) with two.
+Every table of the house — an evaluation's ``table.md``, a comparison's ``comparison.md``, the
+study's report — is built from these functions and from results files alone, never from a
+tracker. Statistics are computed elsewhere (``evaluation/metrics.py``, ``probe_stats.py``,
+``comparison/stats.py``); this module only writes them down.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+DASH = "—"
+"""A cell with nothing to show (an absent estimate, a metric that does not apply)."""
+
+
+def estimate(est: dict | None, pct: bool = True, signed: bool = False, unit: str = "", digits: int | None = None,
+             interval: bool = True) -> str:
+    """``value[unit] ± sd [lo, hi]``: x100 with one digit (``pct``) or as is with two (``digits``
+    overrides), ``+`` on positive values when ``signed`` (a difference), ``± sd`` when the estimate
+    pools seeds, ``[lo, hi]`` when it has an interval (and ``interval``); '—' when absent."""
+    if not est or est.get("value") is None:
+        return DASH
+    s = 100.0 if pct else 1.0
+    d = digits if digits is not None else (1 if pct else 2)
+    out = f"{est['value'] * s:{'+' if signed else ''}.{d}f}{unit}"
+    if est.get("sd") is not None:
+        out += f" ± {est['sd'] * s:.{d}f}"
+    if interval and est.get("lo") is not None and est.get("hi") is not None:
+        out += f" [{est['lo'] * s:.{d}f}, {est['hi'] * s:.{d}f}]"
+    return out
+
+
+def pct(est: dict | None, signed: bool = False) -> str:
+    """A finding's number in prose: ``12.3% [4.5, 20.1]``, or ``+12.3 pp [...]`` for a difference."""
+    return estimate(est, signed=signed, unit=" pp" if signed else "%")
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def benchmark_label(res: dict) -> str:
+    """A result's benchmark name, with " (sample)" when it was a sample of a released benchmark
+    (results.json ``is_sample``), so no table passes a sample off as the benchmark."""
+    return str(res["benchmark"]) + (" (sample)" if res.get("is_sample") else "")
+
+
+def flag_text(top: dict[str, Any] | None) -> str:
+    """``⚠ 100% 'A'`` for a flagged probe (one answer dominates; probe_stats.top_answer), else ''."""
+    if not top or not top.get("flagged"):
+        return ""
+    return f"⚠ {100 * top['share']:.0f}% '{top['answer']}'"
+
+
+def coverage_cell(res: dict[str, Any]) -> str:
+    """``22/54 (41%)``: items with a gold tool Stage 2 trained on (evaluation/coverage.py), or
+    '—' where coverage is not applicable."""
+    cov = res.get("coverage")
+    if not cov or cov.get("fraction") is None:
+        return DASH
+    return f"{cov['covered']}/{cov['n']} ({100 * cov['fraction']:.0f}%)"
+
+
+def debiased_cell(result: dict[str, Any]) -> str:
+    """``circ 25.0 [..] / all 0.0 [..]`` (MCQ) or ``calib 50.0 [..]`` (QA); '—' without debias."""
+    m = result.get("metrics") or {}
+    if "circular_mean" in m:
+        bal = f" / bal {estimate(m['balanced_accuracy'])}" if "balanced_accuracy" in m else ""
+        return f"circ {estimate(m['circular_mean'])} / all {estimate(m['circular_all'])}{bal}"
+    if "calibrated_accuracy" in m:
+        return f"calib {estimate(m['calibrated_accuracy'])}"
+    return DASH
+
+
+PROBE_COLUMNS = ["probe acc %", "chance %", "majority %", "top answer", "debiased acc %"]
+
+
+def probe_cells(result: dict[str, Any]) -> list[str]:
+    """The probe columns of table.md: accuracy (flagged), chance, majority rate, top answer
+    and its share, debiased accuracy. Results written before these fields existed show '—'."""
+    flag = flag_text(result.get("top_answer"))
+    acc = estimate(result["metrics"].get("accuracy")) + (f" {flag}" if flag else "")
+    top = result.get("top_answer")
+    majority = result.get("majority_rate")
+    return [acc, f"{100 * result['chance']:.1f}" if result.get("chance") is not None else DASH,
+            DASH if majority is None else f"{100 * majority:.1f}",
+            DASH if not top else f"{100 * top['share']:.0f}% '{top['answer']}'", debiased_cell(result)]
+
+
+def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
+    """ONE table for a whole evaluation: a row per (benchmark, system). Retrieval rows fill
+    Rc@k, Rf@k (percent) and IS@k (ratio) with 95% intervals, then the multi-answer metrics
+    COMPc@k / COMPf@k (every gold tool in the top k) and R-precision (constrained / free-form;
+    metrics.py); a benchmark with several tiers (RRB easy / medium / hard) gets one more row per
+    tier under its row, labelled ``<benchmark> [<tier>]``. Probe rows fill accuracy (flagged
+    when one answer dominates), chance, majority rate, top answer and the debiased accuracy
+    (probe_stats.py). ``covered``: items with a gold tool the run's Stage 2 trained on (coverage.py;
+    '—' for untrained models and baselines). Missing gold tools / probe tools are counted in the last column."""
+    header = ["benchmark", "system", "n", "covered"] + [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] \
+        + [f"IS@{k}" for k in ks] + [f"COMPc@{k}" for k in ks] + [f"COMPf@{k}" for k in ks] + ["Rprec c", "Rprec f"] \
+        + PROBE_COLUMNS + ["missing tools"]
+    rows = []
+    for r in results:
+        probe = [DASH] * len(PROBE_COLUMNS) if r["kind"] == "retrieval" else probe_cells(r)
+        rows.append([benchmark_label(r), r["system"], r["n"], coverage_cell(r)] + _retrieval_cells(r["metrics"], ks)
+                    + probe + [r["missing"]["count"]])
+        tiers = (r.get("tiers") or {}) if r["kind"] == "retrieval" else {}
+        for tier, t in tiers.items() if len(tiers) > 1 else ():
+            rows.append([f"{benchmark_label(r)} [{tier}]", r["system"], t["n"], DASH] + _retrieval_cells(t["metrics"], ks)
+                        + [DASH] * len(PROBE_COLUMNS) + [DASH])
+    return markdown_table(header, rows)
+
+
+def _retrieval_cells(m: dict, ks: Sequence[int]) -> list[str]:
+    """Rc, Rf, IS, COMPc, COMPf per k, then R-precision c / f: one row's retrieval cells."""
+    return ([estimate(m.get(f"Rc@{k}")) for k in ks] + [estimate(m.get(f"Rf@{k}")) for k in ks]
+            + [estimate(m.get(f"IS@{k}"), pct=False) for k in ks] + [estimate(m.get(f"COMPc@{k}")) for k in ks]
+            + [estimate(m.get(f"COMPf@{k}")) for k in ks] + [estimate(m.get("Rprec_c")), estimate(m.get("Rprec_f"))])
+
+
+def comparison_cell(col: str, est: dict | None) -> str:
+    """A cell of a comparison table (comparison/compare.py): ``value [lo, hi]`` (percent; IS and
+    drift as plain numbers, drift with four digits and no interval), ``pooled ± sd [lo, hi]`` over
+    seeds, a signed retention, a probe's ``(chance c, maj. m)``, its one-answer flag, ``⚑ n hits``
+    on an IS under min_hits; '—' when absent."""
+    if not est or est.get("value") is None:
+        return DASH
+    if col.startswith("drift "):
+        return estimate(est, pct=False, digits=4, interval=False)
+    out = estimate(est, pct=not col.split(" ")[-1].startswith("IS@"), signed=col.startswith("retention "))
+    if est.get("chance") is not None:
+        maj = est.get("majority_rate")
+        out += f" (chance {100 * est['chance']:.0f}" + (f", maj. {100 * maj:.0f})" if maj is not None else ")")
+    if est.get("flag"):
+        out += f" {est['flag']}"
+    if est.get("few_hits"):
+        out += f" ⚑ {est.get('hits')} hits"
+    return out

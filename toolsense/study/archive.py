@@ -1,0 +1,134 @@
+"""The study's results archive (``StudyConfig.archive``): the files the report is built from (no
+weights) as one shippable .tar.xz, packed as the study goes and restored on a fresh machine.
+
+A study runs over several sessions, each on a fresh machine: ``outputs/`` is lost between them, the
+committed archive is not. So the study packs the files its report is built from (results, per-item
+samples, drift, run configs and indexes, timings, done.json; never weights) of every *finished* run
+into the archive whenever a run finishes (:class:`ArchiveProgress`), with this machine's absolute
+paths made portable (:func:`_portable`); a later ``python reproduce.py study=<name>`` first restores
+the finished runs it lacks (:func:`restore_archive`), which train.py then skips by their done.json,
+and trains the rest. ``train=false`` on a machine where the study never ran unpacks the whole
+archive (:func:`unpack_archive`) and rebuilds the report from it alone.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import tarfile
+import time
+from pathlib import Path
+
+from toolsense.study.config import StudyConfig
+from toolsense.utils.paths import cache_root
+
+log = logging.getLogger(__name__)
+
+
+def unpack_archive(cfg: StudyConfig) -> bool:
+    """``train=false`` on a machine where the study never ran (``root`` absent or holding only
+    hidden folders): unpack ``archive``
+    (paths relative to root's parent) so the report is rebuilt from the shipped results alone.
+    True when it unpacked (the archive is then not packed again from its own contents)."""
+    root = Path(cfg.root)
+    ran_here = root.is_dir() and any(not p.name.startswith(".") for p in root.iterdir())  # Hydra's .hydra_reproduce aside
+    if ran_here or not cfg.archive or not Path(cfg.archive).is_file():
+        return False
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(cfg.archive) as tar:
+        members = [m for m in tar.getmembers() if m.isfile() and m.name.split("/")[0] == root.name]
+        if not members:
+            raise FileNotFoundError(f"archive: {cfg.archive} holds nothing under {root.name}/ (root={cfg.root})")
+        tar.extractall(root.parent, members=members, filter="data")
+    print(f"{cfg.root} held no results: unpacked {len(members)} files of {cfg.archive} into {root.parent}")
+    return True
+
+
+def restore_archive(cfg: StudyConfig) -> int:
+    """Before training (``train=true``): bring back from ``archive`` what a machine that lost
+    ``root`` had finished. Sessions run on fresh machines (outputs/ is gone, the committed archive
+    is not): every run of the archive that has no done.json under ``root`` is unpacked there whole
+    (its done.json included, so train.py skips it when its config matches), and every other
+    archived file missing under ``root`` (timings, untrained evaluations) is unpacked beside it;
+    nothing present is overwritten. Returns the runs restored."""
+    root = Path(cfg.root)
+    if not cfg.archive or not Path(cfg.archive).is_file():
+        return 0
+    with tarfile.open(cfg.archive) as tar:
+        members = [m for m in tar.getmembers() if m.isfile() and m.name.split("/")[0] == root.name]
+        runs = {"/".join(m.name.split("/")[1:3]) for m in members if m.name.endswith("/done.json") and m.name.count("/") == 3}
+        restore = {r for r in runs if not (root / r / "done.json").is_file()}
+        picked = [m for m in members
+                  if "/".join(m.name.split("/")[1:3]) in restore or not (root.parent / m.name).exists()]
+        root.parent.mkdir(parents=True, exist_ok=True)
+        tar.extractall(root.parent, members=picked, filter="data")
+    if picked:
+        print(f"restored {len(restore)} finished runs ({len(picked)} files) from {cfg.archive} into {cfg.root}: "
+              "train.py skips each whose config matches its done.json")
+    return len(restore)
+
+
+REPORT_FILES = ("results.json", "samples.jsonl", "samples.fingerprint.json", "drift.json", "config.yaml", "index.json",
+                "metrics.jsonl", "timings.jsonl", "done.json")
+"""The files a report is rebuilt from (under a run: its evaluation, config and index; never weights)."""
+
+
+def _reported(root: Path, parts: tuple[str, ...]) -> bool:
+    """Whether ``<root>/<parts>`` belongs in the archive: not hidden (.hydra), not inside a run's
+    model or checkpoint folder (``<sweep>/<run>/stage1/...``; ``<run>/eval/stage1/`` is results),
+    and not of a run that has not finished (no done.json, no combined eval/results.json): a run in
+    progress is left out whole, so an archive restored elsewhere never holds half an evaluation."""
+    if any(x.startswith(".") for x in parts) or (len(parts) > 3 and parts[2] in ("stage1", "stage2", "checkpoints")):
+        return False
+    run = root / parts[0] / parts[1] if len(parts) > 2 else None
+    if run is not None and (run / "config.yaml").is_file():
+        return (run / "done.json").is_file() or (run / "eval" / "results.json").is_file()
+    return True
+
+
+def _portable(text: str) -> str:
+    """``text`` without this machine's absolute paths: the checkout's become repo-relative, the
+    cache's ``$TOOLSENSE_CACHE``, the home folder's ``~`` (an archive is committed and read elsewhere)."""
+    for prefix, repl in ((str(cache_root()), "$TOOLSENSE_CACHE"), (str(Path.cwd()) + "/", ""),
+                         (str(Path(__file__).resolve().parents[2]) + "/", ""), (str(Path.home()) + "/", "~/")):
+        if len(prefix) > 2:
+            text = text.replace(prefix, repl)
+    return text
+
+
+def archive_results(root: str | Path, archive: str | Path) -> int:
+    """Pack ``root``'s REPORT_FILES of finished runs (not those inside a run's model or checkpoint
+    folders) into ``archive`` (.tar.xz), absolute paths of this machine made portable, written
+    beside and renamed into place; returns the number of files."""
+    root, archive = Path(root), Path(archive)
+    files = sorted(p for p in root.rglob("*") if p.name in REPORT_FILES and p.is_file() and _reported(root, p.relative_to(root).parts))
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    tmp = archive.with_name(archive.name + ".tmp")
+    with tarfile.open(tmp, "w:xz") as tar:
+        for path in files:
+            data = _portable(path.read_text(encoding="utf-8")).encode("utf-8")
+            info = tar.gettarinfo(path, arcname=str(path.relative_to(root.parent)))
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    tmp.replace(archive)
+    return len(files)
+
+
+class ArchiveProgress:
+    """Repack ``archive`` from ``root`` when the set of finished runs (their done.json) has changed
+    since the last pack: the study archives as it goes (``run_sweeps`` calls it while it waits)."""
+
+    def __init__(self, root: str | Path, archive: str | Path, every_s: float = 60.0):
+        self.root, self.archive, self.every_s = Path(root), Path(archive), every_s
+        self.seen: frozenset[str] = frozenset()
+        self.last = 0.0
+
+    def __call__(self, force: bool = False) -> None:
+        if not force and time.time() - self.last < self.every_s:
+            return
+        self.last = time.time()
+        finished = frozenset(str(p) for p in self.root.glob("*/*/done.json"))
+        if finished != self.seen or force:
+            n = archive_results(self.root, self.archive)
+            log.info("archived %d files (%d finished runs) into %s", n, len(finished), self.archive)
+            self.seen = finished

@@ -1,0 +1,110 @@
+"""The study's config: ``conf/reproduce.yaml`` and its ``study=`` options (``conf/study/<name>.yaml``)."""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class StudyInput:
+    """A file the study reads that our data does not hold (study=paper: ToolBench's Stage-2 training
+    queries); its sweeps refer to it as ``${inputs.<name>.path}``."""
+
+    path: Optional[str] = None
+    """File or glob; null = not given (a study that trains refuses to start, naming this field)."""
+    about: str = ""
+    """What the file is and where it comes from (shown when it is missing)."""
+
+
+@dataclass
+class StudyConfig:
+    """Schema of ``conf/reproduce.yaml`` (registered as ``reproduce_schema``); a study option
+    (``conf/study/<name>.yaml``) fills it."""
+
+    name: str = "cpu"
+    """The study's name (shown in the report)."""
+    root: str = "outputs/reproduce"
+    """Where the sweeps write: ``<root>/<sweep name>/<job>_<experiment>-<tuning>/``."""
+    common: list[str] = field(default_factory=list)
+    """train.py overrides of every run (model, catalog, steps, evaluate.suite=..., evaluate.stages=...)."""
+    launch: list[str] = field(default_factory=list)
+    """train.py overrides that say where each run goes (``launcher=slurm`` and its ``hydra.launcher.*``
+    sizes), after ``common`` and the sweep's own; empty = this machine. A dry run replaces them."""
+    extra: list[str] = field(default_factory=list)
+    """train.py overrides appended last to every sweep (not to ``evaluations``): a dry run's model,
+    catalog slice and steps (``extra=[model=tiny_random,...]``); empty in a real study."""
+    inputs: dict[str, StudyInput] = field(default_factory=dict)
+    """Name -> a file the sweeps read that is not in our data; a missing one is refused before anything runs."""
+    sweeps: dict[str, list[str]] = field(default_factory=dict)
+    """Sweep name -> its own train.py -m overrides (comma lists are swept), run in this order.
+    The report's findings read ``grid``, ``appendix_e`` and ``architecture`` (report.py
+    SWEEP_ROLES); other names are trained and tabulated only."""
+    evaluations: dict[str, list[str]] = field(default_factory=dict)
+    """Name -> evaluate.py overrides of an untrained model (no training), run after the sweeps into
+    ``<root>/<name>``: e.g. a stronger model's probe ceiling, which the report shows beside the runs."""
+    only: list[str] = field(default_factory=list)
+    """Run only these sweeps / evaluations (empty: all); the report still reads everything present."""
+    workers: int = 1
+    """Processes per sweep, each training the runs no other holds: one per core with
+    OMP_NUM_THREADS=1 (2 on 2 cores). Worker i > 0 logs to ``<root>/<sweep>.worker<i>.log``."""
+    train: bool = True
+    """false = build the report from what is under ``root`` without training anything (where
+    ``root`` does not exist, from ``archive`` unpacked into root's parent: a fresh clone rebuilds
+    docs/reproduction.md from docs/reproduction_results.tar.xz alone)."""
+    report: str = "docs/reproduction.md"
+    """The report (Markdown)."""
+    plots_dir: str = "docs/img/reproduction"
+    """The comparison plots of each sweep, ``<sweep>_<plot>.png``; the report links them relatively."""
+    k: int = 5
+    """The cutoff of the recall and IS columns the findings use (Rc@k, Rf@k, IS@k)."""
+    resamples: int = 1000
+    """Bootstrap resamples of the intervals."""
+    margin: float = 0.10
+    """Equivalence margin of "near chance" (finding 4): a probe score is near chance when its 90%
+    interval lies inside chance ± margin (a proportion: 0.10 = 10 pp); shown in the report's header."""
+    min_hits: int = 10
+    """An IS on fewer constrained hits is flagged in the report and used for no verdict (finding 3)."""
+    command: str = "make reproduce"
+    """The command the report says made it."""
+    archive: Optional[str] = None
+    """Also pack the files the report is built from (results, per-item samples, drift, run configs
+    and indexes, timings; no model weights) into this .tar.xz, paths relative to root's parent:
+    ``tar xJf <archive> -C <dir>`` then ``train=false root=<dir>/<root's name>`` rebuilds the report."""
+    notes: dict[int, str] = field(default_factory=dict)
+    """Finding number -> the likeliest reason ours disagrees with the paper, written by whoever read
+    the results (the numbers and verdicts are computed; the reasons are a person's judgement)."""
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.only if s not in self.sweeps and s not in self.evaluations]
+        if unknown:
+            raise ValueError(f"only: {unknown} are not sweeps or evaluations of this study "
+                             f"(sweeps: {list(self.sweeps)}, evaluations: {list(self.evaluations)})")
+        both = sorted(set(self.sweeps) & set(self.evaluations))
+        if both:
+            raise ValueError(f"evaluations: {both} are also sweep names (each writes <root>/<name>)")
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1, got {self.k}")
+        if not 0 < self.margin < 1:
+            raise ValueError(f"margin must lie in (0, 1) (a proportion: 0.10 = 10 pp), got {self.margin}")
+        if self.min_hits < 1:
+            raise ValueError(f"min_hits must be >= 1, got {self.min_hits}")
+
+
+def check_input(name: str, inp: StudyInput) -> None:
+    """Refuse a study input that is not given or matches no file, naming the override that sets it."""
+    if inp.path in (None, "", "???", "None"):
+        raise ValueError(f"inputs.{name}.path is required ({inp.about or 'a file this study reads'}); it is not in our data: "
+                         f"set inputs.{name}.path=<file or glob>")
+    if not glob.glob(inp.path):
+        raise FileNotFoundError(f"inputs.{name}.path={inp.path!r} matches no file ({inp.about or 'a file this study reads'})")
+
+
+def register_configs() -> None:
+    """Register :class:`StudyConfig` as ``reproduce_schema`` (reproduce.yaml's first default)."""
+    from toolsense.utils.hydra import register_schema
+
+    register_schema("reproduce_schema", StudyConfig)

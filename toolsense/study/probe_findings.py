@@ -1,0 +1,109 @@
+"""Findings 4 and 5: what the probes read from the virtual token, judged on the debiased token
+score where a run has one, and only where the probe can be answered at all (the card ceiling:
+the tool's description in the prompt, above chance), benchmark by benchmark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolsense.reporting.tables import pct
+from toolsense.study.sweep import Finding, Settings, Sweep, combine, near_chance, paired, verdict
+
+DEBIASED_COL = {"mcq": ("bal", "balanced_accuracy"), "qa": ("calib", "calibrated_accuracy")}
+"""A probe's debiased token column and its per-item metric: what findings 4 and 5 are judged on
+where the run has it, since a one-letter (or one-word) answerer's raw accuracy is the share of
+gold answers at its favourite slot, below or above chance by the label mix alone."""
+
+
+PROBE_RULE = ("equivalence rule (`margin`) on each TG run's token score, per benchmark (MCQ, QA) and only where that "
+              "benchmark's card ceiling is above chance (else untestable); the debiased score where the run has one")
+RETAIN_RULE = ("sign rule on the paired MCQ token difference (TG-3FM − TG; LoRA − FFT), per item and seed, clustered by item; "
+               "untestable unless some compared pair has both runs' MCQ card ceiling above chance")
+
+
+def _probe(g: Sweep, row: str, bench: str, mode: str) -> dict[str, Any]:
+    """A probe cell and its debiased one: MCQ position-balanced (else circular) accuracy, QA calibrated."""
+    deb = g.cell(row, f"{bench} {mode} {DEBIASED_COL[bench][0]}")
+    if deb is None and bench == "mcq":
+        deb = g.cell(row, f"mcq {mode} circ")
+    return {"acc": g.cell(row, f"{bench} {mode} acc"), "debiased": deb}
+
+
+def _ceiling_above_chance(g: Sweep, row: str, bench: str) -> bool:
+    """Whether card mode (the tool's description in the prompt) answers this benchmark above
+    chance, raw or debiased (a letter prior can hide what the model read: the balanced score
+    shows it) — asked per benchmark: a model may read QA cards and not MCQ ones."""
+    card = _probe(g, row, bench, "card")
+    chance = (card["acc"] or {}).get("chance", 0.25 if bench == "mcq" else 0.5)
+    return any(e and e.get("lo") is not None and e["lo"] > chance for e in (card["acc"], card["debiased"]))
+
+
+def probes_near_chance(sw: dict[str, Sweep], s: Settings) -> Finding:
+    f = Finding(4, "Factual probes from the virtual token stay near chance after retrieval training",
+                "TG: MCQ 31.4%, QA 50.0%")
+    g = sw.get("grid")
+    rows = g.rows(experiment="tg") if g else []
+    if not rows or not g.cell(rows[0], "mcq token acc"):
+        f.why = "no TG probe results"
+        return f
+    parts, per_bench, details = [], {}, []
+    for bench in ("mcq", "qa"):
+        verdicts = []
+        for row in rows:
+            tok, card = _probe(g, row, bench, "token"), _probe(g, row, bench, "card")
+            if not tok["acc"]:
+                continue
+            judged = tok["debiased"] if tok["debiased"] and tok["debiased"].get("lo") is not None else tok["acc"]
+            ceiling = _ceiling_above_chance(g, row, bench)
+            v = near_chance(judged, tok["acc"]["chance"], s.margin) if ceiling else "untestable"
+            verdicts.append(v)
+            details.append({"row": row, "bench": bench, "verdict": v, "ceiling_above_chance": ceiling,
+                            "judged_on": "debiased" if judged is tok["debiased"] else "raw"})
+            deb = ("balanced" if g.cell(row, "mcq token bal") else "circular") if bench == "mcq" else "calibrated"
+            parts.append(f"{row} {bench.upper()} {pct(tok['acc'])} (chance {100 * tok['acc']['chance']:.0f}, {deb} "
+                         f"{pct(tok['debiased'])}; card ceiling {pct(card['acc'])}, debiased {pct(card['debiased'])}): {v}")
+        per_bench[bench] = combine(verdicts) if verdicts else "n/a"
+    f.ours = "; ".join(parts)
+    f.verdict = combine(list(per_bench.values()))
+    blind = [b.upper() for b, v in per_bench.items() if v == "untestable"]
+    if blind:
+        f.why = (f"{' and '.join(blind)}: the card ceiling is at chance too — with the tool's description in the prompt the "
+                 "model still cannot answer, so a near-chance token score there is no evidence")
+    f.details = {"per_benchmark": per_bench, "per_row": details, "margin": s.margin,
+                 "judged_on": [d["judged_on"] for d in details], "ceiling_above_chance": [d["ceiling_above_chance"] for d in details],
+                 "rule": PROBE_RULE}
+    return f
+
+
+def formats_and_lora_retain(sw: dict[str, Sweep], s: Settings) -> Finding:
+    f = Finding(5, "Multi-format memorization (TG-3FM) retains more probe knowledge than TG; LoRA more than FFT",
+                "41.7% vs 29.8%")
+    g, r = sw.get("grid"), s.resamples
+    if not g or not g.comp:
+        f.why = "no results"
+        return f
+    fmt = [(g, a, g, b) for t in ("lora", "full") for a in g.rows("tg", t) for b in g.rows("tg_3fm", t)]
+    tun = [(g, a, g, b) for e in ("tg", "tg_h", "tg_3fm", "tg_5fm") for a in g.rows(e, "full") for b in g.rows(e, "lora")]
+    short, metric = DEBIASED_COL["mcq"]
+    debiased = all(g.cell(x, f"mcq token {short}") for x in g.rows() if g.cell(x, "mcq token acc"))
+    col, metric, what = (f"mcq token {short}", metric, "position-balanced") if debiased else ("mcq token acc", "accuracy", "raw")
+    est = {name: paired(pairs, col, metric, r) for name, pairs in (("formats", fmt), ("tuning", tun))}
+    if not any(est.values()):
+        f.why = "needs TG and TG-3FM, or LoRA and FFT, with probe results"
+        return f
+    raw = {name: paired(pairs, "mcq token acc", "accuracy", r) for name, pairs in (("formats", fmt), ("tuning", tun))} if debiased else est
+    f.ours = (f"MCQ token accuracy after Stage 2, {what}: TG-3FM − TG {pct(est['formats'], True)}; LoRA − FFT "
+              f"{pct(est['tuning'], True)}" + (f" (raw: {pct(raw['formats'], True)}; {pct(raw['tuning'], True)})" if debiased else "")
+              + " (paired per item over seeds, clustered by item)")
+    f.verdict = combine([verdict(e) for e in est.values() if e])
+    # a difference says something only between two runs that can answer from the card at all
+    compared = [(a, b) for _, a, _, b in fmt + tun if g.cell(a, "mcq card acc") and g.cell(b, "mcq card acc")]
+    ceiling = {x: _ceiling_above_chance(g, x, "mcq") for pair in compared for x in pair}
+    if compared and not any(ceiling[a] and ceiling[b] for a, b in compared):
+        at_chance = sorted(x for x, ok in ceiling.items() if not ok)
+        which = f"all {len(at_chance)} runs" if len(at_chance) == len(ceiling) else ", ".join(at_chance)
+        f.verdict, f.why = "untestable", (f"no compared pair has both runs' card ceiling above chance (at chance: {which}): "
+                                          "differences between runs that cannot answer carry no knowledge")
+    f.details = {**est, "judged_on": what, "raw": raw, "ceiling_above_chance": ceiling,
+                 "rule": RETAIN_RULE}
+    return f

@@ -1,0 +1,249 @@
+"""Render and write the reproduction report from a study's results (nothing else is read: the
+numbers, the setup and the wall time all come from the files under the study's root)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from toolsense.comparison.compare import comparison_table
+from toolsense.evaluation.outputs import write_json
+from toolsense.reporting.tables import comparison_cell, markdown_table
+from toolsense.study.findings import FINDINGS, RULES
+from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
+from toolsense.study.timings import study_wall_time, untimed_invocations
+from toolsense.utils.io import git_sha
+
+SECOND_READINGS = ("architecture", "probe_model")
+"""Sweeps read as grids of their own, each a column pair of the findings table beside the grid's."""
+
+SWEEP_ROLES = {"grid": "the configurations × tunings × seeds", "appendix_e": "App. E: TG trained on realistic queries",
+               "architecture": "a second architecture on a subset",
+               "probe_model": "the probe rows on a model that can answer the probes (findings 4, 5)",
+               "probe_ceiling": "a stronger instruct model, untrained: can the probes be answered at all?"}
+
+
+def load_sweeps(root: str | Path, k: int, resamples: int, min_hits: int = 10) -> dict[str, Sweep]:
+    """Every sweep directory under ``root`` (hidden ones skipped), read into a Sweep."""
+    root = Path(root)
+    if not root.exists():
+        raise FileNotFoundError(f"root: {root} does not exist (run the study first: python reproduce.py)")
+    return {p.name: Sweep(p.name, p, k, resamples, min_hits) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")}
+
+
+def study_findings(sweeps: dict[str, Sweep], settings: Settings, sweep: str = "grid") -> list[Finding]:
+    """The seven findings on ``sweep`` (the grid, or a subset read as a grid of its own: the second
+    architecture, the probe model); App. E is compared with the grid only."""
+    if sweep not in sweeps:
+        return []
+    view = {"grid": sweeps[sweep], **({"appendix_e": sweeps["appendix_e"]} if sweep == "grid" and "appendix_e" in sweeps else {})}
+    return [fn(view, settings) for fn in FINDINGS]
+
+
+def settings_of(cfg) -> Settings:
+    """The findings' settings of a StudyConfig."""
+    return Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits)
+
+
+def retention_section(sweeps: dict[str, Sweep]) -> str:
+    """Knowledge retention (Stage-2 minus Stage-1 probe accuracy, paired per item; compare.retention)
+    of every sweep that evaluated probes after both stages, or a line saying none did."""
+    rows = []
+    for name, sw in sweeps.items():
+        for col in [c for c in (sw.comp or {}).get("columns", []) if c.startswith("retention ")]:
+            for row in sw.rows():
+                est = sw.cell(row, col)
+                if est:
+                    rows.append([name, row, col.removeprefix("retention ").removesuffix(" Δacc"), comparison_cell(col, est),
+                                 str(est.get("n_items", "—"))])
+    if not rows:
+        return ("No Stage-1 probe results exist in this study (after Stage 1 the runs were evaluated on retrieval alone: "
+                "`evaluate.stage_overrides.stage1` drops the probes), so retention — Stage-2 minus Stage-1 probe accuracy, "
+                "paired per item — is not measured. With `evaluate.stages=[stage1,stage2]` and probes at both, this section "
+                "shows it per configuration.\n")
+    return markdown_table(["sweep", "configuration", "probe", "Stage 2 − Stage 1 (pp)", "items"], rows)
+
+
+def run_config(sweep: Sweep) -> dict[str, Any]:
+    """The config.yaml of the sweep's first run (the settings all its runs share)."""
+    for path in sorted(sweep.path.glob("*/config.yaml")):
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {}
+
+
+def _n_tools(sweep: Sweep) -> str:
+    """Tools in the first run's index (the catalog the sweep trained on)."""
+    for path in sorted(sweep.path.glob("*/index.json")):
+        return str(len(json.loads(path.read_text(encoding="utf-8")).get("tools", [])))
+    return "—"
+
+
+def expected_runs(overrides: list[str]) -> int:
+    """Jobs of a train.py -m sweep: the product of its comma lists (values in [...] or {...} are one value)."""
+    n = 1
+    for o in overrides:
+        value = o.partition("=")[2]
+        if value and value[0] not in "[{'\"":
+            n *= len(value.split(","))
+    return n
+
+
+def _setup(cfg, sweeps: dict[str, Sweep], wall: dict[str, float], untimed: dict[str, dict[str, int]] | None = None) -> str:
+    """One row per sweep of the study (run or not): runs found of those planned, and the settings
+    its runs share, read from their config.yaml."""
+    rows = []
+    for name in [*cfg.sweeps, *cfg.evaluations, *(n for n in sweeps if n not in cfg.sweeps and n not in cfg.evaluations)]:
+        sw = sweeps.get(name)
+        planned = expected_runs(cfg.sweeps[name]) if name in cfg.sweeps else None
+        found = len(list(sw.path.glob("*/eval/results.json"))) if sw else 0
+        runs = f"{found} of {planned}" if planned else ("evaluation" if sw and sw.comp else "not run yet")
+        c = run_config(sw) if sw else {}
+        s1, s2, tr, tu = c.get("stage1", {}), c.get("stage2", {}), c.get("trainer", {}), c.get("tuning", {})
+        model = c.get("model", {}).get("name_or_path") or next((o.partition("=")[2] for o in (cfg.sweeps.get(name) or cfg.evaluations.get(name) or [])
+                                                                if o.startswith("model=")), "—")
+        rows.append([name, SWEEP_ROLES.get(name, ""), runs, str(model), _n_tools(sw) if sw else "—",
+                     f"{s1.get('max_steps')} / {s2.get('max_steps')} × {tr.get('effective_batch')}" if c else "—",
+                     f"{tu.get('method')}, embedding rows {tu.get('embedding_rows')}, ×{tu.get('embedding_lr_scale')} lr" if c else "—",
+                     _stage2_styles(c), _fmt_wall(wall.get(name), (untimed or {}).get(name, {}))])
+    return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch", "tuning (first run)",
+                           "Stage-2 queries", "wall time"], rows)
+
+
+def _stage2_styles(run_cfg: dict[str, Any]) -> str:
+    """The Stage-2 query sources of a run config, e.g. ``demo/train (verbose)`` or ``demo/train (both styles)``."""
+    srcs = (run_cfg.get("stage2") or {}).get("sources") or []
+    return "; ".join(f"{s.get('kind')}/{s.get('split')} ({s.get('style') or 'both styles'})" for s in srcs) or "—"
+
+
+REPORT_COLUMNS = ("standard Rc@{k}", "realistic Rc@{k}", "standard IS@{k}", "realistic IS@{k}", "mcq token acc", "mcq token circ",
+                  "mcq token bal", "mcq card acc", "mcq card bal", "qa token acc", "qa token calib", "qa card acc", "qa card calib",
+                  "drift stage1->stage2 virtual", "drift stage1->stage2 Δcos")
+"""The columns of the report's per-sweep table (the sweep's comparison.md has every column)."""
+
+
+def compact_table(comp: dict[str, Any], k: int) -> str:
+    cols = [c.format(k=k) for c in REPORT_COLUMNS]
+    return comparison_table({**comp, "columns": [c for c in cols if c in comp["columns"]], "statistics": {}})
+
+
+def _fmt_min(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds / 60:.0f} min"
+
+
+def _fmt_wall(seconds: float | None, untimed: dict[str, int]) -> str:
+    """A sweep's wall time, saying which invocations it misses (``≥``) or took from logs."""
+    text = ("≥ " if untimed.get("missing") and seconds else "") + _fmt_min(seconds)
+    notes = [f"{n} interrupted invocation{'s' * (n > 1)} timed from {'their' if n > 1 else 'its'} log" for n in [untimed.get("from_log", 0)] if n]
+    notes += [f"{n} invocation{'s' * (n > 1)} that did not end, not counted" for n in [untimed.get("missing", 0)] if n]
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _findings_table(main: list[Finding], seconds: dict[str, list[Finding]]) -> str:
+    """The grid's findings, then a column pair per other reading (header: its sweep and model)."""
+    header = ["#", "finding", "paper", "ours (95% CI)", "holds?"]
+    for name in seconds:
+        header += [name, "holds?"]
+    rows = []
+    for i, f in enumerate(main):
+        row = [str(f.number), f.claim, f.paper, f.ours, f"**{f.verdict}**"]
+        for other in seconds.values():
+            s = other[i]
+            row += [s.ours if s.verdict != "n/a" else f"n/a ({s.why})", f"**{s.verdict}**"]
+        rows.append(row)
+    return markdown_table(header, rows)
+
+
+def _reasons(findings: list[Finding], notes: dict[int, str], seconds: dict[str, list[Finding]] | None = None) -> str:
+    """A line per finding where the grid, or another reading, disagrees: the verdicts, the computed
+    why, then the person's note."""
+    lines = []
+    for i, f in enumerate(findings):
+        others = [(name, fs[i].verdict) for name, fs in (seconds or {}).items() if fs[i].verdict not in ("yes", "n/a")]
+        if f.verdict == "yes" and not others:
+            continue
+        verdicts = "; ".join([f.verdict, *(f"{name}: {v}" for name, v in others)])
+        note, why = notes.get(f.number), f.why.rstrip(".")
+        head = f"{why[:1].upper()}{why[1:]}." if why else ""
+        lines.append(f"- **{f.number}. {verdicts}.** " + " ".join(x for x in (head, note) if x) if head or note
+                     else f"- **{f.number}. {verdicts}.** no reason recorded")
+    return "\n".join(lines) or "- Every finding's direction holds."
+
+
+def _plots(sweeps: dict[str, Sweep], plots_dir: Path, report: Path) -> list[str]:
+    from toolsense.comparison.plots import render_all
+
+    lines = []
+    for name, sw in sweeps.items():
+        if not sw.comp:
+            continue
+        for path in render_all(sw.comp, plots_dir, prefix=f"{name}_"):
+            lines.append(f"![{name}: {path.stem}]({os.path.relpath(path, report.parent)})")
+    return lines
+
+
+def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str, list[Finding]], wall: dict[str, float],
+           untimed: dict[str, dict[str, int]] | None = None) -> str:
+    """The report's Markdown (cfg: a StudyConfig; seconds: sweep name -> its findings read as a grid)."""
+    report = Path(cfg.report)
+    labelled = {f"{name}: {run_config(sweeps[name]).get('model', {}).get('name_or_path')}": f for name, f in seconds.items()}
+    total = sum(wall.values())
+    parts = [
+        f"# Reproducing the ToolSense findings — study `{cfg.name}`\n",
+        f"Made by `{cfg.command}`{'' if cfg.command.startswith('python reproduce.py') else f' (`python reproduce.py study={cfg.name}`)'}, git `{(git_sha() or 'unknown')[:10]}`, "
+        f"{time.strftime('%Y-%m-%d')}. Wall time summed over the sweeps (some ran side by side): {total / 3600:.1f} h on this machine. "
+        f"Rebuild this file from the results alone: `python reproduce.py study={cfg.name} train=false`.\n",
+        f"Verdicts (the sign rule): {VERDICT_RULE}; the equivalence rule, {EQUIVALENCE_RULE}, margin **{100 * cfg.margin:.0f} pp** (`margin`); **untestable** — the data "
+        "cannot answer (a probe whose card ceiling — the tool's description in the prompt — is itself at chance, an IS on fewer "
+        f"than {cfg.min_hits} constrained hits (`min_hits`; shown ⚑), drift without per-token rows), with the reason; **n/a** — "
+        "the sweep lacks the configurations compared. "
+        "Findings 4 and 5 are judged on the debiased token score (MCQ position-balanced, QA calibrated) where a run has one, "
+        "the raw accuracy shown beside it: a model that gives one answer to most items scores the share of gold answers in "
+        "that slot, above or below chance by the label mix alone. "
+        f"Recall and IS are at k = {cfg.k}. Intervals resample *items* (queries, probe items), each with all its seeds and "
+        "runs (cluster bootstrap); differences are paired per item; a flat index's IS is a proportion of the constrained "
+        f"hits with its Wilson interval (seeds pooled: the ratio of summed hits, clustered); {cfg.resamples} resamples.\n",
+        "How each finding is judged (sign rule and equivalence rule as above):\n",
+        "\n".join(f"- **{n}.** {rule}" for n, rule in RULES.items()) + "\n",
+        "## Findings\n", _findings_table(main, labelled),
+        "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes), seconds),
+        "\n## Knowledge retention (Stage 2 − Stage 1 probes)\n", retention_section(sweeps),
+        "\n## What ran\n", _setup(cfg, sweeps, wall, untimed),
+    ]
+    for name, sw in sweeps.items():
+        if sw.comp:
+            parts += [f"\n## Table: {name} ({SWEEP_ROLES.get(name, name)})\n", compact_table(sw.comp, cfg.k),
+                      f"\nEvery column (control mode, circular-all, retention, Stage-1 drift): `{Path(cfg.root) / name / 'comparison.md'}`.\n"]
+    plots = _plots(sweeps, Path(cfg.plots_dir), report)
+    if plots:
+        parts += ["\n## Plots\n", "\n".join(plots)]
+    return "\n".join(parts) + "\n"
+
+
+def write_report(cfg) -> dict[str, Any]:
+    """``cfg.report`` (Markdown) and ``<root>/reproduction.json`` (the findings with their
+    details) from the results under ``cfg.root`` (cfg: a StudyConfig); plots into ``cfg.plots_dir``."""
+    found = load_sweeps(cfg.root, cfg.k, cfg.resamples, cfg.min_hits)
+    order = [*cfg.sweeps, *cfg.evaluations]
+    sweeps = {n: found[n] for n in sorted(found, key=lambda n: order.index(n) if n in order else len(order))}
+    if not any(s.comp for s in sweeps.values()):
+        raise FileNotFoundError(f"{cfg.root}: no evaluation results under any sweep (did the study's evaluate.suite run?)")
+    for name, sw in sweeps.items():  # the full tables the report points to (an unpacked archive has none)
+        if sw.comp:
+            (sw.path / "comparison.md").write_text(comparison_table(sw.comp), encoding="utf-8")
+    settings = settings_of(cfg)
+    main = study_findings(sweeps, settings, "grid")
+    seconds = {name: f for name in SECOND_READINGS if (f := study_findings(sweeps, settings, name))}
+    wall, untimed = study_wall_time(cfg.root), untimed_invocations(cfg.root)
+    report = Path(cfg.report)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(render(cfg, sweeps, main, seconds, wall, untimed), encoding="utf-8")
+    summary = {"root": str(cfg.root), "k": cfg.k, "margin": cfg.margin, "min_hits": cfg.min_hits, "git_sha": git_sha(), "wall_seconds": wall, "untimed_invocations": untimed,
+               "findings": [asdict(f) for f in main], **{name: [asdict(x) for x in f] for name, f in seconds.items()}}
+    write_json(Path(cfg.root) / "reproduction.json", summary)
+    return summary

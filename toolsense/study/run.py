@@ -1,0 +1,48 @@
+"""The reproduction study: the paper's configurations trained, evaluated and compared in one
+command, then the report that sets each of the paper's findings beside ours.
+
+    python reproduce.py                     # study=cpu: the CPU-scale study (make reproduce)
+    python reproduce.py train=false         # rebuild the report from the results already under root
+
+A study is a list of train.py ``-m`` sweeps (``sweeps``: name -> overrides) that share ``common``
+overrides (model size, steps, the evaluation suite). Each sweep runs as its own train.py process
+into ``<root>/<name>`` — a fixed directory, so rerunning the command resumes every sweep where it
+stopped (finished stages are skipped, evaluations resume from their samples) — and ends with the
+sweep's comparison table and plots (CompareAfterSweep). With ``workers=N`` each sweep runs as N
+train.py processes that share its runs (a run directory is held by one process at a time; the
+others skip it, TOOLSENSE_BUSY=skip), so N cores train N runs at once. The report (report.py) is then built
+from the ``results.json`` / ``drift.json`` files alone. Wall time per sweep is appended to
+``<root>/timings.jsonl`` as each sweep ends. A study's ``inputs`` (files not in our data) are checked
+before anything is written, and with ``archive`` set the finished runs a fresh machine lacks are
+restored from it before training (archive.py), then the archive is repacked as runs finish.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from toolsense.reporting.html_report import write_html_report
+from toolsense.study.archive import archive_results, restore_archive, unpack_archive
+from toolsense.study.config import StudyConfig, check_input
+from toolsense.study.report import write_report
+from toolsense.study.sweeps import run_sweeps
+
+
+def run_study(cfg: StudyConfig) -> dict[str, Any]:
+    """Entry point of ``reproduce.py``: the sweeps (unless ``train=false``), then the report."""
+    if cfg.train:
+        for name, inp in cfg.inputs.items():  # before anything is written or submitted
+            check_input(name, inp)
+        restore_archive(cfg)
+        run_sweeps(cfg)
+    unpacked = not cfg.train and unpack_archive(cfg)
+    summary = write_report(cfg)
+    print(f"wrote {cfg.report} ({len(summary['findings'])} findings) from the results under {cfg.root}")
+    page = write_html_report(cfg.root, Path(cfg.root) / "report.html", title="toolsense study: every evaluation")
+    if page is not None:
+        print(f"wrote {page} (every evaluation of the study: tables, plots, a per-sample browser)")
+    if cfg.archive and not unpacked:
+        n = archive_results(cfg.root, cfg.archive)
+        print(f"wrote {cfg.archive} ({n} files the report is built from)")
+    return summary

@@ -1,0 +1,192 @@
+"""The reproduction report: each of the paper's findings, the paper's number, ours with a 95%
+interval, and whether the direction holds — built from the ``results.json`` / ``drift.json``
+files of a study's sweeps (sweeps.py) and nothing else, so deleting the report and rebuilding it
+(``python reproduce.py train=false``) gives the same file.
+
+Verdicts (:func:`verdict`, :func:`near_chance`): **yes** — our estimate has the paper's sign and
+its 95% interval excludes zero; **no** — the interval excludes zero on the opposite side;
+**inconclusive (leans yes / no)** — the interval holds zero; "near chance" is an equivalence
+test against a stated margin; **untestable** — the data cannot answer (a probe ceiling at
+chance, an IS on too few constrained hits, drift without per-token rows), with the reason;
+**n/a** — the sweep lacks the configurations the finding compares.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from toolsense.comparison.compare import collect, comparison
+from toolsense.comparison.runs import item_values, run_dir_of
+from toolsense.comparison.stats import paired_diff
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every finding reads besides the sweeps (StudyConfig fills it)."""
+
+    k: int = 5
+    """Cutoff of the recall and IS columns (Rc@k, Rf@k, IS@k)."""
+    resamples: int = 1000
+    """Bootstrap resamples of every interval."""
+    margin: float = 0.10
+    """Equivalence margin of "near chance" (finding 4), as a proportion (0.10 = 10 pp)."""
+    min_hits: int = 10
+    """An IS on fewer constrained hits is flagged and used for no verdict (finding 3)."""
+
+
+@dataclass
+class Finding:
+    number: int
+    claim: str
+    paper: str
+    ours: str = "—"
+    verdict: str = "n/a"
+    why: str = ""
+    """The likeliest reason when ours disagrees (or why it cannot be tested)."""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Sweep:
+    """One sweep's comparison (compare.comparison over its results) with the lookups the
+    findings need: cells by row and column, Stage-2 rows, their experiment / tuning / scheme,
+    and paired per-item differences between rows (seeds paired by ``trainer.seed``)."""
+
+    def __init__(self, name: str, path: Path, k: int, resamples: int, min_hits: int = 10):
+        self.name, self.path = name, path
+        results = [r for r in collect([path]) if _finished(r)]
+        self.comp = comparison(results, [f"Rc@{k}", f"Rf@{k}", f"IS@{k}"], resamples, min_hits=min_hits) if results else None
+
+    def cell(self, row: str, col: str) -> dict | None:
+        return ((self.comp or {}).get("cells", {}).get(row) or {}).get(col)
+
+    def rows(self, experiment: str | None = None, tuning: str | None = None, scheme: str | None = None) -> list[str]:
+        """Stage-2 training rows (no baselines), filtered by experiment / tuning / index scheme."""
+        out = []
+        for row in (self.comp or {}).get("rows", []):
+            if row in self.comp["baselines"] or ":" in row:
+                continue
+            exp, _, tun = row.partition(" ")[0].rpartition("-")
+            if (experiment in (None, exp)) and (tuning in (None, tun)) and (scheme in (None, self.comp["schemes"].get(row))):
+                out.append(row)
+        return out
+
+    def baseline(self, kind: str) -> str | None:
+        return next((b for b in (self.comp or {}).get("baselines", []) if kind in b), None)
+
+    def sources(self, row: str, col: str) -> dict[int, str]:
+        """``trainer.seed -> results.json`` of a cell."""
+        paths = ((self.comp or {}).get("sources") or {}).get(f"{row} | {col}") or []
+        return {_seed(p): p for p in ([paths] if isinstance(paths, str) else paths)}
+
+
+def _finished(result: dict) -> bool:
+    """A result of a run counts once the run's Stage-2 evaluation has finished (its combined
+    ``eval/results.json`` exists): a run still training or evaluating, or killed midway, is left
+    out whole rather than shown with half its columns. Untrained evaluations and baselines count."""
+    run = run_dir_of(result)
+    return not run or (Path(run) / "eval" / "results.json").exists()
+
+
+def _seed(result_path: str) -> int:
+    """The trainer seed of the run that wrote ``result_path`` (its config.yaml is an ancestor)."""
+    for parent in Path(result_path).parents:
+        if (parent / "config.yaml").exists():
+            return _run_seed(str(parent))
+    return 0
+
+
+@functools.lru_cache(maxsize=None)
+def _run_seed(run: str) -> int:
+    """A run's ``trainer.seed``, its config.yaml read once per run (every paired cell asks)."""
+    cfg = yaml.safe_load((Path(run) / "config.yaml").read_text(encoding="utf-8")) or {}
+    return int((cfg.get("trainer") or {}).get("seed", 0))
+
+
+def item_pairs(pairs: Sequence[tuple[Sweep, str, Sweep, str]], col: str, metric: str) -> list[tuple[dict, dict]]:
+    """(A's, B's) per-item values of ``metric`` for every (A, B) row pair and seed both have."""
+    out = []
+    for sa, ra, sb, rb in pairs:
+        a_src, b_src = sa.sources(ra, col), sb.sources(rb, col)
+        for seed in sorted(set(a_src) & set(b_src)):
+            a, b = item_values(a_src[seed], metric), item_values(b_src[seed], metric)
+            if a is not None and b is not None:
+                out.append((a, b))
+    return out
+
+
+def paired(pairs: Sequence[tuple[Sweep, str, Sweep, str]], col: str, metric: str, resamples: int) -> dict | None:
+    """mean(B − A) over items answered by both, pooled over the (A, B) row pairs and their seeds
+    (runs of one seed paired), clustered by item (stats.paired_diff); None when nothing pairs."""
+    return paired_diff(item_pairs(pairs, col, metric), resamples)
+
+
+VERDICT_RULE = ("**yes** — the paper's sign, and the 95% interval excludes zero; **no** — the interval excludes zero on the "
+                "opposite side; **inconclusive (leans yes / no)** — the interval holds zero (the point estimate's side named)")
+"""The rule of :func:`verdict`, stated in the report's header."""
+
+
+def verdict(est: dict | None, expect_positive: bool = True) -> str:
+    """yes / no / inconclusive (leans …) from an estimate of an effect the paper found positive
+    (or negative, ``expect_positive=False``): "no" needs the interval to exclude zero on the
+    opposite side — a wrong-signed point estimate whose interval holds zero is inconclusive."""
+    if not est or est.get("value") is None:
+        return "n/a"
+    sign = 1 if expect_positive else -1
+    v = est["value"] * sign
+    lo, hi = est.get("lo"), est.get("hi")
+    if lo is not None and hi is not None:
+        lo, hi = sorted((lo * sign, hi * sign))
+        if lo > 0:
+            return "yes"
+        if hi < 0:
+            return "no"
+    return "inconclusive" if v == 0 else f"inconclusive (leans {'yes' if v > 0 else 'no'})"
+
+
+EQUIVALENCE_RULE = ("near chance: **yes** when the 90% interval (two one-sided tests at 5%) lies inside chance ± margin, "
+                    "**no** when the 95% interval lies wholly outside it, **inconclusive (too few items)** when the 90% "
+                    "interval is wider than the band, else inconclusive (leans …)")
+
+
+def near_chance(est: dict | None, chance: float, margin: float) -> str:
+    """An equivalence test of "the score is near chance": yes when the 90% interval (``lo90``,
+    ``hi90``; TOST at α = 5%) lies inside ``chance ± margin``; no when the 95% interval lies
+    wholly outside the band; "inconclusive (too few items)" when the 90% interval is wider than
+    the band itself (no outcome could show equivalence); else inconclusive, leaning by whether
+    the point estimate lies inside the band. The paper's 31.4% on 496 4-option items (90%
+    interval about [28.0, 34.8]) is near chance 25% ± 10 pp."""
+    if not est or est.get("value") is None:
+        return "n/a"
+    lo90, hi90 = est.get("lo90"), est.get("hi90")
+    if lo90 is None or hi90 is None:
+        return "inconclusive (no interval)"
+    band = (chance - margin, chance + margin)
+    if band[0] <= lo90 and hi90 <= band[1]:
+        return "yes"
+    if (est.get("lo") is not None and est["lo"] > band[1]) or (est.get("hi") is not None and est["hi"] < band[0]):
+        return "no"
+    if hi90 - lo90 > 2 * margin:
+        return "inconclusive (too few items)"
+    return f"inconclusive (leans {'yes' if band[0] <= est['value'] <= band[1] else 'no'})"
+
+
+def combine(verdicts: Sequence[str]) -> str:
+    """One verdict from several parts of a finding: yes when every part is yes, no when any is
+    no, n/a or untestable when every part is; else inconclusive (leaning the way most lean)."""
+    vs = [v for v in verdicts if v not in ("n/a", "untestable")]
+    if not vs:
+        return "untestable" if "untestable" in verdicts else "n/a"
+    if all(v == "yes" for v in vs):
+        return "yes"
+    if "no" in vs:
+        return "no"
+    if any("too few items" in v for v in vs):
+        return "inconclusive (too few items)"
+    yes = sum(v in ("yes", "inconclusive (leans yes)") for v in vs)
+    return f"inconclusive (leans {'yes' if yes >= len(vs) - yes else 'no'})"
