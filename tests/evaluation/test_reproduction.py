@@ -235,6 +235,27 @@ def test_appendix_e_is_judged_on_the_items_its_stage2_covered(tmp_path):
     assert f7.details["judged_on"] == "covered" and "App. E covers 22 of 54, TG 54 of 54" in f7.ours
 
 
+def test_finding_7_reads_the_covered_app_e_rerun_and_names_the_runs_it_rests_on(tmp_path):
+    """With both App. E sweeps present, finding 7 is computed on ``appendix_e_covered`` (never pooled
+    with the earlier sweep's runs, another configuration); the earlier one's verdict is said beside it,
+    and the finding names the sweeps and finished runs it rests on. Here the "rerun" is the shipped
+    App. E copied under the new name, so both readings must give the same numbers."""
+    import shutil
+
+    from toolsense.evaluation.reproduction import study_findings
+
+    root = _unpack(tmp_path, ("reproduce/appendix_e/", "reproduce/grid/0_tg-lora/", "reproduce/grid/8_tg-lora/"))
+    shutil.copytree(root / "appendix_e", root / "appendix_e_covered")
+    names = ("grid", "appendix_e", "appendix_e_covered")
+    found = study_findings({n: Sweep(n, root / n, 5, 200) for n in names}, S, "grid")
+    f7 = found[-1]
+    assert f7.rests_on == "`grid` (2 runs) + `appendix_e_covered` (2 runs)" and found[0].rests_on == "`grid` (2 runs)"
+    assert f7.details["earlier"]["sweep"] == "appendix_e" and f7.details["earlier"]["ours"] == f7.ours
+    assert "the earlier `appendix_e` sweep" in f7.why and f7.details["coverage"]["realistic"]["appendix_e"] == (22, 54)
+    only_old = study_findings({n: Sweep(n, root / n, 5, 200) for n in names[:2]}, S, "grid")[-1]
+    assert only_old.rests_on == "`grid` (2 runs) + `appendix_e` (2 runs)" and "earlier" not in only_old.details
+
+
 def test_findings_without_their_configurations_are_na_with_a_reason():
     cells, schemes = _grid_cells()
     sw = {"grid": fake_sweep(cells, schemes)}

@@ -18,10 +18,17 @@ from toolsense.evaluation.reproduction.findings import FINDINGS, RULES
 from toolsense.evaluation.reproduction.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
 from toolsense.utils.io import git_sha
 
-SECOND_READINGS = ("architecture", "probe_model")
+SECOND_READINGS = ("architecture", "probe_model", "retention")
 """Sweeps read as grids of their own, each a column pair of the findings table beside the grid's."""
 
-SWEEP_ROLES = {"grid": "the configurations × tunings × seeds", "appendix_e": "App. E: TG trained on realistic queries",
+APPENDIX_E = ("appendix_e_covered", "appendix_e")
+"""The App. E sweeps finding 7 reads, the first present: the rerun whose Stage 2 covers every tool,
+else the earlier one on the short split alone (95 of 126 tools)."""
+
+SWEEP_ROLES = {"grid": "the configurations × tunings × seeds",
+               "appendix_e": "App. E: TG trained on realistic queries (the short split: 95 of 126 tools)",
+               "appendix_e_covered": "App. E rerun on a Stage-2 split that covers every tool (finding 7)",
+               "retention": "probes after Stage 1 and Stage 2, drift with per-token rows, stages in epochs",
                "architecture": "a second architecture on a subset",
                "probe_model": "the probe rows on a model that can answer the probes (findings 4, 5)",
                "probe_ceiling": "a stronger instruct model, untrained: can the probes be answered at all?"}
@@ -40,8 +47,25 @@ def study_findings(sweeps: dict[str, Sweep], settings: Settings, sweep: str = "g
     architecture, the probe model); App. E is compared with the grid only."""
     if sweep not in sweeps:
         return []
-    view = {"grid": sweeps[sweep], **({"appendix_e": sweeps["appendix_e"]} if sweep == "grid" and "appendix_e" in sweeps else {})}
-    return [fn(view, settings) for fn in FINDINGS]
+    app_e = next((n for n in APPENDIX_E if sweep == "grid" and n in sweeps and sweeps[n].rows()), None)
+    view = {"grid": sweeps[sweep], **({"appendix_e": sweeps[app_e]} if app_e else {})}
+    found = [fn(view, settings) for fn in FINDINGS]
+    for f in found:
+        f.rests_on = runs_text(sweeps[sweep], sweep) + (f" + {runs_text(sweeps[app_e], app_e)}" if f.number == 7 and app_e else "")
+    earlier = [n for n in APPENDIX_E[1:] if app_e and n != app_e and n in sweeps and sweeps[n].rows()]
+    if earlier:  # the earlier App. E sweep, said beside the rerun's verdict (its runs are another configuration)
+        old = FINDINGS[-1]({"grid": sweeps[sweep], "appendix_e": sweeps[earlier[0]]}, settings)
+        f7 = found[-1]
+        f7.details["earlier"] = {"sweep": earlier[0], "verdict": old.verdict, "ours": old.ours}
+        f7.why = "; ".join(x for x in (f7.why, f"the earlier `{earlier[0]}` sweep (Stage 2 on the short split alone, another "
+                                              f"configuration, not pooled here): {old.verdict} — {old.ours}") if x)
+    return found
+
+
+def runs_text(sweep: Sweep, name: str) -> str:
+    """``grid (16 runs)``: a sweep and the number of its runs whose evaluation finished."""
+    n = len(list(sweep.path.glob("*/eval/results.json")))
+    return f"`{name}` ({n} run{'s' * (n != 1)})"
 
 
 def settings_of(cfg) -> Settings:
@@ -144,12 +168,12 @@ def _fmt_wall(seconds: float | None, untimed: dict[str, int]) -> str:
 
 def _findings_table(main: list[Finding], seconds: dict[str, list[Finding]]) -> str:
     """The grid's findings, then a column pair per other reading (header: its sweep and model)."""
-    header = ["#", "finding", "paper", "ours (95% CI)", "holds?"]
+    header = ["#", "finding", "paper", "ours (95% CI)", "holds?", "rests on"]
     for name in seconds:
         header += [name, "holds?"]
     rows = []
     for i, f in enumerate(main):
-        row = [str(f.number), f.claim, f.paper, f.ours, f"**{f.verdict}**"]
+        row = [str(f.number), f.claim, f.paper, f.ours, f"**{f.verdict}**", f.rests_on or "—"]
         for other in seconds.values():
             s = other[i]
             row += [s.ours if s.verdict != "n/a" else f"n/a ({s.why})", f"**{s.verdict}**"]
