@@ -417,4 +417,26 @@ def test_retention_section_shows_stage1_probes_or_says_there_are_none():
     sw = fake_sweep(cells, schemes)
     sw.comp["columns"] = ["retention mcq token Δacc"]
     table = retention_section({"grid": sw})
-    assert "| grid | tg-lora | mcq token | -25.0 [-50.0, 0.0] | 8 |" in table
+    assert "| grid | tg-lora | mcq token | — | — | -25.0 [-50.0, 0.0] | 8 | no |" in table
+    cells["tg-lora"]["mcq card acc"] = {"value": 0.9, "lo": 0.7, "hi": 1.0, "chance": 0.25}
+    cells["tg-lora"]["mcq token acc"] = {"value": 0.25, "lo": 0.1, "hi": 0.4, "chance": 0.25}
+    cells["tg-lora:stage1"] = {"mcq token acc": {"value": 0.5, "lo": 0.3, "hi": 0.7, "chance": 0.25}}
+    table = retention_section({"grid": sw})
+    assert "| grid | tg-lora | mcq token | 50.0 [30.0, 70.0] (chance 25) | 25.0 [10.0, 40.0] (chance 25) | -25.0 [-50.0, 0.0] | 8 | yes |" in table
+
+
+def test_setup_table_shows_a_stage_sized_in_epochs_with_the_steps_each_run_took(tmp_path):
+    """A stage sized in steps shows its steps; one sized in epochs shows the epochs and the range of
+    steps its runs took (from the summary row of each run's metrics.jsonl: TG 8, TG-3FM 24)."""
+    from toolsense.evaluation.reproduction.report import _stage_size
+
+    for run, steps in (("0_tg-lora", 8), ("1_tg_3fm-lora", 24)):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "metrics.jsonl").write_text(
+            json.dumps({"step": 1, "train/stage1/loss": 3.0}) + "\n"
+            + json.dumps({"summary": {"stage1": {"global_step": steps}, "stage2": {"global_step": 17}}}) + "\n", encoding="utf-8")
+    sw = Sweep.__new__(Sweep)
+    sw.path = tmp_path
+    assert _stage_size(sw, "stage1", {"epochs": 1.0, "max_steps": -1}) == "1.0 ep (8–24)"
+    assert _stage_size(sw, "stage2", {"epochs": 1.0, "max_steps": -1}) == "1.0 ep (17)"
+    assert _stage_size(sw, "stage1", {"epochs": 1.0, "max_steps": 8}) == "8"

@@ -15,6 +15,7 @@ import yaml
 from toolsense.evaluation.compare import comparison_table, fmt_cell
 from toolsense.evaluation.outputs import markdown_table, write_json
 from toolsense.evaluation.reproduction.findings import FINDINGS, RULES
+from toolsense.evaluation.reproduction.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.evaluation.reproduction.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
 from toolsense.utils.io import git_sha
 
@@ -74,22 +75,33 @@ def settings_of(cfg) -> Settings:
 
 
 def retention_section(sweeps: dict[str, Sweep]) -> str:
-    """Knowledge retention (Stage-2 minus Stage-1 probe accuracy, paired per item; compare.retention)
-    of every sweep that evaluated probes after both stages, or a line saying none did."""
+    """Knowledge retention (Stage-2 minus Stage-1 probe accuracy, paired per item, clustered by item;
+    cell_stats.retention) of every sweep that evaluated probes after both stages, beside both stages'
+    accuracies and whether the probe's card ceiling after Stage 2 is above chance (where it is not, the
+    model cannot answer the probe even from the tool's description: the difference compares guesses);
+    or a line saying no sweep did."""
     rows = []
     for name, sw in sweeps.items():
         for col in [c for c in (sw.comp or {}).get("columns", []) if c.startswith("retention ")]:
+            probe = col.removeprefix("retention ").removesuffix(" Δacc")
             for row in sw.rows():
                 est = sw.cell(row, col)
                 if est:
-                    rows.append([name, row, col.removeprefix("retention ").removesuffix(" Δacc"), fmt_cell(col, est),
-                                 str(est.get("n_items", "—"))])
+                    bench = probe.split(" ")[0]
+                    ceiling = ("yes" if _ceiling_above_chance(sw, row, bench) else "no") if bench in DEBIASED_COL else "—"
+                    rows.append([name, row, probe, fmt_cell(f"{probe} acc", sw.cell(f"{row}:stage1", f"{probe} acc")),
+                                 fmt_cell(f"{probe} acc", sw.cell(row, f"{probe} acc")), fmt_cell(col, est),
+                                 str(est.get("n_items", "—")), ceiling])
     if not rows:
         return ("No Stage-1 probe results exist in this study (after Stage 1 the runs were evaluated on retrieval alone: "
                 "`evaluate.stage_overrides.stage1` drops the probes), so retention — Stage-2 minus Stage-1 probe accuracy, "
                 "paired per item — is not measured. With `evaluate.stages=[stage1,stage2]` and probes at both, this section "
                 "shows it per configuration.\n")
-    return markdown_table(["sweep", "configuration", "probe", "Stage 2 − Stage 1 (pp)", "items"], rows)
+    return ("Raw accuracy after each stage of the same run, and its difference paired per item (clustered by item; 95% "
+            "interval). *Card ceiling* says whether the probe, asked with the tool's description in the prompt after Stage 2, "
+            "is answered above chance; where it is not, a difference between the stages compares guesses, not knowledge.\n\n"
+            + markdown_table(["sweep", "configuration", "probe", "after Stage 1", "after Stage 2", "Stage 2 − Stage 1 (pp)",
+                              "items", "card ceiling above chance"], rows))
 
 
 def run_config(sweep: Sweep) -> dict[str, Any]:
@@ -130,11 +142,29 @@ def _setup(cfg, sweeps: dict[str, Sweep], wall: dict[str, float], untimed: dict[
         model = c.get("model", {}).get("name_or_path") or next((o.partition("=")[2] for o in (cfg.sweeps.get(name) or cfg.evaluations.get(name) or [])
                                                                 if o.startswith("model=")), "—")
         rows.append([name, SWEEP_ROLES.get(name, ""), runs, str(model), _n_tools(sw) if sw else "—",
-                     f"{s1.get('max_steps')} / {s2.get('max_steps')} × {tr.get('effective_batch')}" if c else "—",
+                     f"{_stage_size(sw, 'stage1', s1)} / {_stage_size(sw, 'stage2', s2)} × {tr.get('effective_batch')}" if c else "—",
                      f"{tu.get('method')}, embedding rows {tu.get('embedding_rows')}, ×{tu.get('embedding_lr_scale')} lr" if c else "—",
                      _stage2_styles(c), _fmt_wall(wall.get(name), (untimed or {}).get(name, {}))])
-    return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch", "tuning (first run)",
+    return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch (ep: sized in epochs)", "tuning (first run)",
                            "Stage-2 queries", "wall time"], rows)
+
+
+def _stage_size(sweep: Sweep, stage: str, stage_cfg: dict[str, Any]) -> str:
+    """A stage's size as configured: its steps, or ``1 ep (8–24)`` when sized in epochs (the steps
+    each run took, from the ``summary`` row of its metrics.jsonl: they follow from each run's data)."""
+    if (stage_cfg.get("max_steps") or -1) > 0:
+        return str(stage_cfg["max_steps"])
+    steps = sorted({s for p in sweep.path.glob("*/metrics.jsonl") if (s := _global_step(p, stage)) is not None})
+    took = f" ({steps[0]}–{steps[-1]})" if len(steps) > 1 else f" ({steps[0]})" if steps else ""
+    return f"{stage_cfg.get('epochs')} ep{took}"
+
+
+def _global_step(metrics: Path, stage: str) -> int | None:
+    """The steps ``stage`` took in a run, from the summary row train.py appends to metrics.jsonl."""
+    for line in reversed(metrics.read_text(encoding="utf-8").splitlines()):
+        if '"summary"' in line:
+            return ((json.loads(line).get("summary") or {}).get(stage) or {}).get("global_step")
+    return None
 
 
 def _stage2_styles(run_cfg: dict[str, Any]) -> str:
