@@ -440,3 +440,26 @@ def test_setup_table_shows_a_stage_sized_in_epochs_with_the_steps_each_run_took(
     assert _stage_size(sw, "stage1", {"epochs": 1.0, "max_steps": -1}) == "1.0 ep (8–24)"
     assert _stage_size(sw, "stage2", {"epochs": 1.0, "max_steps": -1}) == "1.0 ep (17)"
     assert _stage_size(sw, "stage1", {"epochs": 1.0, "max_steps": 8}) == "8"
+
+
+def test_archive_holds_no_path_of_this_checkout(tmp_path):
+    """An evaluation's results.json echoes its output_dir, benchmark files and run as absolute paths of
+    the machine that ran it; the archive stores them repo-relative (and no weights)."""
+    import tarfile
+
+    from toolsense.evaluation.study import archive_results
+
+    run = tmp_path / "reproduce" / "retention" / "0_tg-lora"
+    (run / "eval").mkdir(parents=True)
+    (run / "stage2").mkdir()
+    (run / "stage2" / "config.yaml").write_text("weights beside: not archived\n")
+    (run / "eval" / "results.json").write_text(json.dumps(
+        {"config": {"output_dir": f"{ROOT}/outputs/reproduce/retention/0_tg-lora/eval",
+                    "benchmark_path": f"{ROOT}/toolsense/catalog/demo/probes_mcq.jsonl"}, "source": {"run": "../.."}}))
+    assert archive_results(tmp_path / "reproduce", tmp_path / "a.tar.xz") == 1
+    with tarfile.open(tmp_path / "a.tar.xz") as tar:
+        assert tar.getnames() == ["reproduce/retention/0_tg-lora/eval/results.json"]
+        data = json.loads(tar.extractfile("reproduce/retention/0_tg-lora/eval/results.json").read())
+    assert data["config"] == {"output_dir": "outputs/reproduce/retention/0_tg-lora/eval",
+                              "benchmark_path": "toolsense/catalog/demo/probes_mcq.jsonl"}
+    assert data["source"] == {"run": "../.."}

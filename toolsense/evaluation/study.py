@@ -208,16 +208,25 @@ def _reported(parts: tuple[str, ...]) -> bool:
 
 def archive_results(root: str | Path, archive: str | Path) -> int:
     """Pack ``root``'s REPORT_FILES (not those inside a run's model or checkpoint folders) into
-    ``archive`` (.tar.xz), written beside and renamed into place; returns the number of files."""
+    ``archive`` (.tar.xz), written beside and renamed into place, with this checkout's absolute path
+    made repo-relative wherever a file holds it (no machine's paths in the archive); returns the
+    number of files."""
+    import io
     import tarfile
 
     root, archive = Path(root), Path(archive)
     files = sorted(p for p in root.rglob("*") if p.name in REPORT_FILES and p.is_file() and _reported(p.relative_to(root).parts))
     archive.parent.mkdir(parents=True, exist_ok=True)
     tmp = archive.with_name(archive.name + ".tmp")
+    repo = f"{Path(__file__).resolve().parents[2]}/"
     with tarfile.open(tmp, "w:xz") as tar:
         for path in files:
-            tar.add(path, arcname=str(path.relative_to(root.parent)))
+            data = path.read_bytes()
+            if repo.encode() in data:  # an evaluation's config echoes its output_dir, benchmark files and run: repo-relative here
+                data = data.replace(repo.encode(), b"")
+            info = tar.gettarinfo(path, arcname=str(path.relative_to(root.parent)))
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
     tmp.replace(archive)
     return len(files)
 
