@@ -170,7 +170,8 @@ def _global_step(metrics: Path, stage: str) -> int | None:
 def _stage2_styles(run_cfg: dict[str, Any]) -> str:
     """The Stage-2 query sources of a run config, e.g. ``demo/train (verbose)`` or ``demo/train (both styles)``."""
     srcs = (run_cfg.get("stage2") or {}).get("sources") or []
-    return "; ".join(f"{s.get('kind')}/{s.get('split')} ({s.get('style') or 'both styles'})" for s in srcs) or "—"
+    return "; ".join(f"{s.get('kind')}/{s.get('split')}{' ' + s['path'] if s.get('path') else ''} ({s.get('style') or 'both styles'})"
+                     for s in srcs) or "—"
 
 
 REPORT_COLUMNS = ("standard Rc@{k}", "realistic Rc@{k}", "standard IS@{k}", "realistic IS@{k}", "mcq token acc", "mcq token circ",
