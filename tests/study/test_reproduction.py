@@ -237,6 +237,27 @@ def test_appendix_e_is_judged_on_the_items_its_stage2_covered(tmp_path):
     assert f7.details["judged_on"] == "covered" and "App. E covers 22 of 54, TG 54 of 54" in f7.ours
 
 
+def test_finding_7_reads_the_covered_app_e_rerun_and_names_the_runs_it_rests_on(tmp_path):
+    """With both App. E sweeps present, finding 7 is computed on ``appendix_e_covered`` (never pooled
+    with the earlier sweep's runs, another configuration); the earlier one's verdict is said beside it,
+    and the finding names the sweeps and finished runs it rests on. Here the "rerun" is the shipped
+    App. E copied under the new name, so both readings must give the same numbers."""
+    import shutil
+
+    from toolsense.study.report import study_findings
+
+    root = _unpack(tmp_path, ("reproduce/appendix_e/", "reproduce/grid/0_tg-lora/", "reproduce/grid/8_tg-lora/"))
+    shutil.copytree(root / "appendix_e", root / "appendix_e_covered")
+    names = ("grid", "appendix_e", "appendix_e_covered")
+    found = study_findings({n: Sweep(n, root / n, 5, 200) for n in names}, S, "grid")
+    f7 = found[-1]
+    assert f7.rests_on == "`grid` (2 runs) + `appendix_e_covered` (2 runs)" and found[0].rests_on == "`grid` (2 runs)"
+    assert f7.details["earlier"]["sweep"] == "appendix_e" and f7.details["earlier"]["ours"] == f7.ours
+    assert "the earlier `appendix_e` sweep" in f7.why and f7.details["coverage"]["realistic"]["appendix_e"] == (22, 54)
+    only_old = study_findings({n: Sweep(n, root / n, 5, 200) for n in names[:2]}, S, "grid")[-1]
+    assert only_old.rests_on == "`grid` (2 runs) + `appendix_e` (2 runs)" and "earlier" not in only_old.details
+
+
 def test_findings_without_their_configurations_are_na_with_a_reason():
     cells, schemes = _grid_cells()
     sw = {"grid": fake_sweep(cells, schemes)}
@@ -398,4 +419,49 @@ def test_retention_section_shows_stage1_probes_or_says_there_are_none():
     sw = fake_sweep(cells, schemes)
     sw.comp["columns"] = ["retention mcq token Δacc"]
     table = retention_section({"grid": sw})
-    assert "| grid | tg-lora | mcq token | -25.0 [-50.0, 0.0] | 8 |" in table
+    assert "| grid | tg-lora | mcq token | — | — | -25.0 [-50.0, 0.0] | 8 | no |" in table
+    cells["tg-lora"]["mcq card acc"] = {"value": 0.9, "lo": 0.7, "hi": 1.0, "chance": 0.25}
+    cells["tg-lora"]["mcq token acc"] = {"value": 0.25, "lo": 0.1, "hi": 0.4, "chance": 0.25}
+    cells["tg-lora:stage1"] = {"mcq token acc": {"value": 0.5, "lo": 0.3, "hi": 0.7, "chance": 0.25}}
+    table = retention_section({"grid": sw})
+    assert "| grid | tg-lora | mcq token | 50.0 [30.0, 70.0] (chance 25) | 25.0 [10.0, 40.0] (chance 25) | -25.0 [-50.0, 0.0] | 8 | yes |" in table
+
+
+def test_setup_table_shows_a_stage_sized_in_epochs_with_the_steps_each_run_took(tmp_path):
+    """A stage sized in steps shows its steps; one sized in epochs shows the epochs and the range of
+    steps its runs took (from the summary row of each run's metrics.jsonl: TG 8, TG-3FM 24)."""
+    from toolsense.study.report import _stage_size
+
+    for run, steps in (("0_tg-lora", 8), ("1_tg_3fm-lora", 24)):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "metrics.jsonl").write_text(
+            json.dumps({"step": 1, "train/stage1/loss": 3.0}) + "\n"
+            + json.dumps({"summary": {"stage1": {"global_step": steps}, "stage2": {"global_step": 17}}}) + "\n", encoding="utf-8")
+    sw = Sweep.__new__(Sweep)
+    sw.path = tmp_path
+    assert _stage_size(sw, "stage1", {"epochs": 1.0, "max_steps": -1}) == "1.0 ep (8–24)"
+    assert _stage_size(sw, "stage2", {"epochs": 1.0, "max_steps": -1}) == "1.0 ep (17)"
+    assert _stage_size(sw, "stage1", {"epochs": 1.0, "max_steps": 8}) == "8"
+
+
+def test_archive_holds_no_path_of_this_checkout(tmp_path):
+    """An evaluation's results.json echoes its output_dir, benchmark files and run as absolute paths of
+    the machine that ran it; the archive stores them repo-relative (and no weights)."""
+    import tarfile
+
+    from toolsense.evaluation.study import archive_results
+
+    run = tmp_path / "reproduce" / "retention" / "0_tg-lora"
+    (run / "eval").mkdir(parents=True)
+    (run / "stage2").mkdir()
+    (run / "stage2" / "config.yaml").write_text("weights beside: not archived\n")
+    (run / "eval" / "results.json").write_text(json.dumps(
+        {"config": {"output_dir": f"{ROOT}/outputs/reproduce/retention/0_tg-lora/eval",
+                    "benchmark_path": f"{ROOT}/toolsense/catalog/demo/probes_mcq.jsonl"}, "source": {"run": "../.."}}))
+    assert archive_results(tmp_path / "reproduce", tmp_path / "a.tar.xz") == 1
+    with tarfile.open(tmp_path / "a.tar.xz") as tar:
+        assert tar.getnames() == ["reproduce/retention/0_tg-lora/eval/results.json"]
+        data = json.loads(tar.extractfile("reproduce/retention/0_tg-lora/eval/results.json").read())
+    assert data["config"] == {"output_dir": "outputs/reproduce/retention/0_tg-lora/eval",
+                              "benchmark_path": "toolsense/catalog/demo/probes_mcq.jsonl"}
+    assert data["source"] == {"run": "../.."}

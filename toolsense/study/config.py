@@ -39,8 +39,9 @@ class StudyConfig:
     """Name -> a file the sweeps read that is not in our data; a missing one is refused before anything runs."""
     sweeps: dict[str, list[str]] = field(default_factory=dict)
     """Sweep name -> its own train.py -m overrides (comma lists are swept), run in this order.
-    The report's findings read ``grid``, ``appendix_e`` and ``architecture`` (report.py
-    SWEEP_ROLES); other names are trained and tabulated only."""
+    The report's findings read ``grid``, ``appendix_e_covered`` (else ``appendix_e``) and, each as a grid
+    of its own, ``architecture``, ``probe_model`` and ``retention`` (report.py SWEEP_ROLES,
+    SECOND_READINGS); other names are trained and tabulated only."""
     evaluations: dict[str, list[str]] = field(default_factory=dict)
     """Name -> evaluate.py overrides of an untrained model (no training), run after the sweeps into
     ``<root>/<name>``: e.g. a stronger model's probe ceiling, which the report shows beside the runs."""

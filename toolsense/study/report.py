@@ -16,14 +16,22 @@ from toolsense.comparison.compare import comparison_table
 from toolsense.evaluation.outputs import write_json
 from toolsense.reporting.tables import comparison_cell, markdown_table
 from toolsense.study.findings import FINDINGS, RULES
+from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
 from toolsense.study.timings import study_wall_time, untimed_invocations
 from toolsense.utils.io import git_sha
 
-SECOND_READINGS = ("architecture", "probe_model")
+SECOND_READINGS = ("architecture", "probe_model", "retention")
 """Sweeps read as grids of their own, each a column pair of the findings table beside the grid's."""
 
-SWEEP_ROLES = {"grid": "the configurations × tunings × seeds", "appendix_e": "App. E: TG trained on realistic queries",
+APPENDIX_E = ("appendix_e_covered", "appendix_e")
+"""The App. E sweeps finding 7 reads, the first present: the rerun whose Stage 2 covers every tool,
+else the earlier one on the short split alone (95 of 126 tools)."""
+
+SWEEP_ROLES = {"grid": "the configurations × tunings × seeds",
+               "appendix_e": "App. E: TG trained on realistic queries (the short split: 95 of 126 tools)",
+               "appendix_e_covered": "App. E rerun on a Stage-2 split that covers every tool (finding 7)",
+               "retention": "probes after Stage 1 and Stage 2, drift with per-token rows, stages in epochs",
                "architecture": "a second architecture on a subset",
                "probe_model": "the probe rows on a model that can answer the probes (findings 4, 5)",
                "probe_ceiling": "a stronger instruct model, untrained: can the probes be answered at all?"}
@@ -42,8 +50,25 @@ def study_findings(sweeps: dict[str, Sweep], settings: Settings, sweep: str = "g
     architecture, the probe model); App. E is compared with the grid only."""
     if sweep not in sweeps:
         return []
-    view = {"grid": sweeps[sweep], **({"appendix_e": sweeps["appendix_e"]} if sweep == "grid" and "appendix_e" in sweeps else {})}
-    return [fn(view, settings) for fn in FINDINGS]
+    app_e = next((n for n in APPENDIX_E if sweep == "grid" and n in sweeps and sweeps[n].rows()), None)
+    view = {"grid": sweeps[sweep], **({"appendix_e": sweeps[app_e]} if app_e else {})}
+    found = [fn(view, settings) for fn in FINDINGS]
+    for f in found:
+        f.rests_on = runs_text(sweeps[sweep], sweep) + (f" + {runs_text(sweeps[app_e], app_e)}" if f.number == 7 and app_e else "")
+    earlier = [n for n in APPENDIX_E[1:] if app_e and n != app_e and n in sweeps and sweeps[n].rows()]
+    if earlier:  # the earlier App. E sweep, said beside the rerun's verdict (its runs are another configuration)
+        old = FINDINGS[-1]({"grid": sweeps[sweep], "appendix_e": sweeps[earlier[0]]}, settings)
+        f7 = found[-1]
+        f7.details["earlier"] = {"sweep": earlier[0], "verdict": old.verdict, "ours": old.ours}
+        f7.why = "; ".join(x for x in (f7.why, f"the earlier `{earlier[0]}` sweep (Stage 2 on the short split alone, another "
+                                              f"configuration, not pooled here): {old.verdict} — {old.ours}") if x)
+    return found
+
+
+def runs_text(sweep: Sweep, name: str) -> str:
+    """``grid (16 runs)``: a sweep and the number of its runs whose evaluation finished."""
+    n = len(list(sweep.path.glob("*/eval/results.json")))
+    return f"`{name}` ({n} run{'s' * (n != 1)})"
 
 
 def settings_of(cfg) -> Settings:
@@ -52,22 +77,33 @@ def settings_of(cfg) -> Settings:
 
 
 def retention_section(sweeps: dict[str, Sweep]) -> str:
-    """Knowledge retention (Stage-2 minus Stage-1 probe accuracy, paired per item; compare.retention)
-    of every sweep that evaluated probes after both stages, or a line saying none did."""
+    """Knowledge retention (Stage-2 minus Stage-1 probe accuracy, paired per item, clustered by item;
+    cell_stats.retention) of every sweep that evaluated probes after both stages, beside both stages'
+    accuracies and whether the probe's card ceiling after Stage 2 is above chance (where it is not, the
+    model cannot answer the probe even from the tool's description: the difference compares guesses);
+    or a line saying no sweep did."""
     rows = []
     for name, sw in sweeps.items():
         for col in [c for c in (sw.comp or {}).get("columns", []) if c.startswith("retention ")]:
+            probe = col.removeprefix("retention ").removesuffix(" Δacc")
             for row in sw.rows():
                 est = sw.cell(row, col)
                 if est:
-                    rows.append([name, row, col.removeprefix("retention ").removesuffix(" Δacc"), comparison_cell(col, est),
-                                 str(est.get("n_items", "—"))])
+                    bench = probe.split(" ")[0]
+                    ceiling = ("yes" if _ceiling_above_chance(sw, row, bench) else "no") if bench in DEBIASED_COL else "—"
+                    rows.append([name, row, probe, comparison_cell(f"{probe} acc", sw.cell(f"{row}:stage1", f"{probe} acc")),
+                                 comparison_cell(f"{probe} acc", sw.cell(row, f"{probe} acc")), comparison_cell(col, est),
+                                 str(est.get("n_items", "—")), ceiling])
     if not rows:
         return ("No Stage-1 probe results exist in this study (after Stage 1 the runs were evaluated on retrieval alone: "
                 "`evaluate.stage_overrides.stage1` drops the probes), so retention — Stage-2 minus Stage-1 probe accuracy, "
                 "paired per item — is not measured. With `evaluate.stages=[stage1,stage2]` and probes at both, this section "
                 "shows it per configuration.\n")
-    return markdown_table(["sweep", "configuration", "probe", "Stage 2 − Stage 1 (pp)", "items"], rows)
+    return ("Raw accuracy after each stage of the same run, and its difference paired per item (clustered by item; 95% "
+            "interval). *Card ceiling* says whether the probe, asked with the tool's description in the prompt after Stage 2, "
+            "is answered above chance; where it is not, a difference between the stages compares guesses, not knowledge.\n\n"
+            + markdown_table(["sweep", "configuration", "probe", "after Stage 1", "after Stage 2", "Stage 2 − Stage 1 (pp)",
+                              "items", "card ceiling above chance"], rows))
 
 
 def run_config(sweep: Sweep) -> dict[str, Any]:
@@ -108,17 +144,36 @@ def _setup(cfg, sweeps: dict[str, Sweep], wall: dict[str, float], untimed: dict[
         model = c.get("model", {}).get("name_or_path") or next((o.partition("=")[2] for o in (cfg.sweeps.get(name) or cfg.evaluations.get(name) or [])
                                                                 if o.startswith("model=")), "—")
         rows.append([name, SWEEP_ROLES.get(name, ""), runs, str(model), _n_tools(sw) if sw else "—",
-                     f"{s1.get('max_steps')} / {s2.get('max_steps')} × {tr.get('effective_batch')}" if c else "—",
+                     f"{_stage_size(sw, 'stage1', s1)} / {_stage_size(sw, 'stage2', s2)} × {tr.get('effective_batch')}" if c else "—",
                      f"{tu.get('method')}, embedding rows {tu.get('embedding_rows')}, ×{tu.get('embedding_lr_scale')} lr" if c else "—",
                      _stage2_styles(c), _fmt_wall(wall.get(name), (untimed or {}).get(name, {}))])
-    return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch", "tuning (first run)",
+    return markdown_table(["sweep", "what", "runs", "model", "tools", "steps S1 / S2 × batch (ep: sized in epochs)", "tuning (first run)",
                            "Stage-2 queries", "wall time"], rows)
+
+
+def _stage_size(sweep: Sweep, stage: str, stage_cfg: dict[str, Any]) -> str:
+    """A stage's size as configured: its steps, or ``1 ep (8–24)`` when sized in epochs (the steps
+    each run took, from the ``summary`` row of its metrics.jsonl: they follow from each run's data)."""
+    if (stage_cfg.get("max_steps") or -1) > 0:
+        return str(stage_cfg["max_steps"])
+    steps = sorted({s for p in sweep.path.glob("*/metrics.jsonl") if (s := _global_step(p, stage)) is not None})
+    took = f" ({steps[0]}–{steps[-1]})" if len(steps) > 1 else f" ({steps[0]})" if steps else ""
+    return f"{stage_cfg.get('epochs')} ep{took}"
+
+
+def _global_step(metrics: Path, stage: str) -> int | None:
+    """The steps ``stage`` took in a run, from the summary row train.py appends to metrics.jsonl."""
+    for line in reversed(metrics.read_text(encoding="utf-8").splitlines()):
+        if '"summary"' in line:
+            return ((json.loads(line).get("summary") or {}).get(stage) or {}).get("global_step")
+    return None
 
 
 def _stage2_styles(run_cfg: dict[str, Any]) -> str:
     """The Stage-2 query sources of a run config, e.g. ``demo/train (verbose)`` or ``demo/train (both styles)``."""
     srcs = (run_cfg.get("stage2") or {}).get("sources") or []
-    return "; ".join(f"{s.get('kind')}/{s.get('split')} ({s.get('style') or 'both styles'})" for s in srcs) or "—"
+    return "; ".join(f"{s.get('kind')}/{s.get('split')}{' ' + s['path'] if s.get('path') else ''} ({s.get('style') or 'both styles'})"
+                     for s in srcs) or "—"
 
 
 REPORT_COLUMNS = ("standard Rc@{k}", "realistic Rc@{k}", "standard IS@{k}", "realistic IS@{k}", "mcq token acc", "mcq token circ",
@@ -146,12 +201,12 @@ def _fmt_wall(seconds: float | None, untimed: dict[str, int]) -> str:
 
 def _findings_table(main: list[Finding], seconds: dict[str, list[Finding]]) -> str:
     """The grid's findings, then a column pair per other reading (header: its sweep and model)."""
-    header = ["#", "finding", "paper", "ours (95% CI)", "holds?"]
+    header = ["#", "finding", "paper", "ours (95% CI)", "holds?", "rests on"]
     for name in seconds:
         header += [name, "holds?"]
     rows = []
     for i, f in enumerate(main):
-        row = [str(f.number), f.claim, f.paper, f.ours, f"**{f.verdict}**"]
+        row = [str(f.number), f.claim, f.paper, f.ours, f"**{f.verdict}**", f.rests_on or "—"]
         for other in seconds.values():
             s = other[i]
             row += [s.ours if s.verdict != "n/a" else f"n/a ({s.why})", f"**{s.verdict}**"]

@@ -50,6 +50,8 @@ class Finding:
     why: str = ""
     """The likeliest reason when ours disagrees (or why it cannot be tested)."""
     details: dict[str, Any] = field(default_factory=dict)
+    rests_on: str = ""
+    """The sweeps (and their finished runs) the estimate and verdict are computed from."""
 
 
 class Sweep:
