@@ -4,81 +4,23 @@
     python train.py experiment=tg model=tiny_random stage1.max_steps=2 stage2.max_steps=2 output_dir=outputs/smoke
     python train.py -m experiment=tg,tg_3fm tuning=lora,full evaluate.suite=demo   # ablation: train, evaluate, one table
 
-A run directory is held by one process at a time (RunDir.claim); a second process aimed at it
-stops with an error, or, with TOOLSENSE_BUSY=skip in its environment, skips that run: several
-processes running one -m sweep then share its runs (reproduce.py's ``workers``). A run trained and
-evaluated to the end under the same config (its done.json; output_dir and logger aside) is skipped,
-so rerunning a finished sweep, or one whose model folders were deleted, redoes nothing.
+One process trains a run directory at a time; a run finished under the same config is skipped
+(toolsense/pipeline.py says how).
 """
-
-import logging
-import os
 
 import hydra
 from omegaconf import DictConfig
 
-from toolsense.training import Prepared, TrainConfig, prepare, register_configs, run
+from toolsense.pipeline import train
+from toolsense.training import TrainConfig, register_configs
 from toolsense.utils.config import to_config, to_plain
-from toolsense.utils.hydra import shared_output_dir, sweep_name
-from toolsense.utils.rundir import RunDir
-
-log = logging.getLogger(__name__)
 
 register_configs()
-
-NOT_RESULT = ("output_dir", "logger")
-"""Config sections that change neither the weights nor the evaluation: a finished run is finished under any of them."""
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(dict_cfg: DictConfig) -> float | None:
-    cfg = to_config(TrainConfig, dict_cfg)
-    cfg.logger.group = cfg.logger.group or sweep_name()  # a sweep is one W&B group; a single run's is its experiment
-    prepared = prepare(cfg)  # refuse a bad run before the folder is claimed or anything is written
-    refuse_scored_queries(cfg, prepared)
-    run_dir = shared_output_dir(cfg.output_dir)
-    rd = RunDir(run_dir)
-    identity = {k: v for k, v in to_plain(dict_cfg).items() if k not in NOT_RESULT}
-    with rd.claim() as held:
-        if held and rd.finished(identity):
-            log.info("%s: trained and evaluated earlier under this config (done.json); skipped. Delete %s to redo "
-                     "what is missing", run_dir, rd.done_path)
-            return None
-        if held:
-            loss = train_and_evaluate(cfg, run_dir, prepared)
-            rd.mark_finished(identity)
-            return loss
-    if os.environ.get("TOOLSENSE_BUSY") == "skip":
-        log.info("%s: another process holds this run; skipped", run_dir)
-        return None
-    raise RuntimeError(f"{run_dir}: another process is training into this run directory (it holds {run_dir}/.lock); "
-                       "wait for it, or set TOOLSENSE_BUSY=skip to skip busy runs of a sweep")
-
-
-def refuse_scored_queries(cfg: TrainConfig, prepared: Prepared) -> None:
-    """Stage 2 must not train on a query the run's evaluation scores (by normalised text, or id
-    within one file): refused naming each source and benchmark file and the count."""
-    if not prepared.sources:
-        return
-    from toolsense.data.leakage import refuse_leakage
-    from toolsense.evaluation.leakage import scored_query_sets
-
-    refuse_leakage(prepared.sources, scored_query_sets(cfg.evaluate.suite, list(cfg.evaluate.overrides), list(cfg.evaluate.stages),
-                                                       {k: list(v) for k, v in cfg.evaluate.stage_overrides.items()}))
-
-
-def train_and_evaluate(cfg: TrainConfig, run_dir: str, prepared: Prepared | None = None) -> float | None:
-    summary = run(cfg, output_dir=run_dir, prepared=prepared)
-    if cfg.evaluate.suite is not None or cfg.evaluate.overrides or cfg.evaluate.drift:
-        from toolsense.evaluation.runner import evaluate_trained_run
-
-        overrides = list(cfg.evaluate.overrides)
-        if cfg.logger.kind == "wandb" and not any(o.startswith("logger") for o in overrides):  # W&B for eval too
-            overrides.insert(0, "logger=wandb")
-        evaluate_trained_run(run_dir, cfg.evaluate.suite, overrides, cfg.evaluate.drift, list(cfg.evaluate.stages),
-                             {k: list(v) for k, v in cfg.evaluate.stage_overrides.items()})
-    last = summary.get("stage2") or summary.get("stage1") or {}
-    return last.get("train_loss")
+    return train(to_config(TrainConfig, dict_cfg), to_plain(dict_cfg))
 
 
 if __name__ == "__main__":
