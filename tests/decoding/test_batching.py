@@ -24,7 +24,7 @@ QUERIES = ["check whether a link is safe", "convert euros to dollars", "what is 
 def _dec(**kw):
     from toolsense.evaluation.config import DecodingConfig
 
-    return DecodingConfig(beam_width=6, ks=[1, 6], **kw)
+    return DecodingConfig(beam_width=6, **kw)
 
 
 @pytest.fixture

@@ -36,6 +36,8 @@ def _compose(script: str, overrides: list[str]):
 
     if script == "train.py":
         from toolsense.training import TrainConfig as schema, register_configs
+    elif script == "compare.py":
+        from toolsense.comparison.compare import CompareConfig as schema, register_configs
     else:
         from toolsense.evaluation.config import EvaluateConfig as schema, register_configs
     register_configs()
@@ -49,7 +51,7 @@ def _compose(script: str, overrides: list[str]):
 
 def test_make_beyond_composes_every_step():
     lines = beyond_lines()
-    assert [w[0] for w in lines] == ["train.py", "train.py", "evaluate.py", "train.py", "evaluate.py", "evaluate.py"]
+    assert [w[0] for w in lines] == ["train.py", "train.py", "evaluate.py", "train.py", "evaluate.py", "compare.py"]
     typed = [_compose(w[0], w[1:]) for w in lines]
     demo_run, toolken_demo, demo_eval, toolken_rrb, rrb_eval, comp = typed
     assert demo_run.head.kind == "tokens" and toolken_demo.head.kind == "toolken" and not toolken_demo.stage1.enabled
@@ -61,7 +63,7 @@ def test_make_beyond_composes_every_step():
         assert ev.system_sections()["toolken"].run.endswith("toolken_demo" if bench == "realistic" else "toolken_release")
     assert demo_eval.run == "outputs/demo" and rrb_eval.model.name_or_path == "smollm2_135m" and rrb_eval.run is None
     assert rrb_eval.benchmark_sections()["rrb_released_part"].path.endswith("released/rrb_dev.jsonl")
-    assert comp.task == "compare" and comp.compare.roots == ["outputs/beyond/demo", "outputs/beyond/rrb"]
+    assert comp.roots == ["outputs/beyond/demo", "outputs/beyond/rrb"] and "COMPc@5" in comp.metrics
 
 
 def test_beyond_suite_needs_the_toolken_run():

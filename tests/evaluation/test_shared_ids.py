@@ -25,7 +25,7 @@ def test_retrieval_and_probes_on_shared_ids(shared_run, tmp_path):
     cfg = {"run": str(run_dir), "stage": "stage2", "device": "cpu", "task": "evaluate",
            "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 4},
                           "qa": {"loader": "qa", "limit": 4}},
-           "decoding": {"beam_width": 5, "ks": [1, 5], "batch_size": 4, "resamples": 20},
+           "decoding": {"beam_width": 5, "batch_size": 4}, "metrics": {"ks": [1, 5], "resamples": 20},
            "probe": {"modes": ["token"]}, "logger": {"kind": "none"}, "output_dir": str(tmp_path)}
     res = {(r["benchmark"], r["system"]): r for r in run(cfg)["results"]}
     samples = [json.loads(l) for l in (tmp_path / "realistic" / "model" / "samples.jsonl").read_text().splitlines()]
