@@ -449,7 +449,7 @@ def test_archive_holds_no_path_of_this_checkout(tmp_path):
     the machine that ran it; the archive stores them repo-relative (and no weights)."""
     import tarfile
 
-    from toolsense.evaluation.study import archive_results
+    from toolsense.study.archive import archive_results
 
     run = tmp_path / "reproduce" / "retention" / "0_tg-lora"
     (run / "eval").mkdir(parents=True)
