@@ -56,7 +56,7 @@ def test_the_source_writes_the_cache_once_and_names_its_file(tmp_path, monkeypat
     assert qs.files == (str(tmp_path / "realistic" / "demo.jsonl"),) and len(qs.queries) == 2 * len(list(demo_catalog))
     mtime = Path(qs.files[0]).stat().st_mtime_ns
     assert ensure_written(None) == Path(qs.files[0]) and Path(qs.files[0]).stat().st_mtime_ns == mtime
-    with pytest.raises(FileNotFoundError, match="realistic template queries need the catalog file .*nope.jsonl"):
+    with pytest.raises(FileNotFoundError, match="realistic queries need the catalog file .*nope.jsonl"):
         ensure_written(str(tmp_path / "nope.jsonl"))
     assert main(["demo", "--out", str(tmp_path / "o.jsonl")]) == 0
     assert len(load_query_jsonl(tmp_path / "o.jsonl")) == len(qs.queries)

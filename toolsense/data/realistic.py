@@ -39,10 +39,9 @@ import sys
 from pathlib import Path
 from typing import Iterable, Optional
 
-from toolsense.catalog import Query, Tool, load_catalog, load_demo_catalog, load_query_jsonl
+from toolsense.catalog import Query, Tool, load_query_jsonl
 from toolsense.catalog.tool import fold_text
-from toolsense.data.verbose import clause, to_jsonl
-from toolsense.utils.paths import atomic_write_text, cache_root
+from toolsense.data.verbose import clause, query_file, write_query_file
 
 PER_TOOL = 2
 SEED = 0
@@ -168,22 +167,13 @@ def generate(tools: Iterable[Tool], seed: int = SEED) -> list[Query]:
 
 def default_output(catalog_path: Optional[str | Path], seed: int = SEED) -> Path:
     """``$TOOLSENSE_CACHE/realistic/<catalog stem>.jsonl`` (``demo`` for the demo catalog)."""
-    stem = "demo" if catalog_path is None else Path(catalog_path).name.split(".")[0]
-    return cache_root() / "realistic" / (f"{stem}.jsonl" if seed == SEED else f"{stem}.seed{seed}.jsonl")
+    return query_file("realistic", catalog_path, seed)
 
 
 def ensure_written(catalog_path: Optional[str | Path], out: Optional[str | Path] = None, seed: int = SEED,
                    force: bool = False) -> Path:
     """The query file of ``catalog_path`` (None = the demo catalog), written atomically if missing."""
-    out = Path(out) if out else default_output(catalog_path, seed)
-    if out.is_file() and not force:
-        return out
-    if catalog_path is not None and not Path(catalog_path).is_file():
-        raise FileNotFoundError(f"stage2.sources: realistic template queries need the catalog file {catalog_path} "
-                                "(the source's path, normally ${catalog.path}); build the catalog first")
-    catalog = load_demo_catalog() if catalog_path is None else load_catalog(catalog_path)
-    atomic_write_text(out, to_jsonl(generate(catalog, seed)))
-    return out
+    return write_query_file("realistic", generate, catalog_path, out, seed, force)
 
 
 def load_realistic(catalog_path: Optional[str | Path]) -> list[Query]:

@@ -32,7 +32,7 @@ import random
 import re
 import sys
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from toolsense.catalog import Query, Tool, load_catalog, load_demo_catalog, load_query_jsonl
 from toolsense.catalog.tool import fold_text
@@ -134,26 +134,37 @@ def to_jsonl(queries: Iterable[Query]) -> str:
                                "split": q.split}, ensure_ascii=False) + "\n" for q in queries)
 
 
-def default_output(catalog_path: Optional[str | Path], seed: int = SEED) -> Path:
-    """``$TOOLSENSE_CACHE/verbose/<catalog stem>.jsonl`` (``demo`` for the demo catalog;
-    ``<stem>.seed<N>.jsonl`` for a seed other than :data:`SEED`)."""
+def query_file(kind: str, catalog_path: Optional[str | Path], seed: int = SEED) -> Path:
+    """``$TOOLSENSE_CACHE/<kind>/<catalog stem>.jsonl`` (``demo`` for the demo catalog;
+    ``<stem>.seed<N>.jsonl`` for a seed other than :data:`SEED`): where a template generator's
+    queries (``verbose`` here, ``realistic`` in realistic.py) are cached."""
     stem = "demo" if catalog_path is None else Path(catalog_path).name.split(".")[0]
-    return cache_root() / "verbose" / (f"{stem}.jsonl" if seed == SEED else f"{stem}.seed{seed}.jsonl")
+    return cache_root() / kind / (f"{stem}.jsonl" if seed == SEED else f"{stem}.seed{seed}.jsonl")
+
+
+def write_query_file(kind: str, make: Callable[[Iterable[Tool], int], list[Query]], catalog_path: Optional[str | Path],
+                     out: Optional[str | Path] = None, seed: int = SEED, force: bool = False) -> Path:
+    """The ``kind`` query file of ``catalog_path`` (None = the demo catalog), ``make(tools, seed)``
+    written atomically if missing (or ``force``); a missing catalog file is an error naming it and
+    the field that gave it."""
+    out = Path(out) if out else query_file(kind, catalog_path, seed)
+    if out.is_file() and not force:
+        return out
+    if catalog_path is not None and not Path(catalog_path).is_file():
+        raise FileNotFoundError(f"stage2.sources: {kind} queries need the catalog file {catalog_path} "
+                                "(the source's path, normally ${catalog.path}); build the catalog first")
+    catalog = load_demo_catalog() if catalog_path is None else load_catalog(catalog_path)
+    atomic_write_text(out, to_jsonl(make(catalog, seed)))
+    return out
+
+
+def default_output(catalog_path: Optional[str | Path], seed: int = SEED) -> Path:
+    return query_file("verbose", catalog_path, seed)
 
 
 def ensure_written(catalog_path: Optional[str | Path], out: Optional[str | Path] = None, seed: int = SEED,
                    force: bool = False) -> Path:
-    """The query file of ``catalog_path`` (None = the demo catalog), written atomically if missing
-    (or ``force``); a missing catalog file is an error naming it and the field that gave it."""
-    out = Path(out) if out else default_output(catalog_path, seed)
-    if out.is_file() and not force:
-        return out
-    if catalog_path is not None and not Path(catalog_path).is_file():
-        raise FileNotFoundError(f"stage2.sources: verbose queries need the catalog file {catalog_path} "
-                                "(the source's path, normally ${catalog.path}); build the catalog first")
-    catalog = load_demo_catalog() if catalog_path is None else load_catalog(catalog_path)
-    atomic_write_text(out, to_jsonl(generate(catalog, seed)))
-    return out
+    return write_query_file("verbose", generate, catalog_path, out, seed, force)
 
 
 def load_verbose(catalog_path: Optional[str | Path], split: Optional[str]) -> list[Query]:

@@ -164,10 +164,16 @@ class StageRunner:
 
     def run(self) -> dict:
         """setup → train → save → cleanup; returns the training summary."""
-        self.setup()
-        try:
-            self.train()
-            self.save()
-        finally:
-            self.cleanup()
-        return self.result
+        return run_recipe(self)
+
+
+def run_recipe(runner: Any) -> dict:
+    """A stage-shaped runner's life (``StageRunner``, ``training/toolken.py: ToolkenRunner``):
+    setup → train → save, cleanup even when one of them raises; returns ``runner.result``."""
+    runner.setup()
+    try:
+        runner.train()
+        runner.save()
+    finally:
+        runner.cleanup()
+    return runner.result

@@ -34,6 +34,7 @@ from toolsense.models import load_model_and_tokenizer
 from toolsense.models.toolken import ToolkenHead, answer_states, name_mean_rows, vocab_rows
 from toolsense.tracking import forget_rows
 from toolsense.training.config import TrainConfig
+from toolsense.training.stage import run_recipe
 
 log = logging.getLogger(__name__)
 
@@ -208,10 +209,4 @@ class ToolkenRunner:
         self.states = self.targets = None
 
     def run(self) -> dict:
-        self.setup()
-        try:
-            self.train()
-            self.save()
-        finally:
-            self.cleanup()
-        return self.result
+        return run_recipe(self)
