@@ -115,3 +115,29 @@ def test_real_catalog_covers_every_released_item(shared_data, tmp_path):
     assert cov["output"]["sha256"] == "7a14396d7430fb89f2999a1f0559ced0032bcd03e295b30bc881ac3ea704b222"
     small = build_study_tools_catalog(shared_data, tmp_path / "small.jsonl", n_tools=600)
     assert small["sources"]["pool_negative"] == 0 and 100 <= small["rrb_items"]["covered"] < 243
+
+
+def test_probe_catalog_keeps_the_probe_tools_alone(tmp_path, monkeypatch):
+    roles, covered = select_tools(ITEMS, {"P&&1", "P&&2"}, n_tools=None, seed=0)
+    assert roles == {"P&&1": "probe", "P&&2": "probe"}  # no room for a new gold tool or a negative ...
+    assert covered == [3]  # ... but an item whose gold tools are all probe tools is covered
+    monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TOOLSENSE_DATA", str(tiny_data(tmp_path / "data")))
+    section = OmegaConf.to_container(OmegaConf.load(CONF.with_name("study_probe_tools.yaml")), resolve=True)
+    assert section["build"] == "study_probe_tools"
+    cat = load_from_config(CatalogConfig(**section))
+    assert sorted(t.name for t in cat) == ["P&&1", "P&&2"]
+    cov = json.loads(coverage_path(Path(section["path"])).read_text())
+    assert cov["sources"] == {"probe": 2, "rrb_gold": 0, "pool_negative": 0} and cov["rrb_items"]["covered"] == 1
+    assert cov["command"].startswith("python -m toolsense.catalog.build study_probe_tools")
+    assert [json.loads(x)["sample_id"] for x in rrb_path(Path(section["path"])).read_text().splitlines()] == ["s3"]
+
+
+def test_real_probe_catalog_is_the_232_probe_tools(shared_data, tmp_path):
+    from toolsense.catalog.study_tools import build_study_probe_tools_catalog
+
+    cov = build_study_probe_tools_catalog(shared_data, tmp_path / "study_probe_tools.jsonl")
+    assert cov["n_tools"] == 232 and cov["sources"] == {"probe": 232, "rrb_gold": 0, "pool_negative": 0}
+    print("RRB items covered by the probe tools alone:", cov["rrb_items"]["covered"])
+    assert cov["probe_items"] == {"mcq_dev.jsonl": {"covered": 230, "total": 230},
+                                  "qa_dev.jsonl": {"covered": 232, "total": 232}}

@@ -221,6 +221,7 @@ def test_published_probe_model_results_are_judged_on_balanced_scores(tmp_path):
     assert f5.details["formats"]["value"] == pytest.approx(0.0) and f5.details["raw"]["formats"]["value"] == pytest.approx(6 / 32)
     assert f5.details["ceiling_above_chance"] == {"tg-lora": True, "tg_3fm-lora": False}
     assert f5.verdict == "untestable" and "at chance: tg_3fm-lora" in f5.why
+    assert f5.details["not_run"] == ["LoRA − FFT"]  # no FFT row in this sweep: the tuning half is said not run
 
 
 def test_appendix_e_is_judged_on_the_items_its_stage2_covered(tmp_path):

@@ -26,7 +26,7 @@ import json
 import random
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 from toolsense.catalog.builders import CATALOG_BUILDERS, build_command, coverage_path
 from toolsense.utils.io import DataError, iter_jsonl, sha256_file, sha256_text
@@ -65,9 +65,11 @@ def _order(keys: Iterable[str], seed: int, salt: str) -> list[str]:
     return keys
 
 
-def select_tools(rrb: list[dict], probe_tools: set[str], n_tools: int, seed: int) -> tuple[dict[str, str], list[int]]:
+def select_tools(rrb: list[dict], probe_tools: set[str], n_tools: Optional[int], seed: int) -> tuple[dict[str, str], list[int]]:
     """The chosen tools (name -> role) and the indexes of the RRB items they cover, in the order
-    described in the module doc. ``rrb`` items carry ``gold`` and ``pool`` name lists."""
+    described in the module doc. ``rrb`` items carry ``gold`` and ``pool`` name lists;
+    ``n_tools=None`` keeps the probe tools alone (``catalog=study_probe_tools``)."""
+    n_tools = len(probe_tools) if n_tools is None else n_tools
     if len(probe_tools) > n_tools:
         raise ValueError(f"catalog study_tools: n_tools={n_tools} is below the {len(probe_tools)} probe tools")
     roles = {t: "probe" for t in sorted(probe_tools)}
@@ -127,15 +129,16 @@ def _coverage(roles: dict[str, str], rrb: list[dict], covered: list[int], probes
 
 
 @CATALOG_BUILDERS.register("study_tools")
-def build_study_tools_catalog(data_dir: str | Path, out: str | Path, n_tools: int = N_TOOLS,
-                              seed: int = SEED) -> dict[str, Any]:
+def build_study_tools_catalog(data_dir: str | Path, out: str | Path, n_tools: Optional[int] = N_TOOLS,
+                              seed: int = SEED, name: str = "study_tools") -> dict[str, Any]:
     """Build ``out`` (ToolSense JSONL: the chosen tools' release lines, in release-file order),
-    ``<stem>.rrb.jsonl`` (the covered RRB items) and ``<stem>.coverage.json``; returns the coverage."""
+    ``<stem>.rrb.jsonl`` (the covered RRB items) and ``<stem>.coverage.json``; returns the coverage.
+    ``n_tools=None``: the probe tools alone (no RRB item fits)."""
     d, out = Path(data_dir), Path(out)
     inputs = {k: d / v for k, v in INPUTS.items()}
     missing = [str(p) for p in inputs.values() if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"catalog study_tools: input files missing under {d}: {missing}")
+        raise FileNotFoundError(f"catalog {name}: input files missing under {d}: {missing}")
     rrb = _read_rrb(inputs["rrb"])
     probes = _probe_tools([inputs["mcq"], inputs["qa"]])
     roles, covered = select_tools(rrb, {t for ts in probes.values() for t in ts}, n_tools, seed)
@@ -155,7 +158,16 @@ def build_study_tools_catalog(data_dir: str | Path, out: str | Path, n_tools: in
         output={"path": str(out), "sha256": sha256_text(text)},
         rrb_test={"path": str(rrb_path(out)), "sha256": sha256_text(rrb_text), "items": len(covered)},
         inputs={k: {"path": str(p), "sha256": sha256_file(p)} for k, p in inputs.items()},
-        command=build_command("study_tools", data_dir, out),
+        command=build_command(name, data_dir, out),
     )
     atomic_write_text(coverage_path(out), json.dumps(coverage, indent=2) + "\n")
     return coverage
+
+
+@CATALOG_BUILDERS.register("study_probe_tools")
+def build_study_probe_tools_catalog(data_dir: str | Path, out: str | Path) -> dict[str, Any]:
+    """``catalog=study_probe_tools``: the tools of the released MCQ / QA dev probes alone (232), for
+    the probe model's runs (findings 4, 5): a Qwen-0.5B TG-3FM run on 1,000 tools costs ~8 h on
+    2 cores, on these ~2 h. Its ``.rrb.jsonl`` holds only the RRB items whose gold tools are all
+    probe tools; the probe runs are not scored on retrieval."""
+    return build_study_tools_catalog(data_dir, out, n_tools=None, name="study_probe_tools")

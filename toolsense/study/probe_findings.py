@@ -104,6 +104,10 @@ def formats_and_lora_retain(sw: dict[str, Sweep], s: Settings) -> Finding:
         which = f"all {len(at_chance)} runs" if len(at_chance) == len(ceiling) else ", ".join(at_chance)
         f.verdict, f.why = "untestable", (f"no compared pair has both runs' card ceiling above chance (at chance: {which}): "
                                           "differences between runs that cannot answer carry no knowledge")
+    halves = [(name, pairs) for name, pairs in (("TG-3FM − TG", fmt), ("LoRA − FFT", tun)) if not pairs]
+    if halves and f.verdict != "untestable":  # the verdict rests on one half only: say which was not run
+        f.why = "; ".join(x for x in (f.why, f"{' and '.join(n for n, _ in halves)}: not run in this sweep (no pair of "
+                                              "runs to compare); the verdict rests on the other half alone") if x)
     f.details = {**est, "judged_on": what, "raw": raw, "ceiling_above_chance": ceiling,
-                 "rule": RETAIN_RULE}
+                 "not_run": [n for n, _ in halves], "rule": RETAIN_RULE}
     return f
