@@ -44,17 +44,22 @@ demo: setup
 
 # Beyond ToolGen (docs/systems.md): ToolGen-style tokens, the toolken head, both hybrids over BM25 and dense, BM25
 # and dense, on the demo's realistic queries and on the released RRB part (243 of 500), per-tier rows, one comparison
-# table in $(BEYOND)/comparison.md. On RRB the token model is untrained SmolLM2 (no CPU-scale token run exists on the
-# 5,348-tool release catalog): RRB_MODEL=run=<run trained on catalog=toolsense_release> uses a trained one. Rerun to resume.
-BEYOND    ?= outputs/beyond
-RRB_MODEL ?= model=smollm2_135m
+# table in $(BEYOND)/comparison.md. On RRB every system ranks the real-tools study's 1,000 APIs (catalog=study_tools:
+# the gold tools of all 243 items, the probe tools, 69 hard negatives from the items' pools); the token row is that
+# study's TG run (trained on the catalog's verbose queries, as the toolken head here) once it has finished, else the
+# untrained SmolLM2 with fresh tokens (its own folder: results of two models are never mixed). Rerun to resume.
+BEYOND       ?= outputs/beyond
+STUDY_TG     ?= outputs/reproduce_tools/grid/0_tg-lora
+RRB_FALLBACK ?= model=smollm2_135m
+RRB_MODEL    ?= $(if $(wildcard $(STUDY_TG)/done.json),run=$(STUDY_TG),$(RRB_FALLBACK))
+RRB_OUT      ?= $(BEYOND)/$(if $(findstring run=,$(RRB_MODEL)),rrb,rrb_untrained)
 beyond: setup
 	HF_HUB_OFFLINE=1 $(PY) train.py experiment=demo output_dir=$(DEMO_RUN)
 	HF_HUB_OFFLINE=1 $(PY) train.py experiment=toolken output_dir=$(BEYOND)/toolken_demo
 	HF_HUB_OFFLINE=1 $(PY) evaluate.py run=$(DEMO_RUN) suite=beyond systems.toolken.run=$(BEYOND)/toolken_demo output_dir=$(BEYOND)/demo
-	HF_HUB_OFFLINE=1 $(PY) train.py experiment=toolken catalog=toolsense_release stage2=verbose output_dir=$(BEYOND)/toolken_release
-	HF_HUB_OFFLINE=1 $(PY) evaluate.py $(RRB_MODEL) catalog=toolsense_release suite=beyond_rrb systems.toolken.run=$(BEYOND)/toolken_release output_dir=$(BEYOND)/rrb
-	HF_HUB_OFFLINE=1 $(PY) compare.py roots=[$(BEYOND)/demo,$(BEYOND)/rrb] 'metrics=[Rc@1,Rc@5,Rf@5,COMPc@5,Rprec_c]' output_dir=$(BEYOND)
+	HF_HUB_OFFLINE=1 $(PY) train.py experiment=toolken catalog=study_tools stage2=verbose output_dir=$(BEYOND)/toolken_study_tools
+	HF_HUB_OFFLINE=1 $(PY) evaluate.py $(RRB_MODEL) catalog=study_tools suite=beyond_rrb systems.toolken.run=$(BEYOND)/toolken_study_tools output_dir=$(RRB_OUT)
+	HF_HUB_OFFLINE=1 $(PY) compare.py roots=[$(BEYOND)/demo,$(RRB_OUT)] 'metrics=[Rc@1,Rc@5,Rf@5,COMPc@5,Rprec_c]' output_dir=$(BEYOND)
 
 # The reproduction study (README "Reproducing the paper"): the paper's configurations x LoRA/FFT x 2 seeds, App. E and
 # a second architecture, trained, evaluated and compared; ends with docs/reproduction.md. Rerun to resume.
