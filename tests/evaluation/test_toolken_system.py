@@ -102,7 +102,7 @@ def test_runner_scores_a_toolken_system_without_a_parametric_model(toolken_run, 
     cfg = {"parametric": False, "task": "evaluate", "device": "cpu",
            "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 6}},
            "systems": {"toolken": {"kind": "toolken", "run": str(toolken_run)}},
-           "decoding": {"beam_width": 6, "batch_size": 4}, "metrics": {"ks": [1, 6], "resamples": 20},
+           "decoding": {"beam_width": 6}, "metrics": {"ks": [1, 6], "resamples": 20},  # batch_size: the default, auto
            "probe": {"modes": []}, "logger": {"kind": "none"}, "output_dir": str(tmp_path)}
     first = run(cfg)
     row = {r["system"]: r for r in first["results"]}["toolken"]

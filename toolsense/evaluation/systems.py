@@ -143,9 +143,13 @@ def toolken(ev: "EvalModel | None", catalog: Catalog, cfg: "SystemConfig", dec: 
     ``cfg.run``; constrained and free-form, without the parametric model."""
     from toolsense.evaluation.toolken import ToolkenRanker
 
+    from toolsense.decoding.batching import AUTO_CPU
     from toolsense.evaluation.context import pick_device
 
-    return ToolkenRanker(cfg.run, dec.beam_width, max(dec.batch_size, 1), str(ev.device if ev is not None else pick_device(None)))
+    device = str(ev.device if ev is not None else pick_device(None))
+    # one forward per query, no beams: "auto" is the CPU batch off a GPU and 4x it on one (a prompt's activations only)
+    batch = dec.batch_size if dec.batch_size != "auto" else AUTO_CPU * (4 if device.startswith("cuda") else 1)
+    return ToolkenRanker(cfg.run, dec.beam_width, batch, device)
 
 
 STANDALONE = ("toolken",)
