@@ -466,3 +466,17 @@ def test_archive_holds_no_path_of_this_checkout(tmp_path):
     assert data["config"] == {"output_dir": "outputs/reproduce/retention/0_tg-lora/eval",
                               "benchmark_path": "toolsense/catalog/demo/probes_mcq.jsonl"}
     assert data["source"] == {"run": "../.."}
+
+
+def test_a_measured_pilot_makes_an_undecided_finding_untestable_but_never_overrides_a_verdict():
+    from toolsense.study.report import apply_pilots
+    from toolsense.study.sweep import Finding
+
+    pilot = "TG-H Rc@10 6.0% [3.0, 9.5] on 200 verbose dev queries"
+    undecided = Finding(3, "IS", "d = 1.45", why="needs ≥ 2 flat and ≥ 2 hierarchical configurations")
+    decided = Finding(3, "IS", "d = 1.45", verdict="yes")
+    other = Finding(2, "collapse", "large")
+    out = apply_pilots([undecided, other], {3: pilot})
+    assert out[0].verdict == "untestable" and out[0].why.startswith(f"untestable at this budget by a measured pilot: {pilot}; needs")
+    assert out[0].details["pilot"] == pilot and out[1].verdict == "n/a" and out[1].why == ""
+    assert apply_pilots([decided], {3: pilot})[0].verdict == "yes" and "pilot" not in decided.details

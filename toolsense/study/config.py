@@ -73,6 +73,10 @@ class StudyConfig:
     """Also pack the files the report is built from (results, per-item samples, drift, run configs
     and indexes, timings; no model weights) into this .tar.xz, paths relative to root's parent:
     ``tar xJf <archive> -C <dir>`` then ``train=false root=<dir>/<root's name>`` rebuilds the report."""
+    pilots: dict[int, str] = field(default_factory=dict)
+    """Finding number -> a measured pilot showing it cannot be tested at this budget (its number and
+    where it is written up). Where the study's own runs leave that finding undecided (n/a or
+    untestable), the report says **untestable** and quotes the pilot; a decided verdict is kept."""
     notes: dict[int, str] = field(default_factory=dict)
     """Finding number -> the likeliest reason ours disagrees with the paper, written by whoever read
     the results (the numbers and verdicts are computed; the reasons are a person's judgement)."""

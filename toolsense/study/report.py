@@ -65,6 +65,18 @@ def study_findings(sweeps: dict[str, Sweep], settings: Settings, sweep: str = "g
     return found
 
 
+def apply_pilots(found: list[Finding], pilots: dict[int, str]) -> list[Finding]:
+    """Each finding the runs left undecided (n/a, untestable) that a measured pilot showed untestable
+    at this budget: **untestable**, the pilot quoted first in its reason (StudyConfig.pilots)."""
+    for f in found:
+        pilot = pilots.get(f.number)
+        if pilot and f.verdict in ("n/a", "untestable"):
+            f.verdict = "untestable"
+            f.why = "; ".join(x for x in (f"untestable at this budget by a measured pilot: {pilot}", f.why) if x)
+            f.details["pilot"] = pilot
+    return found
+
+
 def runs_text(sweep: Sweep, name: str) -> str:
     """``grid (16 runs)``: a sweep and the number of its runs whose evaluation finished."""
     n = len(list(sweep.path.glob("*/eval/results.json")))
@@ -292,7 +304,7 @@ def write_report(cfg) -> dict[str, Any]:
         if sw.comp:
             (sw.path / "comparison.md").write_text(comparison_table(sw.comp), encoding="utf-8")
     settings = settings_of(cfg)
-    main = study_findings(sweeps, settings, "grid")
+    main = apply_pilots(study_findings(sweeps, settings, "grid"), {int(k): v for k, v in dict(cfg.pilots).items()})
     seconds = {name: f for name in SECOND_READINGS if (f := study_findings(sweeps, settings, name))}
     wall, untimed = study_wall_time(cfg.root), untimed_invocations(cfg.root)
     report = Path(cfg.report)
