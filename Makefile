@@ -96,6 +96,7 @@ bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/constrained_decoding.py --ref-queries 8
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/constrained_decoding.py --index structural --ref-queries 8
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/train_throughput.py
+	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(PY) benchmarks/precision.py --steps 2 --repeats 2 --timeout-per-step 420
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/encode_catalog.py --n 500
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/pool_search.py
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/eval_rerun.py
