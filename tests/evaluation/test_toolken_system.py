@@ -37,7 +37,7 @@ def make_toolken_run(root: Path, noise: float = 0.03) -> Path:
     cfg = {"model": {"name_or_path": "tiny_random", "dtype": "float32", "eos_token": "<|im_end|>"},
            "catalog": {"path": None, "format": "auto", "on_duplicate": "error"}, "index": {"builder": "flat"},
            "prompts": {"system_prompt": "Pick the tool.", "use_system_prompt": True, "retrieval_template": "Query: {query}"},
-           "head": {"kind": "toolken"}}
+           "head": {"kind": "toolken"}, "stage2": {"sources": [{"kind": "demo", "split": "train", "style": "short"}]}}
     OmegaConf.save(OmegaConf.create(cfg), root / "config.yaml")
     return root
 
@@ -116,6 +116,11 @@ def test_runner_scores_a_toolken_system_without_a_parametric_model(toolken_run, 
         assert s["metrics"]["f_hit@1"] == float(s["free"][0]["tool"] in s["gold"])
     res = json.loads((d / "results.json").read_text())
     assert res["probes"].startswith("not applicable") and res["source"]["model"]["stage"] == "toolken"
+    from toolsense.evaluation.coverage import stage2_tools  # a trained system's coverage: its own run's Stage 2
+
+    trained = stage2_tools(toolken_run, [t["name"] for t in json.loads((toolken_run / "index.json").read_text())["tools"]])
+    assert 0 < len(trained.tools) < 126 and res["coverage"]["trained_tools"] == len(trained.tools)
+    assert res["coverage"]["covered"] == sum(bool(s["covered"]) for s in samples) == sum(bool(set(s["gold"]) & trained.tools) for s in samples)
     assert not res["source"]["model"]["run"].startswith("/")
     fp = json.loads((d / "samples.fingerprint.json").read_text())
     assert "checkpoint_sha256" in json.dumps(fp) and '"free_form": true' in json.dumps(fp)

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from toolsense.evaluation.metrics import ndcg_at
-from toolsense.study.paper_page import Grid, load_cell, movers_table, write_page
-from toolsense.study.paper_tables import SETTINGS, Setting, run_setting, toolgen_ndcg
+from toolsense.paper.page import Grid, load_cell, movers_table, write_page
+from toolsense.paper.tables import SETTINGS, Setting, run_setting, toolgen_ndcg
 
 
 def ranked(*tools, scores=None):
@@ -78,7 +78,7 @@ def test_the_settings_cover_each_choice_once():
 def test_density_subsets_keep_gold_and_a_seeded_share_of_documented_tools(demo_catalog, tmp_path):
     from toolsense.catalog import load_demo_queries
     from toolsense.baselines.config import BaselineConfig
-    from toolsense.study.paper_density import density_curve, documented, subsets
+    from toolsense.paper.density import density_curve, documented, subsets
 
     from toolsense.catalog import Catalog, Tool
 
@@ -105,7 +105,7 @@ def test_density_subsets_keep_gold_and_a_seeded_share_of_documented_tools(demo_c
 def test_rrb_part_reweighted_to_the_full_tier_mix():
     import numpy as np
 
-    from toolsense.study.paper_page import Cell, reweighted
+    from toolsense.paper.page import Cell, reweighted
 
     cell = Cell([str(i) for i in range(7)], {"m": np.array([1, 1, 0, 0, 0, 0, 0.0])},
                 ["easy", "easy", "medium", "hard", "hard", "hard", "hard"])
@@ -120,8 +120,8 @@ def test_dense_sample_ranks_the_encoded_sample_and_fills_the_dense_rows(demo_cat
     import numpy as np
 
     from toolsense.catalog import load_demo_queries
-    from toolsense.study.paper_dense import extrapolated_rc50, sample_cells, sample_est, sample_section
-    from toolsense.study.paper_page import Grid, paper_rows_table
+    from toolsense.paper.dense import extrapolated_rc50, sample_cells, sample_est, sample_section
+    from toolsense.paper.page import Grid, paper_rows_table
     from toolsense.models.encoders import SentenceEncoder
 
     queries = [q for q in load_demo_queries() if set(q.tools) <= set(demo_catalog.names)][:8]
@@ -156,7 +156,7 @@ def test_dense_sample_ranks_the_encoded_sample_and_fills_the_dense_rows(demo_cat
 
 
 def test_extrapolation_is_log_linear_in_the_non_gold_tools():
-    from toolsense.study.paper_dense import extrapolate
+    from toolsense.paper.dense import extrapolate
 
     assert extrapolate([(1, 0.9), (2, 0.8), (4, 0.7)], 16) == pytest.approx(0.5)  # -0.1 per doubling, two more
     assert extrapolate([(10, 0.9), (40, 0.7)], 40) == pytest.approx(0.7)

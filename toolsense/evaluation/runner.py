@@ -129,10 +129,10 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
                     results.append(res)
             if not shard.main:
                 continue
-            for s_label, ranker, known, prov in others:
+            for s_label, ranker, known, prov, covers in others:
                 d = out / label / s_label
                 results.append(evaluate_ranking(bench, s_label, ranker.run, known, metrics, d,
-                                                {**prov(d), "fingerprint": plan[d]}))
+                                                {**prov(d), "fingerprint": plan[d]}, trained=covers))
         elif ev is not None and shard.main:
             for mode in probe.modes:
                 d = out / label / mode
@@ -145,14 +145,14 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
 
 
 def _other_systems(cfg: EvaluateConfig, ev: EvalModel | None, catalog, provenance: dict[str, Any]) -> list[tuple]:
-    """``(label, ranker, known tools, provenance of a results folder)`` of every baseline and
-    every system (systems.py) of ``cfg``: ranked on rank 0, constrained only, beside the model.
-    A system's provenance names the model it re-ranks with, its run relative to the folder."""
+    """``(label, ranker, known tools, provenance of a results folder, Stage-2 tools)`` of every baseline
+    and every system (systems.py) of ``cfg``: ranked on rank 0, beside the model. A system's provenance
+    names the run that answers (its own, or the model it re-ranks with), whose Stage 2 gives its coverage."""
     top = cfg.decoding.beam_width
     out = []
     for label, bc in cfg.baseline_sections().items():
         prov = {**provenance, "index_sha256": None, "source": {"baseline": as_plain(bc)}}
-        out.append((label, build_baseline(catalog, bc, top), set(catalog.names), lambda d, p=prov: p))
+        out.append((label, build_baseline(catalog, bc, top), set(catalog.names), lambda d, p=prov: p, None))
     for label, sc in cfg.system_sections().items():
         ranker = build_system(ev, catalog, sc, cfg.decoding)
         answers = getattr(ranker, "source", None) or ev.source  # a standalone system (toolken) answers with its own run
@@ -160,7 +160,8 @@ def _other_systems(cfg: EvaluateConfig, ev: EvalModel | None, catalog, provenanc
         def prov_of(d: Path, sc=sc, answers=answers, extra=dict(getattr(ranker, "provenance", {}))) -> dict[str, Any]:
             return {**provenance, **extra, "source": {"system": as_plain(sc), "model": portable_source(answers, d)}}
 
-        out.append((label, ranker, getattr(ranker, "known_tools", None) or set(ev.index.paths), prov_of))
+        known = getattr(ranker, "known_tools", None) or set(ev.index.paths)
+        out.append((label, ranker, known, prov_of, stage2_tools(answers["run"], known) if answers.get("run") else None))
     return out
 
 

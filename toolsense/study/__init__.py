@@ -5,6 +5,6 @@ ours (``report.py``), built from the results files alone.
 config.py: StudyConfig; sweeps.py: train.py / evaluate.py processes and their timings; timings.py:
 reading them; archive.py: the shipped results; sweep.py: one sweep's comparison and the verdict
 rules; findings.py (+ probe_findings, drift_finding, coverage): the seven findings; report.py: the
-Markdown; run.py: ``reproduce.py``'s job; paper_tables.py (+ paper_page, paper_density): the
-paper's baseline rows beside ours (docs/paper_tables.md).
+Markdown; run.py: ``reproduce.py``'s job. The paper's baseline rows beside ours live in their
+own room, ``toolsense/paper/``.
 """

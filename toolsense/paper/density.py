@@ -85,7 +85,7 @@ def run_density(out: Path, data_dir: str) -> dict:
     from toolsense.baselines.config import BaselineConfig
     from toolsense.evaluation.benchmarks import load_benchmark
     from toolsense.catalog.config import load_from_config
-    from toolsense.study.paper_tables import BENCHMARKS, benchmark_overrides, compose_evaluate
+    from toolsense.paper.tables import BENCHMARKS, benchmark_overrides, compose_evaluate
 
     cfg = compose_evaluate(["parametric=false", f"catalog.data_dir={data_dir}", "catalog=toolbench"]
                            + benchmark_overrides({b: BENCHMARKS[b] for b in ("G1", "rrb")}, data_dir))
@@ -98,10 +98,10 @@ def density_section(curve: Optional[dict]) -> str:
     """The catalog-density table and the Rc@50 it extrapolates to a catalog whose
     46,984 tools are all documented, one log2 step per halving of the documented distractors."""
     from toolsense.reporting.tables import markdown_table
-    from toolsense.study.paper_format import BENCH_TITLES, pct
+    from toolsense.paper.format import BENCH_TITLES, pct
 
     if not curve:
-        return "Not computed yet (`python -m toolsense.study.paper` computes it).\n"
+        return "Not computed yet (`python -m toolsense.paper` computes it).\n"
     names = [n for n in ("all", "documented", "documented_half", "documented_quarter") if n in curve]
     cols = [(s, b) for s in ("bm25", "bm25_toolgen") for b in ("G1", "rrb")]
     rows = [[f"`{n}`", f"{curve[n]['n_tools']:,}", f"{curve[n]['n_documented_distractors']:,}",
@@ -128,7 +128,7 @@ def extrapolated(curve: dict, setting: str, bench: str) -> tuple[float, float, f
 
 def documentation(curve: Optional[dict]) -> str:
     """The density curve's reading in one sentence per benchmark (ToolGen's BM25)."""
-    from toolsense.study.paper_format import BENCH_TITLES
+    from toolsense.paper.format import BENCH_TITLES
 
     if not curve or not {"all", "documented", "documented_half"} <= set(curve):
         return "not computed yet."

@@ -1,12 +1,12 @@
-"""``python -m toolsense.study.paper``: the paper's baseline rows beside ours (docs/paper_tables.md).
+"""``python -m toolsense.paper``: the paper's baseline rows beside ours (docs/paper_tables.md).
 
-    python -m toolsense.study.paper                 # the BM25 settings (minutes), then the page
-    python -m toolsense.study.paper --dense         # first encode the catalog per document (gold first, resumable; ~32-40 min a document on a quiet core)
-    python -m toolsense.study.paper --page-only     # rebuild the page from what is under --out
+    python -m toolsense.paper                 # the BM25 settings (minutes), then the page
+    python -m toolsense.paper --dense         # first encode the catalog per document (gold first, resumable; ~32-40 min a document on a quiet core)
+    python -m toolsense.paper --page-only     # rebuild the page from what is under --out
 
-paper_tables.py holds the settings and runs each as an evaluation; paper_density.py the
-catalog-density measurement; paper_dense.py the gold-first progressive encoding and, until it is
-complete, the dense rows from its sample; paper_page.py builds the page from the results files alone.
+tables.py holds the settings and runs each as an evaluation; density.py the
+catalog-density measurement; dense.py the gold-first progressive encoding and, until it is
+complete, the dense rows from its sample; page.py builds the page from the results files alone.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from toolsense.study.paper_dense import DOCUMENTS, encode, run_sample
-from toolsense.study.paper_density import run_density
-from toolsense.study.paper_page import write_page
-from toolsense.study.paper_tables import BENCHMARKS, SETTINGS, run_setting
+from toolsense.paper.dense import DOCUMENTS, encode, run_sample
+from toolsense.paper.density import run_density
+from toolsense.paper.page import write_page
+from toolsense.paper.tables import BENCHMARKS, SETTINGS, run_setting
 
 log = logging.getLogger(__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m toolsense.study.paper", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m toolsense.paper", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="outputs/paper_tables", help="where the evaluations go (resumable)")
     ap.add_argument("--page", default="docs/paper_tables.md")
     ap.add_argument("--dense", action="store_true", help="also run the dense settings (each encodes the catalog once, "

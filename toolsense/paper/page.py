@@ -1,5 +1,5 @@
 """``docs/paper_tables.md``: the paper's baseline rows beside ours and what moves them, built
-from the ``results.json`` / ``samples.jsonl`` files that :mod:`toolsense.study.paper_tables`
+from the ``results.json`` / ``samples.jsonl`` files that :mod:`toolsense.paper.tables`
 writes (``<out>/<setting>/<benchmark>/<setting>/``). Every number is recomputed from the
 per-query samples (Rc@k, recall@k and NDCG@k are the ones results.json holds, ToolGen's NDCG is
 :func:`toolgen_ndcg`), with 95% bootstrap intervals over queries; a difference between two
@@ -16,9 +16,9 @@ import numpy as np
 
 from toolsense.evaluation.metrics import Estimate, bootstrap_indices, mean_ci
 from toolsense.reporting.tables import markdown_table
-from toolsense.study.paper_density import density_section, documentation
-from toolsense.study.paper_tables import WINDOW, Setting, toolgen_ndcg
-from toolsense.study.paper_format import BENCH_TITLES, DENSE_WINDOW, contains, pct, signed
+from toolsense.paper.density import density_section, documentation
+from toolsense.paper.tables import WINDOW, Setting, toolgen_ndcg
+from toolsense.paper.format import BENCH_TITLES, DENSE_WINDOW, contains, pct, signed
 from toolsense.utils.paths import atomic_write_text
 
 @dataclass(frozen=True)
@@ -141,9 +141,9 @@ def _nearest(grid: Grid, row: PaperRow, settings: Sequence[str]) -> str:
 
 
 def _sample_cells(sample: dict, row: PaperRow) -> tuple[str, str, str]:
-    """A dense paper row from the catalog sample (paper_dense.py) when the full catalog is not
+    """A dense paper row from the catalog sample (dense.py) when the full catalog is not
     encoded: (default Rc@50, ToolGen's-document Rc@50, the sample cells holding the paper's number)."""
-    from toolsense.study.paper_dense import DOCUMENTS, extrapolated_rc50, sample_est, sample_share
+    from toolsense.paper.dense import DOCUMENTS, extrapolated_rc50, sample_est, sample_share
 
     def cell(setting: str) -> str:
         e = sample_est(sample, setting, row.bench, "dense", "Rc@50")
@@ -234,7 +234,7 @@ def falls_everywhere(grid: Grid) -> str:
 
 def dense_direction(grid: Grid, sample: Optional[dict]) -> str:
     """The dense G1 → RRB direction: the full catalog's where it is encoded, else the sample's."""
-    from toolsense.study.paper_dense import extrapolated_rc50, sample_direction, sample_share
+    from toolsense.paper.dense import extrapolated_rc50, sample_direction, sample_share
 
     out = []
     for s in ("dense", "dense_toolgen"):
@@ -315,7 +315,7 @@ built without any test-split file.
 def render(grid: Grid, curve: Optional[dict] = None, sample: Optional[dict] = None) -> str:
     """The page's Markdown."""
     movers = ["bm25", "bm25_doc_toolgen", "bm25_doc_api_text", "bm25_doc_names", "bm25_words", "bm25_okapi", "bm25_toolgen"]
-    from toolsense.study.paper_dense import SAMPLE_INTRO, sample_section
+    from toolsense.paper.dense import SAMPLE_INTRO, sample_section
 
     full_bm25 = {(s, b): grid.est(s, b, "Rc@50") for s in ("bm25", "bm25_toolgen") for b in grid.benches}
     parts = [HEADER, "## The paper's rows\n", paper_rows_table(grid, sample),
@@ -350,8 +350,8 @@ Every row of the paper's tables that needs no training: BM25 and dense retrieval
 46,984-tool catalog (`catalog=toolbench`) on ToolBench G1/G2/G3 and on the **released RRB, part**
 (243 of the 500 queries, `../shared/data/released/rrb_dev.jsonl`; not the full benchmark). Rebuilt by
 
-    python -m toolsense.study.paper            # BM25 settings (minutes), the dense sample (what is encoded), then this page
-    python -m toolsense.study.paper --dense    # first encode the catalog per document (resumable; ~40 min a document on a quiet core)
+    python -m toolsense.paper            # BM25 settings (minutes), the dense sample (what is encoded), then this page
+    python -m toolsense.paper --dense    # first encode the catalog per document (resumable; ~40 min a document on a quiet core)
 
 Each setting is one `evaluate.py parametric=false` run into `outputs/paper_tables/<setting>/`; this page
 is built from their `samples.jsonl` only. Values are percentages with 95% bootstrap intervals over
@@ -366,7 +366,7 @@ def write_page(out: Path, page: Path, settings: Sequence[Setting], benches: Sequ
     write it atomically; returns its path."""
     density = out / "density.json"
     curve = json.loads(density.read_text(encoding="utf-8")) if density.is_file() else None
-    from toolsense.study.paper_dense import load_sample
+    from toolsense.paper.dense import load_sample
 
     atomic_write_text(page, render(Grid(out, settings, benches), curve, load_sample(out)))
     return page

@@ -1,19 +1,19 @@
 """The paper's baseline rows beside ours, with the measured cause of each difference
 (``docs/paper_tables.md``), rebuilt by one command:
 
-    python -m toolsense.study.paper                 # the BM25 settings (minutes)
-    python -m toolsense.study.paper --dense         # and the dense ones (~40 min per document on a quiet core, once)
-    python -m toolsense.study.paper --page-only     # rebuild the page from what is under --out
+    python -m toolsense.paper                 # the BM25 settings (minutes)
+    python -m toolsense.paper --dense         # and the dense ones (~40 min per document on a quiet core, once)
+    python -m toolsense.paper --page-only     # rebuild the page from what is under --out
 
 Each :class:`Setting` (a catalog and a baseline config) is one ``evaluate.py parametric=false``
 run over ToolBench G1/G2/G3 and the released RRB part (read from ``$TOOLSENSE_DATA``, default
 ``../shared/data``), into ``<out>/<setting>/`` (a fixed folder:
 a finished setting is skipped, an interrupted one resumes from its samples). Rankings keep the
 top 100 (``decoding.beam_width=100``), ToolGen's BM25 window. The page is built from the
-``results.json`` and ``samples.jsonl`` files alone (:mod:`toolsense.study.paper_page`), and
+``results.json`` and ``samples.jsonl`` files alone (:mod:`toolsense.paper.page`), and
 ``density.json`` / ``dense_sample.json``. ``--dense`` first encodes the catalog gold-first in a
-seeded random order (:mod:`toolsense.study.paper_dense`, resumable); until an encoding is
-complete, the dense rows come from its sample. The command is :mod:`toolsense.study.paper`.
+seeded random order (:mod:`toolsense.paper.dense`, resumable); until an encoding is
+complete, the dense rows come from its sample. The command is :mod:`toolsense.paper`.
 """
 
 from __future__ import annotations

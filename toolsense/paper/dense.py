@@ -10,8 +10,8 @@ moves a number is measured on BM25, whose full-catalog value is known. When an e
 complete it is the ordinary embedding cache entry and ``paper_tables --dense`` evaluates the
 full catalog with ``baseline=dense`` / ``dense_toolgen`` (instantly).
 
-    python -m toolsense.study.paper_dense encode tool_text toolgen   # long; resumable; progress in the log
-    python -m toolsense.study.paper_dense sample                     # <out>/dense_sample.json (minutes)
+    python -m toolsense.paper.dense encode tool_text toolgen   # long; resumable; progress in the log
+    python -m toolsense.paper.dense sample                     # <out>/dense_sample.json (minutes)
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def paper_context(data_dir: str) -> tuple[Any, dict[str, list]]:
     """``catalog=toolbench`` and the queries of G1/G2/G3 and the released RRB part."""
     from toolsense.catalog.config import load_from_config
     from toolsense.evaluation.benchmarks import load_benchmark
-    from toolsense.study.paper_tables import BENCHMARKS, benchmark_overrides, compose_evaluate
+    from toolsense.paper.tables import BENCHMARKS, benchmark_overrides, compose_evaluate
 
     cfg = compose_evaluate(["parametric=false", f"catalog.data_dir={data_dir}", "catalog=toolbench"]
                            + benchmark_overrides(BENCHMARKS, data_dir))
@@ -74,7 +74,7 @@ METRICS = ("Rc@1", "Rc@5", "Rc@50", "ToolGen NDCG@5")
 def per_query(ranker, queries: Sequence, window: int) -> dict[str, list[float]]:
     """Per-query Rc@1/5/50 (a gold tool in the top k) and ToolGen's NDCG@5 (its ``window``)."""
     from toolsense.evaluation.metrics import hit_at
-    from toolsense.study.paper_tables import toolgen_ndcg
+    from toolsense.paper.tables import toolgen_ndcg
 
     out: dict[str, list[float]] = {m: [] for m in METRICS}
     for rec in ranker.run(queries):
@@ -139,8 +139,8 @@ def sample_cells(catalog, benches: Mapping[str, Sequence], names: list[str], emb
     per benchmark and system, per-query values (item ids alongside, for paired differences)."""
     from toolsense.baselines.rankers import build_baseline
     from toolsense.baselines.config import BaselineConfig
-    from toolsense.study.paper_format import DENSE_WINDOW
-    from toolsense.study.paper_tables import WINDOW
+    from toolsense.paper.format import DENSE_WINDOW
+    from toolsense.paper.tables import WINDOW
 
     sub = catalog.subset(names)
     embed_queries = query_embedder(benches)
@@ -189,7 +189,7 @@ available where this page was built, so te3l is not run (`baseline=openai` runs 
 is set). Ours is the embedded MiniLM (all-MiniLM-L6-v2), over our default document (`dense`) and over
 ToolGen's (`dense_toolgen`). Where the whole catalog is not encoded yet (hours on a shared core), the
 dense rows come from what is: every gold tool of G1/G2/G3 and the RRB part, plus a *uniform random
-sample* of the other tools (seeded; `python -m toolsense.study.paper_dense encode` encodes in that
+sample* of the other tools (seeded; `python -m toolsense.paper.dense encode` encodes in that
 order, `... paper_dense sample` ranks). A smaller catalog is an easier one: BM25 on the same sample,
 beside its full-catalog value, measures how far the sample's size moves a number; a dense number on
 the sample is an upper estimate of the full catalog's, not a measurement of it.
@@ -264,10 +264,10 @@ def sample_section(sample: Mapping[str, Any], full_bm25: Mapping[tuple[str, str]
     """The page's section on the dense sample. ``full_bm25``: (setting, bench) -> full-catalog
     Rc@50 Estimate of ``bm25`` / ``bm25_toolgen`` (from the evaluate.py runs)."""
     from toolsense.reporting.tables import markdown_table
-    from toolsense.study.paper_format import BENCH_TITLES, pct, signed
+    from toolsense.paper.format import BENCH_TITLES, pct, signed
 
     if not sample:
-        return "No encoding has reached every gold tool yet (`python -m toolsense.study.paper_dense encode tool_text toolgen`).\n"
+        return "No encoding has reached every gold tool yet (`python -m toolsense.paper.dense encode tool_text toolgen`).\n"
     parts = []
     for setting in (s for s in DOCUMENTS if s in sample):
         rows = []
@@ -320,7 +320,7 @@ def sample_direction(sample: Mapping[str, Any], setting: str, system: str = "den
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m toolsense.study.paper_dense", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m toolsense.paper.dense", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     enc = sub.add_parser("encode", help="encode the catalog (gold first, then a seeded random order), resumable")
     enc.add_argument("documents", nargs="+", choices=sorted(set(DOCUMENTS.values())))
