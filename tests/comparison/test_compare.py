@@ -230,3 +230,24 @@ def test_results_find_their_run_wherever_they_lie(tmp_path):
     assert run_dir_of({"source": {"baseline": {"kind": "bm25"}}, "_path": "x"}) is None
     comp = comparison(collect([tmp_path / "here"]), ["Rc@1"])
     assert comp["rows"] == ["tg-lora", "bm25"]  # the run's config.yaml read through the located run
+
+
+def test_tiers_get_columns_of_their_own_outside_the_statistics(tmp_path):
+    """A benchmark with tiers (RRB easy / medium / hard) adds `<bench> [<tier>] <metric>` columns after
+    the retrieval ones, each the tier's estimate as written; Cohen's d and the plots keep to the whole
+    benchmark's columns, and a benchmark with one tier adds none."""
+    for name, builder, v in (("tg", "flat", 0.9), ("tg_h", "clustered", 0.5)):
+        run = _is_run(tmp_path, name, builder, (v, v - 0.2))
+        res_path = run / "eval" / "g1" / "model" / "results.json"
+        res = json.loads(res_path.read_text())
+        res["tiers"] = {"easy": {"n": 3, "metrics": {"IS@50": _est(v + 0.05)}}, "hard": {"n": 2, "metrics": {"IS@50": _est(v - 0.05)}}}
+        _write(res_path, res)
+        g2 = run / "eval" / "g2" / "model" / "results.json"
+        _write(g2, {**json.loads(g2.read_text()), "tiers": {"all": {"n": 5, "metrics": {"IS@50": _est(0.1)}}}})
+    comp = comparison(collect([tmp_path]), ["IS@50"])
+    assert comp["columns"] == ["g1 IS@50", "g2 IS@50", "g1 [easy] IS@50", "g1 [hard] IS@50"]
+    assert comp["tier_columns"] == ["g1 [easy] IS@50", "g1 [hard] IS@50"]
+    assert comp["cells"]["tg-lora"]["g1 [hard] IS@50"]["value"] == pytest.approx(0.85)
+    assert comp["cells"]["tg_h-lora"]["g1 [easy] IS@50"] == _est(0.55)
+    d = comp["statistics"]["cohens_d"]
+    assert d["flat"] == [0.9, 0.7] and d["hierarchical"] == [0.5, 0.3]  # the units: benchmarks, never tiers

@@ -180,6 +180,16 @@ def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tup
     return cols
 
 
+def tier_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple[None, dict | None]]:
+    """``<benchmark> [<tier>] <metric> -> (None, estimate)`` of a retrieval result whose benchmark has
+    several tiers (RRB easy / medium / hard; the demo's 1-tool / 2-tool), each as results.json wrote it:
+    per-item pooling over seeds, significance and Cohen's d stay with the whole benchmark's columns."""
+    tiers = (res.get("tiers") or {}) if res["kind"] == "retrieval" else {}
+    if len(tiers) < 2:
+        return {}
+    return {f"{benchmark_label(res)} [{t}] {m}": (None, (v.get("metrics") or {}).get(m)) for t, v in tiers.items() for m in metrics}
+
+
 def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamples: int = 1000, seed: int = 0,
                effect_metric: str = "IS@50", min_hits: int = 10) -> dict[str, Any]:
     """Rows and columns of the ablation table, the estimates per cell and the statistics.
@@ -190,11 +200,12 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
     entries: dict[tuple[str, str], list[tuple[dict | None, dict]]] = {}
     col_metric: dict[str, str | None] = {}
     seen: dict[tuple[str, str, str | None], dict] = {}
-    order: dict[str, list[str]] = {"retrieval": [], "probe": [], "drift": []}
+    order: dict[str, list[str]] = {"retrieval": [], "tiers": [], "probe": [], "drift": []}
     for res, (key, is_baseline, run, _) in zip(results, keys):
         label = meta[key]["label"]
-        for col, (metric, est) in result_columns(res, metrics).items():
-            group = order.get(res["kind"], order["probe"])
+        tiers = tier_columns(res, metrics)
+        for col, (metric, est) in {**result_columns(res, metrics), **tiers}.items():
+            group = order["tiers"] if col in tiers else order.get(res["kind"], order["probe"])
             if col not in group:
                 group.append(col)
             col_metric[col] = metric
@@ -213,8 +224,8 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
     retention_cols = retention(entries, rows_meta, order["probe"], cells, resamples, seed)
     baselines = sorted(lb for lb, m in rows_meta.items() if m["baseline"])
     rows = sorted(lb for lb in cells if lb not in baselines) + baselines
-    return {"columns": order["retrieval"] + order["probe"] + retention_cols + order["drift"], "rows": rows,
-            "cells": cells, "baselines": baselines,
+    return {"columns": order["retrieval"] + order["tiers"] + order["probe"] + retention_cols + order["drift"], "rows": rows,
+            "cells": cells, "baselines": baselines, "tier_columns": order["tiers"],
             "schemes": {lb: rows_meta[lb]["scheme"] for lb in rows if lb in rows_meta},
             "statistics": {"cohens_d": effect_size(cells, stage2_schemes(rows_meta), order["retrieval"], effect_metric, resamples, seed),
                            "significance": table_significance(entries, col_metric, rows, resamples, seed)},

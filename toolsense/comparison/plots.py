@@ -61,7 +61,7 @@ def _save(fig, path: Path) -> Path:
 def metric_plot(comp: dict[str, Any], suffix: str, rows: Sequence[str], path: Path, ylabel: str, by_row: bool) -> Path | None:
     """Bars of the columns ending in ``suffix``: grouped by benchmark with a bar per row, or
     (``by_row``) grouped by row with a bar per benchmark; with 95% intervals."""
-    cols = [c for c in comp["columns"] if c.endswith(f" {suffix}")]
+    cols = [c for c in comp["columns"] if c.endswith(f" {suffix}") and c not in comp.get("tier_columns", ())]
     if not cols or not rows:
         return None
     benches = [c[: -len(suffix) - 1] for c in cols]
