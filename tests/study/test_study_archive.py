@@ -51,6 +51,23 @@ def test_archive_holds_finished_runs_only_and_no_machine_paths(tmp_path, monkeyp
     assert cfg == "output_dir: outputs/x/0_tg-lora\ncatalog:\n  path: $TOOLSENSE_CACHE/catalogs/c.jsonl\n"
 
 
+def test_two_packers_at_once_leave_a_whole_archive(tmp_path):
+    """Two study processes on one root (a sweep run with ``only=`` beside the main one) pack at the same
+    moment: each writes a temporary file of its own and renames it into place, so the archive is always
+    one whole pack (one shared temporary name gave a corrupt .tar.xz, seen 2026-12-02), and none is left."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = tmp_path / "study"
+    for i in range(6):
+        run = _run(root, f"{i}_tg-lora", done=True)
+        (run / "eval" / "standard" / "model" / "samples.jsonl").write_text(os.urandom(200_000).hex())
+    with ThreadPoolExecutor(2) as pool:
+        counts = list(pool.map(lambda _: archive_results(root, tmp_path / "a.tar.xz"), range(4)))
+    with tarfile.open(tmp_path / "a.tar.xz") as tar:
+        assert len([m for m in tar.getmembers() if tar.extractfile(m).read() is not None]) == counts[0] == 6 * 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.tar.xz", "study"]  # no temporary file left behind
+
+
 def test_progress_repacks_when_a_run_finishes(tmp_path):
     root = tmp_path / "study"
     run = _run(root, "0_tg-lora", done=False)

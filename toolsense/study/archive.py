@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -103,14 +105,19 @@ def archive_results(root: str | Path, archive: str | Path) -> int:
     root, archive = Path(root), Path(archive)
     files = sorted(p for p in root.rglob("*") if p.name in REPORT_FILES and p.is_file() and _reported(root, p.relative_to(root).parts))
     archive.parent.mkdir(parents=True, exist_ok=True)
-    tmp = archive.with_name(archive.name + ".tmp")
-    with tarfile.open(tmp, "w:xz") as tar:
-        for path in files:
-            data = _portable(path.read_text(encoding="utf-8")).encode("utf-8")
-            info = tar.gettarinfo(path, arcname=str(path.relative_to(root.parent)))
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    tmp.replace(archive)
+    # a temporary file of its own: two packers at once (two study processes on one root) must not write into one file
+    fd, name = tempfile.mkstemp(dir=archive.parent, prefix=archive.name + ".", suffix=".tmp")
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:xz") as tar:
+            for path in files:
+                data = _portable(path.read_text(encoding="utf-8")).encode("utf-8")
+                info = tar.gettarinfo(path, arcname=str(path.relative_to(root.parent)))
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        tmp.replace(archive)
+    finally:
+        tmp.unlink(missing_ok=True)
     return len(files)
 
 
