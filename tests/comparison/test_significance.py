@@ -73,3 +73,20 @@ def test_no_test_without_per_item_values(tmp_path):
     sig = table_significance(entries, {"c": "Rc@1"}, ["x", "y"])
     assert sig["tests"] == [] and sig["markers"] == {}
     assert table_significance(entries, {"c": "IS@1"}, ["x", "y"])["tests"] == []
+
+
+def test_a_large_table_can_still_reach_holms_threshold():
+    """Hits differ on 20 items, all one way: the exact p is 2 / 2^20 at any n (binomial over the
+    discordant items), not the Monte Carlo floor 1/(R+1); and a table of m tests draws enough
+    resamples that 1/(R+1) is a tenth of alpha/m (with 1,000 and 226 tests nothing could pass Holm)."""
+    from toolsense.comparison.significance import monte_carlo_resamples
+
+    x, y = [1] * 20 + [0] * 223, [0] * 20 + [0] * 223
+    assert paired_permutation(x, y, resamples=1000) == pytest.approx(2 / 2**20)
+    assert paired_permutation([1, 0, 1], [0, 1, 1]) == pytest.approx(1.0)
+    r = monte_carlo_resamples(226)
+    assert r == 45200 and 226 / (r + 1) < 0.05 / 10 and monte_carlo_resamples(3) == 1000
+    rng = __import__("numpy").random.default_rng(0)  # graded values (recall, NDCG): Monte Carlo, floor 1/(r+1)
+    a = rng.uniform(0.5, 1.0, 200)
+    p = paired_permutation(a, a - rng.uniform(0.1, 0.2, 200), resamples=r)
+    assert p <= 2 / (r + 1) and holm([p] * 226)[0] < 0.05  # scipy doubles the one-sided floor

@@ -6,7 +6,10 @@ of rows evaluated on common items, the per-item values (runs.item_values: 0/1 hi
 probe correctness; a row with several seeds or runs gives each item the mean over them, so the
 unit resampled is the item) are compared by a two-sided paired permutation test of the mean
 difference (``scipy.stats.permutation_test``, ``permutation_type="samples"``: each item's two
-values swapped or not; exact when 2^n is at most the resamples). All p-values of the table are
+values swapped or not; exact when 2^n is at most the resamples, and exact at any n by the binomial
+over the discordant items when every difference is 0 or +-c, as for hits). A Monte Carlo p-value
+cannot fall below 1/(R+1), so R grows with the number of tests (monte_carlo_resamples) and a large
+table can still reach Holm's thresholds. All p-values of the table are
 Holm-corrected together (family-wise error 5%). A cell's marker lists the letters of the rows it
 is significantly *better* than (ranx's convention): ``Rc@1 60.3 [..] ᵃᶜ``. IS@k is a ratio of
 means, not a per-item mean, so its columns are not tested; nor are drift columns.
@@ -34,6 +37,14 @@ def paired_permutation(x: Sequence[float], y: Sequence[float], resamples: int = 
         raise ValueError(f"paired test: {len(x)} values against {len(y)}")
     if len(x) == 0 or np.array_equal(x, y):
         return 1.0
+    d = x - y
+    nonzero = d[d != 0]
+    if np.allclose(np.abs(nonzero), abs(nonzero[0])):
+        # every difference is +-c (hits, 0/1 correctness): the sign-flip distribution of the mean is a binomial
+        # over the discordant items, so its p-value is exact at any n (McNemar's exact test), with no resolution floor
+        from scipy.stats import binomtest
+
+        return float(binomtest(int((nonzero > 0).sum()), len(nonzero), 0.5).pvalue)
     res = permutation_test((x, y), lambda a, b, axis: np.mean(a - b, axis=axis), permutation_type="samples",
                            vectorized=True, n_resamples=resamples, alternative="two-sided", random_state=seed)
     return float(min(1.0, res.pvalue))
@@ -66,6 +77,13 @@ def row_items(ents: Sequence[tuple[Any, dict]], metric: str) -> dict[str, float]
     return {i: float(np.mean([v[i] for v in per])) for i in sorted(common)}
 
 
+def monte_carlo_resamples(m: int, alpha: float = ALPHA, floor: int = 1000) -> int:
+    """Resamples of a Monte Carlo permutation p-value in a table of ``m`` tests: enough that the
+    smallest attainable p, 1/(R+1), is a tenth of Holm's first threshold alpha/m (else no test of a
+    large table could ever be significant: 1,000 resamples and 226 tests give at best 0.23)."""
+    return max(int(floor), int(np.ceil(10 * max(m, 1) / alpha)))
+
+
 def testable(metric: str | None) -> bool:
     return metric is not None and not metric.startswith("IS@")
 
@@ -78,7 +96,7 @@ def table_significance(entries: Mapping[tuple[str, str], Sequence[tuple[Any, dic
     alpha, method}``; ``diff`` = mean(a - b) over the common items."""
     letters = {r: string.ascii_lowercase[i] if i < 26 else f"[{i}]" for i, r in enumerate(rows)}
     values = {(r, c): row_items(ents, col_metric[c]) for (r, c), ents in entries.items() if testable(col_metric.get(c))}
-    tests = []
+    tests, pairs = [], []
     for col in dict.fromkeys(c for _, c in values):
         for a, b in combinations([r for r in rows if values.get((r, col))], 2):
             va, vb = values[(a, col)], values[(b, col)]
@@ -86,8 +104,12 @@ def table_significance(entries: Mapping[tuple[str, str], Sequence[tuple[Any, dic
             if len(common) < 2:
                 continue
             x, y = [va[i] for i in common], [vb[i] for i in common]
-            tests.append({"column": col, "a": a, "b": b, "n": len(common), "diff": float(np.mean(np.subtract(x, y))),
-                          "p": paired_permutation(x, y, resamples, seed)})
+            tests.append({"column": col, "a": a, "b": b, "n": len(common), "diff": float(np.mean(np.subtract(x, y)))})
+            pairs.append((x, y))
+    # a Monte Carlo p-value is at least 1/(R+1): with m tests Holm needs p < alpha/m, so R grows with the table
+    resamples = monte_carlo_resamples(len(tests), alpha, resamples)
+    for t, (x, y) in zip(tests, pairs):
+        t["p"] = paired_permutation(x, y, resamples, seed)
     for t, p in zip(tests, holm([t["p"] for t in tests])):
         t["p_holm"], t["significant"] = p, p < alpha
     markers: dict[str, dict[str, str]] = {}
@@ -96,8 +118,9 @@ def table_significance(entries: Mapping[tuple[str, str], Sequence[tuple[Any, dic
             better, worse = (t["a"], t["b"]) if t["diff"] > 0 else (t["b"], t["a"])
             cell = markers.setdefault(better, {})
             cell[t["column"]] = "".join(sorted(cell.get(t["column"], "") + letters[worse]))
-    return {"letters": letters, "markers": markers, "tests": tests, "alpha": alpha,
-            "method": "paired permutation test of the per-item mean difference (scipy), Holm-corrected across the table"}
+    return {"letters": letters, "markers": markers, "tests": tests, "alpha": alpha, "resamples": resamples,
+            "method": "paired permutation test of the per-item mean difference (exact binomial on 0/1 values, else scipy "
+                      f"with {resamples} resamples), Holm-corrected across the table"}
 
 
 def marker(sig: Mapping[str, Any] | None, row: str, col: str) -> str:
