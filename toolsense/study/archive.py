@@ -5,7 +5,7 @@ A study runs over several sessions, each on a fresh machine: ``outputs/`` is los
 committed archive is not. So the study packs the files its report is built from (results, per-item
 samples, drift, run configs and indexes, timings, done.json; never weights) of every *finished* run
 into the archive whenever a run finishes (:class:`ArchiveProgress`), with this machine's absolute
-paths made portable (:func:`_portable`); a later ``python reproduce.py study=<name>`` first restores
+paths made portable (:func:`portable_text`); a later ``python reproduce.py study=<name>`` first restores
 the finished runs it lacks (:func:`restore_archive`), which train.py then skips by their done.json,
 and trains the rest. ``train=false`` on a machine where the study never ran unpacks the whole
 archive (:func:`unpack_archive`) and rebuilds the report from it alone.
@@ -88,7 +88,7 @@ def _reported(root: Path, parts: tuple[str, ...]) -> bool:
     return True
 
 
-def _portable(text: str) -> str:
+def portable_text(text: str) -> str:
     """``text`` without this machine's absolute paths: the checkout's become repo-relative, the
     cache's ``$TOOLSENSE_CACHE``, the home folder's ``~`` (an archive is committed and read elsewhere)."""
     for prefix, repl in ((str(cache_root()), "$TOOLSENSE_CACHE"), (str(Path.cwd()) + "/", ""),
@@ -111,7 +111,7 @@ def archive_results(root: str | Path, archive: str | Path) -> int:
     try:
         with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:xz") as tar:
             for path in files:
-                data = _portable(path.read_text(encoding="utf-8")).encode("utf-8")
+                data = portable_text(path.read_text(encoding="utf-8")).encode("utf-8")
                 info = tar.gettarinfo(path, arcname=str(path.relative_to(root.parent)))
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))

@@ -15,6 +15,7 @@ import yaml
 from toolsense.comparison.compare import comparison_table
 from toolsense.evaluation.outputs import write_json
 from toolsense.reporting.tables import comparison_cell, markdown_table
+from toolsense.study.archive import portable_text
 from toolsense.study.findings import FINDINGS, RULES
 from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
@@ -29,7 +30,7 @@ APPENDIX_E = ("appendix_e_covered", "appendix_e")
 else the earlier one on the short split alone (95 of 126 tools)."""
 
 SWEEP_ROLES = {"grid": "the configurations × tunings × seeds",
-               "appendix_e": "App. E: TG trained on realistic queries (the short split: 95 of 126 tools)",
+               "appendix_e": "App. E: TG trained on realistic(-style) queries (which: the Stage-2 queries column)",
                "appendix_e_covered": "App. E rerun on a Stage-2 split that covers every tool (finding 7)",
                "retention": "probes after Stage 1 and Stage 2, drift with per-token rows, stages in epochs",
                "architecture": "a second architecture on a subset",
@@ -184,7 +185,8 @@ def _global_step(metrics: Path, stage: str) -> int | None:
 def _stage2_styles(run_cfg: dict[str, Any]) -> str:
     """The Stage-2 query sources of a run config, e.g. ``demo/train (verbose)`` or ``demo/train (both styles)``."""
     srcs = (run_cfg.get("stage2") or {}).get("sources") or []
-    return "; ".join(f"{s.get('kind')}/{s.get('split')}{' ' + s['path'] if s.get('path') else ''} ({s.get('style') or 'both styles'})"
+    return "; ".join(f"{s.get('kind')}/{s.get('split')}{' ' + s['path'] if s.get('path') else ''}"
+                     + (f" ({s.get('style') or 'both styles'})" if s.get("kind") == "demo" else "")
                      for s in srcs) or "—"
 
 
@@ -309,7 +311,7 @@ def write_report(cfg) -> dict[str, Any]:
     wall, untimed = study_wall_time(cfg.root), untimed_invocations(cfg.root)
     report = Path(cfg.report)
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(render(cfg, sweeps, main, seconds, wall, untimed), encoding="utf-8")
+    report.write_text(portable_text(render(cfg, sweeps, main, seconds, wall, untimed)), encoding="utf-8")  # no machine paths
     summary = {"root": str(cfg.root), "k": cfg.k, "margin": cfg.margin, "min_hits": cfg.min_hits, "git_sha": git_sha(), "wall_seconds": wall, "untimed_invocations": untimed,
                "findings": [asdict(f) for f in main], **{name: [asdict(x) for x in f] for name, f in seconds.items()}}
     write_json(Path(cfg.root) / "reproduction.json", summary)
