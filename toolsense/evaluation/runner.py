@@ -27,7 +27,7 @@ from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.baselines.config import BaselineConfig
 from toolsense.evaluation.config import (DecodingConfig, EvaluateConfig, MetricsConfig, ProbeConfig, SystemConfig, Task,
                                          register_configs)
-from toolsense.evaluation.coverage import stage2_tools
+from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.reporting.html_report import write_html_report
@@ -117,7 +117,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
         provenance.update(index_sha256=ev.index_sha256, source=ev.source)
     retriever = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, dec) if ev is not None else None
     trained = stage2_tools(ev.source["run"], ev.index.paths) if ev is not None and ev.source.get("run") else None
-    others = _other_systems(cfg, ev, catalog, provenance) if shard.main else []
+    others = _other_systems(cfg, ev, catalog, provenance, trained) if shard.main else []
     results = []
     for label, bench in benches.items():
         if bench.kind == "retrieval":
@@ -144,10 +144,11 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
     return results
 
 
-def _other_systems(cfg: EvaluateConfig, ev: EvalModel | None, catalog, provenance: dict[str, Any]) -> list[tuple]:
+def _other_systems(cfg: EvaluateConfig, ev: EvalModel | None, catalog, provenance: dict[str, Any],
+                   trained: Stage2Tools | None = None) -> list[tuple]:
     """``(label, ranker, known tools, provenance of a results folder, Stage-2 tools)`` of every baseline
     and every system (systems.py) of ``cfg``: ranked on rank 0, beside the model. A system's provenance
-    names the run that answers (its own, or the model it re-ranks with), whose Stage 2 gives its coverage."""
+    names the run that answers (its own, or the model it re-ranks with: ``trained``), whose Stage 2 gives its coverage."""
     top = cfg.decoding.beam_width
     out = []
     for label, bc in cfg.baseline_sections().items():
@@ -161,7 +162,8 @@ def _other_systems(cfg: EvaluateConfig, ev: EvalModel | None, catalog, provenanc
             return {**provenance, **extra, "source": {"system": as_plain(sc), "model": portable_source(answers, d)}}
 
         known = getattr(ranker, "known_tools", None) or set(ev.index.paths)
-        out.append((label, ranker, known, prov_of, stage2_tools(answers["run"], known) if answers.get("run") else None))
+        own = (ev is None or answers is not ev.source) and answers.get("run")  # a standalone system's run, else ev's
+        out.append((label, ranker, known, prov_of, stage2_tools(answers["run"], known) if own else trained))
     return out
 
 

@@ -17,8 +17,8 @@ import numpy as np
 from toolsense.evaluation.metrics import Estimate, bootstrap_indices, mean_ci
 from toolsense.reporting.tables import markdown_table
 from toolsense.paper.density import density_section, documentation
-from toolsense.paper.tables import WINDOW, Setting, toolgen_ndcg
 from toolsense.paper.format import BENCH_TITLES, DENSE_WINDOW, contains, pct, signed
+from toolsense.paper.tables import WINDOW, Setting, toolgen_ndcg
 from toolsense.utils.paths import atomic_write_text
 
 @dataclass(frozen=True)
