@@ -141,3 +141,20 @@ def test_real_probe_catalog_is_the_232_probe_tools(shared_data, tmp_path):
     print("RRB items covered by the probe tools alone:", cov["rrb_items"]["covered"])
     assert cov["probe_items"] == {"mcq_dev.jsonl": {"covered": 230, "total": 230},
                                   "qa_dev.jsonl": {"covered": 232, "total": 232}}
+
+
+def test_real_probe_catalog_120_holds_the_tools_of_the_scored_items(shared_data, tmp_path):
+    from toolsense.catalog.study_tools import PROBE_ITEMS, build_study_probe_tools_120_catalog
+
+    cov = build_study_probe_tools_120_catalog(shared_data, tmp_path / "study_probe_tools_120.jsonl")
+    assert cov["n_tools"] == 122 and cov["sources"] == {"probe": 122, "rrb_gold": 0, "pool_negative": 0}
+    assert cov["probe_items"] == {"mcq_dev.jsonl": {"covered": PROBE_ITEMS, "total": PROBE_ITEMS},
+                                  "qa_dev.jsonl": {"covered": PROBE_ITEMS, "total": PROBE_ITEMS}}
+    assert cov["probe_items_per_file"] == PROBE_ITEMS and cov["command"].startswith(
+        "python -m toolsense.catalog.build study_probe_tools_120")
+    names = {json.loads(x)["tool_name"] for x in (tmp_path / "study_probe_tools_120.jsonl").read_text().splitlines()}
+    for probe in ("mcq_dev.jsonl", "qa_dev.jsonl"):  # every scored item's tool, and no other tool
+        lines = (shared_data / "released" / probe).read_text().splitlines()[:PROBE_ITEMS]
+        assert {json.loads(x)["tool"]["tool_name"] for x in lines} <= names
+    with pytest.raises(ValueError, match="probe_items"):
+        build_study_tools_catalog(shared_data, tmp_path / "x.jsonl", n_tools=None, probe_items=0)

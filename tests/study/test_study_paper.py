@@ -115,7 +115,10 @@ def test_the_cut_tools_study_composes_in_epochs_with_app_e_on_realistic_template
     assert [(s.kind, s.split) for s in grid.stage2.sources] == [("verbose", "train")]
     assert [(s.kind, s.path) for s in app_e.stage2.sources] == [("realistic_template", grid.catalog.path)]
     assert qwen.stage2.epochs == 1.0 and "probe.modes=[token,card]" in qwen.evaluate.overrides
-    assert qwen.catalog.build == "study_probe_tools" and qwen.trainer.per_device_batch == 4
+    assert qwen.catalog.build == "study_probe_tools_120" and qwen.trainer.per_device_batch == 4
+    from toolsense.catalog.study_tools import PROBE_ITEMS  # the catalog holds the tools of exactly the items scored
+
+    assert {f"benchmarks.mcq.limit={PROBE_ITEMS}", f"benchmarks.qa.limit={PROBE_ITEMS}"} <= set(qwen.evaluate.overrides)
     assert "experiment=tg,tg_3fm" in sweep_command(cfg, "probe_model")  # finding 5's formats half, one run per worker
     assert qwen.evaluate.stage_overrides["stage1"] == ["probe.modes=[token]"] and qwen.evaluate.stages == ["stage1", "stage2"]
 

@@ -6,7 +6,8 @@ leave most released RRB items with a gold tool outside the index. This builder p
 ``catalogs/toolsense_release.jsonl`` (every tool the released benchmarks name):
 
 1. ``probe``: every tool of the released MCQ / QA items (``released/mcq_dev.jsonl``,
-   ``qa_dev.jsonl``), so findings 4 and 5 are tested on all of them;
+   ``qa_dev.jsonl``), so findings 4 and 5 are tested on all of them (with ``probe_items=N``: the
+   tools of the first N items of each, the items a ``benchmarks.mcq.limit=N`` run scores);
 2. ``rrb_gold``: the gold tools of released RRB items (``released/rrb_dev.jsonl``), item by item,
    always the item that needs the fewest tools not yet in (ties in a seeded order), while its gold
    tools fit under ``n_tools``; an item enters whole or not at all;
@@ -107,7 +108,7 @@ def _read_rrb(path: Path) -> list[dict]:
 
 
 def _probe_tools(paths: Iterable[Path]) -> dict[str, list[str]]:
-    """Probe file name -> the tool name of each of its items."""
+    """Probe file name -> the tool name of each of its items, in file order."""
     return {p.name: [_names(obj.get("tool"), f"{p}:{n}: field 'tool'")[0] for n, obj in iter_jsonl(p)] for p in paths}
 
 
@@ -130,17 +131,21 @@ def _coverage(roles: dict[str, str], rrb: list[dict], covered: list[int], probes
 
 @CATALOG_BUILDERS.register("study_tools")
 def build_study_tools_catalog(data_dir: str | Path, out: str | Path, n_tools: Optional[int] = N_TOOLS,
-                              seed: int = SEED, name: str = "study_tools") -> dict[str, Any]:
+                              seed: int = SEED, name: str = "study_tools",
+                              probe_items: Optional[int] = None) -> dict[str, Any]:
     """Build ``out`` (ToolSense JSONL: the chosen tools' release lines, in release-file order),
     ``<stem>.rrb.jsonl`` (the covered RRB items) and ``<stem>.coverage.json``; returns the coverage.
-    ``n_tools=None``: the probe tools alone (no RRB item fits)."""
+    ``n_tools=None``: the probe tools alone (no RRB item fits). ``probe_items=N``: the probe tools are
+    those of the first N items of each probe file (None: all items)."""
+    if probe_items is not None and probe_items < 1:
+        raise ValueError(f"catalog {name}: probe_items must be >= 1 or None, got {probe_items}")
     d, out = Path(data_dir), Path(out)
     inputs = {k: d / v for k, v in INPUTS.items()}
     missing = [str(p) for p in inputs.values() if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"catalog {name}: input files missing under {d}: {missing}")
     rrb = _read_rrb(inputs["rrb"])
-    probes = _probe_tools([inputs["mcq"], inputs["qa"]])
+    probes = {f: tools[:probe_items] for f, tools in _probe_tools([inputs["mcq"], inputs["qa"]]).items()}
     roles, covered = select_tools(rrb, {t for ts in probes.values() for t in ts}, n_tools, seed)
     lines = {obj["tool_name"]: json.dumps(obj, ensure_ascii=False) for _, obj in iter_jsonl(inputs["release"])
              if obj.get("tool_name") in roles}
@@ -154,7 +159,7 @@ def build_study_tools_catalog(data_dir: str | Path, out: str | Path, n_tools: Op
     atomic_write_text(rrb_path(out), rrb_text)
     coverage = _coverage(roles, rrb, covered, probes)
     coverage.update(
-        n_tools_requested=n_tools, seed=seed,
+        n_tools_requested=n_tools, seed=seed, probe_items_per_file=probe_items,
         output={"path": str(out), "sha256": sha256_text(text)},
         rrb_test={"path": str(rrb_path(out)), "sha256": sha256_text(rrb_text), "items": len(covered)},
         inputs={k: {"path": str(p), "sha256": sha256_file(p)} for k, p in inputs.items()},
@@ -171,3 +176,17 @@ def build_study_probe_tools_catalog(data_dir: str | Path, out: str | Path) -> di
     2 cores, on these ~2 h. Its ``.rrb.jsonl`` holds only the RRB items whose gold tools are all
     probe tools; the probe runs are not scored on retrieval."""
     return build_study_tools_catalog(data_dir, out, n_tools=None, name="study_probe_tools")
+
+
+PROBE_ITEMS = 120
+"""The probe items the study's probe rows score (``benchmarks.mcq.limit`` / ``benchmarks.qa.limit``)."""
+
+
+@CATALOG_BUILDERS.register("study_probe_tools_120")
+def build_study_probe_tools_120_catalog(data_dir: str | Path, out: str | Path) -> dict[str, Any]:
+    """``catalog=study_probe_tools_120``: the tools of the first 120 released MCQ and the first 120 QA
+    dev items alone (122 tools; the two files name mostly the same tools in the same order), the
+    items ``study=tools``' probe rows score. Half the 232 probe tools, so a Qwen-0.5B TG-3FM run
+    (~1.9 h on one core) fits one session: the study's runs cannot carry a half-trained model from
+    one machine to the next."""
+    return build_study_tools_catalog(data_dir, out, n_tools=None, name="study_probe_tools_120", probe_items=PROBE_ITEMS)
