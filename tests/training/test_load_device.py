@@ -103,11 +103,21 @@ def test_stage_model_is_on_the_gpu_before_the_trainer_moves_it(monkeypatch, tmp_
     runner.cleanup()
 
 
-def test_zero3_host_load_says_what_host_memory_it_needs(cuda_rank3, caplog):
-    """ZeRO-3 cannot stream to the GPU (no device_map): the host-memory cost is said, not silent."""
+def test_zero3_host_load_says_what_host_memory_it_needs(cuda_rank3, caplog, monkeypatch):
+    """ZeRO-3 cannot stream to the GPU (no device_map): the host-memory cost is said, not silent,
+    once per node (local rank 0) and process, not once per stage on every rank."""
+    from toolsense.training import trainer as trainer_mod
+
+    zero3 = TrainerConfig(deepspeed={"zero_optimization": {"stage": 3}})
+    monkeypatch.setattr(trainer_mod, "_ZERO3_WARNED", False)
     with caplog.at_level("WARNING", logger="toolsense.training.trainer"):
-        assert load_device(TrainerConfig(deepspeed={"zero_optimization": {"stage": 3}})) is None
-    assert "ranks x 2 bytes x parameters" in caplog.text
+        assert load_device(zero3) is None  # local rank 3: silent
+    assert caplog.text == ""
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    with caplog.at_level("WARNING", logger="toolsense.training.trainer"):
+        assert load_device(zero3) is None and load_device(zero3) is None  # Stage 1, then Stage 2
+    assert caplog.text.count("ranks x 2 bytes x parameters") == 1
+    monkeypatch.setenv("LOCAL_RANK", "3")
     caplog.clear()
     with caplog.at_level("WARNING", logger="toolsense.training.trainer"):
         assert load_device(TrainerConfig(deepspeed={"zero_optimization": {"stage": 2}})) == "cuda:3"
