@@ -106,10 +106,10 @@ def test_stage_model_is_on_the_gpu_before_the_trainer_moves_it(monkeypatch, tmp_
 def test_zero3_host_load_says_what_host_memory_it_needs(cuda_rank3, caplog, monkeypatch):
     """ZeRO-3 cannot stream to the GPU (no device_map): the host-memory cost is said, not silent,
     once per node (local rank 0) and process, not once per stage on every rank."""
-    from toolsense.training import trainer as trainer_mod
+    from toolsense.training.trainer import _warn_zero3_host_load
 
     zero3 = TrainerConfig(deepspeed={"zero_optimization": {"stage": 3}})
-    monkeypatch.setattr(trainer_mod, "_ZERO3_WARNED", False)
+    _warn_zero3_host_load.cache_clear()
     with caplog.at_level("WARNING", logger="toolsense.training.trainer"):
         assert load_device(zero3) is None  # local rank 3: silent
     assert caplog.text == ""

@@ -187,6 +187,6 @@ def build_study_probe_tools_120_catalog(data_dir: str | Path, out: str | Path) -
     """``catalog=study_probe_tools_120``: the tools of the first 120 released MCQ and the first 120 QA
     dev items alone (122 tools; the two files name mostly the same tools in the same order), the
     items ``study=tools``' probe rows score. Half the 232 probe tools, so a Qwen-0.5B TG-3FM run
-    (~1.9 h on one core) fits one session: the study's runs cannot carry a half-trained model from
+    (2 + 2 epochs: 68 min measured on one shared core) fits one session: the study's runs cannot carry a half-trained model from
     one machine to the next."""
     return build_study_tools_catalog(data_dir, out, n_tools=None, name="study_probe_tools_120", probe_items=PROBE_ITEMS)

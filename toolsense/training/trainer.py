@@ -4,6 +4,7 @@ that log metrics and keep the trained embedding rows in every LoRA checkpoint.""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import os
@@ -45,12 +46,12 @@ def master_weights(model: ModelConfig, trainer: TrainerConfig) -> ModelConfig:
     return dataclasses.replace(model, dtype="float32") if dtype == "auto" else model
 
 
-_ZERO3_WARNED = False
-
-
-def _set_zero3_warned() -> None:
-    global _ZERO3_WARNED
-    _ZERO3_WARNED = True
+@functools.cache
+def _warn_zero3_host_load() -> None:
+    """Said once per process, though both stages load."""
+    log.warning("ZeRO-3: every rank loads the whole model on the host before DeepSpeed partitions it (no device_map "
+                "under ZeRO-3): allot >= ranks x 2 bytes x parameters of host memory per node (8 ranks at 8B: ~128 GB; "
+                "the Slurm template asks for --mem=0); ZeRO-2 loads straight onto each GPU")
 
 
 def load_device(trainer: TrainerConfig) -> str | None:
@@ -64,12 +65,8 @@ def load_device(trainer: TrainerConfig) -> str | None:
     if trainer.use_cpu or not torch.cuda.is_available():
         return None
     if ((trainer.deepspeed or {}).get("zero_optimization") or {}).get("stage") == 3:
-        if _ZERO3_WARNED or int(os.environ.get("LOCAL_RANK", "0")) != 0:  # once per node and process, not per stage and rank
-            return None
-        _set_zero3_warned()
-        log.warning("ZeRO-3: every rank loads the whole model on the host before DeepSpeed partitions it (no device_map "
-                    "under ZeRO-3): allot >= ranks x 2 bytes x parameters of host memory per node (8 ranks at 8B: ~128 GB; "
-                    "the Slurm template asks for --mem=0); ZeRO-2 loads straight onto each GPU")
+        if int(os.environ.get("LOCAL_RANK", "0")) == 0:  # host memory is a node's: its first rank says it
+            _warn_zero3_host_load()
         return None
     return default_device()
 
