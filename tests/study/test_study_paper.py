@@ -99,6 +99,9 @@ def test_every_sweep_of_the_paper_study_composes_to_a_train_config(tmp_path):
     assert grid.evaluate.suite == "paper" and grid.evaluate.stages == ["stage1", "stage2"] and grid.evaluate.drift
     assert [(s.kind, s.path) for s in seen["appendix_e"][0].stage2.sources] == [("realistic_template", grid.catalog.path)]
     assert seen["architecture"][0].model.name_or_path == "Qwen/Qwen3-4B-Instruct-2507"
+    from toolsense.evaluation.config import register_configs as evaluate_configs
+
+    evaluate_configs()  # evaluate.yaml's schema: this test composes it itself, whatever ran before
     suite = _compose("evaluate", ["catalog=toolbench", "suite=paper"])
     assert suite.decoding.beam_width == 50 and set(suite.benchmarks) == {"standard", "G2", "G3", "realistic", "mcq", "qa"}
     assert suite.baselines.te3l.encoder == "text-embedding-3-large" and suite.probe.modes == ["token", "control", "card"]
