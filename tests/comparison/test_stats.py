@@ -9,6 +9,7 @@ import pytest
 import numpy as np
 
 from toolsense.comparison.stats import (cluster_bootstrap, cohens_d, cohens_d_ci, contrast, drift_ratio, fleiss_kappa, mean_sd,
+                                       normalized_gain_contrast,
                                         paired_diff)
 
 # Wikipedia's worked example of Fleiss' kappa: 10 items, 14 raters, 5 categories; P = 0.378, Pe = 0.213
@@ -89,6 +90,28 @@ def test_paired_diff_and_contrast_are_clustered_by_item():
     assert paired_diff([({"x": 1}, {"y": 1})]) is None
     lift = contrast([({"s1": 0, "s2": 0}, {"s1": 1, "s2": 1})], [({"r1": 0, "r2": 1}, {"r1": 0, "r2": 1})])
     assert (lift["value"], lift["lo"], lift["hi"], lift["n_items"]) == (1.0, 1.0, 1.0, 4)
+
+
+def test_normalized_gain_contrast_is_the_share_of_the_headroom_gained():
+    """A side that Stage 1 takes to 80% and Stage 2 to 100% gains 20 pp, all of its headroom (1.0);
+    a side at 0% that gains 20 pp gains a fifth of it (0.2): in pp the two tie, normalized they
+    differ by 0.8. Losses count against the gain; groups (configurations) are averaged, not pooled."""
+    std = ({f"s{i}": float(i < 8) for i in range(10)}, {f"s{i}": 1.0 for i in range(10)})
+    real = ({f"r{i}": 0.0 for i in range(10)}, {f"r{i}": float(i < 2) for i in range(10)})
+    assert contrast([std], [real])["value"] == pytest.approx(0.0)
+    est = normalized_gain_contrast({"tg": [std]}, {"tg": [real]}, 1000, 0)
+    assert est["value"] == pytest.approx(0.8) and est["first"]["value"] == pytest.approx(1.0)
+    assert est["second"]["value"] == pytest.approx(0.2) and est["n_items"] == 20 and est["n_groups"] == 1
+    assert est["first"]["lo"] == est["first"]["hi"] == 1.0  # every draw that has headroom recovers all of it
+    assert est["lo"] < 0.8 < est["hi"] and est["lo"] > 0
+    # one query lost (hit at Stage 1, missed at Stage 2) is subtracted: (2 - 1) / 10 misses = 0.1
+    lossy = (real[0] | {"r9": 1.0}, real[1])
+    assert normalized_gain_contrast({"tg": [lossy]}, {"tg": [real]})["first"]["value"] == pytest.approx(1 / 9)
+    # two groups: the mean of their gains (1.0 and 0.0 on the first side), not the pooled ratio
+    flat = ({f"s{i}": 0.0 for i in range(10)}, {f"s{i}": 0.0 for i in range(10)})
+    two = normalized_gain_contrast({"a": [std], "b": [flat]}, {"a": [real], "b": [real]})
+    assert two["first"]["value"] == pytest.approx(0.5) and two["per_group"] == {"a": (1.0, 0.2), "b": (0.0, 0.2)}
+    assert normalized_gain_contrast({"a": [std]}, {"b": [real]}) is None  # no group on both sides
 
 
 def test_cohens_d_interval_over_units():

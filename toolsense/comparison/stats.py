@@ -141,6 +141,43 @@ def contrast(first: Sequence[tuple[Mapping[str, float], Mapping[str, float]]],
     return _interval(value, draws, len(ids))
 
 
+Pairs = Sequence[tuple[Mapping[str, float], Mapping[str, float]]]
+
+
+def normalized_gain_contrast(first: Mapping[str, Pairs], second: Mapping[str, Pairs], resamples: int = 1000,
+                             seed: int = 0) -> dict[str, Any] | None:
+    """The normalized gain of ``first`` minus that of ``second``, each averaged over the groups
+    both hold (e.g. configurations; each group's pairs: its seeds' (before, after) item id -> value
+    in [0, 1]). A group's normalized gain is Σ(after − before) / Σ(1 − before) over its items and
+    pairs: the share of the headroom left before that was gained, net of what was lost (Hake's
+    gain), so a side that starts near 1 is not capped at its small headroom. The items of both
+    sides are resampled in one draw (as :func:`contrast`), each with all its pairs in every group.
+    Returns the difference's interval with ``first`` / ``second`` (each side's mean gain, its
+    interval) and ``per_group`` (each group's two gains); None when no group has both sides."""
+    groups = [g for g in first if g in second and first[g] and second[g]]
+    if not groups:
+        return None
+    ids = list(dict.fromkeys(str(i) for side in (first, second) for g in groups for a, b in side[g] for i in a if i in b))
+    pos = {i: k for k, i in enumerate(ids)}
+    net = np.zeros((2, len(groups), len(ids)))
+    head = np.zeros((2, len(groups), len(ids)))
+    for s, side in enumerate((first, second)):
+        for gi, g in enumerate(groups):
+            for a, b in side[g]:
+                for i in a:
+                    if i in b:
+                        net[s, gi, pos[str(i)]] += float(b[i]) - float(a[i])
+                        head[s, gi, pos[str(i)]] += 1.0 - float(a[i])
+    idx = cluster_draws(len(ids), resamples, seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gains = net[:, :, idx].sum(-1) / head[:, :, idx].sum(-1)  # [side, group, resample]
+        point = net.sum(-1) / head.sum(-1)  # [side, group]
+    sides = [_interval(float(point[s].mean()), gains[s].mean(0), len(ids)) for s in (0, 1)]
+    diff = _interval(float(point[0].mean() - point[1].mean()), gains[0].mean(0) - gains[1].mean(0), len(ids))
+    return {**diff, "first": sides[0], "second": sides[1], "n_groups": len(groups),
+            "per_group": {g: (float(point[0, gi]), float(point[1, gi])) for gi, g in enumerate(groups)}}
+
+
 def cohens_d(x: Sequence[float], y: Sequence[float]) -> float:
     """(mean(x) − mean(y)) / s_pooled with s_pooled² = ((n_x−1)s_x² + (n_y−1)s_y²) / (n_x+n_y−2)
     (sample variances, ddof=1). Needs two observations in one group at least."""
