@@ -102,6 +102,22 @@ def test_configurations_sharing_a_label_are_named_by_what_differs(tmp_path):
                                 "ablate_formats-lora (memorization.formats=desc2tok+mcts)"]
 
 
+def test_a_run_trained_here_and_one_restored_from_an_archive_are_one_configuration(tmp_path, monkeypatch):
+    """The archive writes the cache as $TOOLSENSE_CACHE; a seed trained here after a restore still
+    names the cache by its absolute path. They are seeds of one configuration, not two rows."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TOOLSENSE_CACHE", str(cache))
+    _run(tmp_path / "runs", "0_tg-lora", "tg", "lora", 0.4, 0.3, seed=0,
+         extra="catalog:\n  path: $TOOLSENSE_CACHE/catalogs/study_tools.jsonl\n")
+    _run(tmp_path / "runs", "2_tg-lora", "tg", "lora", 0.5, 0.3, seed=1,
+         extra=f"catalog:\n  path: {cache}/catalogs/study_tools.jsonl\n")
+    _run(tmp_path / "runs", "3_tg-lora", "tg", "lora", 0.6, 0.3, seed=2, extra="catalog:\n  path: /elsewhere/study_tools.jsonl\n")
+    comp = comparison(collect([tmp_path / "runs"]), ["Rc@1"])
+    assert comp["rows"][:2] == ["tg-lora (catalog.path=$TOOLSENSE_CACHE/catalogs/study_tools.jsonl)",
+                                "tg-lora (catalog.path=/elsewhere/study_tools.jsonl)"]  # another catalog stays apart
+    assert comp["cells"][comp["rows"][0]]["standard Rc@1"]["value"] == pytest.approx(0.45)  # seeds 0 and 1 pooled
+
+
 def test_conflicting_baselines_and_bad_files_are_named(tmp_path):
     a = _run(tmp_path / "a", "r", "tg", "lora", 0.4, 0.3)
     b = _run(tmp_path / "b", "r2", "tg_h", "lora", 0.4, 0.3)

@@ -17,6 +17,7 @@ import yaml
 from toolsense.data.prompts import probe_answers
 from toolsense.evaluation.probe_stats import DEBIASED, debiased_correct
 from toolsense.utils.io import DataError
+from toolsense.utils.paths import portable_text
 
 NOT_CONFIGURATION = ("output_dir", "evaluate", "logger", "launcher")
 """Top-level config.yaml sections that say where/how a run was logged, not what was trained."""
@@ -59,6 +60,8 @@ def run_info(run: str) -> RunInfo:
     label = "-".join(str(x) for x in (cfg.get("experiment"), tuning) if x) or Path(run).name
     flat = {k: v for k, v in _flatten({k: v for k, v in cfg.items() if k not in NOT_CONFIGURATION}).items()
             if tuple(k.split(".")) not in SEED_KEYS}
+    # paths as the archive writes them: a run trained here and one restored from an archive are one configuration
+    flat = json.loads(portable_text(json.dumps(flat, sort_keys=True, default=str)))
     builder = (cfg.get("index") or {}).get("builder")
     scheme = None if builder is None else ("flat" if builder == "flat" else "hierarchical")
     return RunInfo(label, json.dumps(flat, sort_keys=True, default=str), scheme, flat)

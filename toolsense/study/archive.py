@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from toolsense.study.config import StudyConfig
-from toolsense.utils.paths import cache_root
+from toolsense.utils.paths import portable_text
 
 log = logging.getLogger(__name__)
 
@@ -86,16 +86,6 @@ def _reported(root: Path, parts: tuple[str, ...]) -> bool:
     if run is not None and (run / "config.yaml").is_file():
         return (run / "done.json").is_file() or (run / "eval" / "results.json").is_file()
     return True
-
-
-def portable_text(text: str) -> str:
-    """``text`` without this machine's absolute paths: the checkout's become repo-relative, the
-    cache's ``$TOOLSENSE_CACHE``, the home folder's ``~`` (an archive is committed and read elsewhere)."""
-    for prefix, repl in ((str(cache_root()), "$TOOLSENSE_CACHE"), (str(Path.cwd()) + "/", ""),
-                         (str(Path(__file__).resolve().parents[2]) + "/", ""), (str(Path.home()) + "/", "~/")):
-        if len(prefix) > 2:
-            text = text.replace(prefix, repl)
-    return text
 
 
 def archive_results(root: str | Path, archive: str | Path) -> int:

@@ -21,7 +21,7 @@ RULES = {
        "Stage 1 missed that Stage 2 recovered, net of those it lost (Σ(Stage 2 − Stage 1) / Σ(1 − Stage 1) in Rc@k over a "
        "configuration's queries and seeds, the same runs' Stage-1 and Stage-2 evaluations), averaged over configurations, "
        "clustered by query; revised on 2026-12-03 from the difference of the gains in pp, which a ceiling bounds (a side "
-       "that Stage 1 alone takes near 100% can gain only its headroom), before the study's seed-1 runs were evaluated; the "
+       "that Stage 1 alone takes near 100% can gain only its headroom), before study=tools' TG seed-1 run was evaluated; the "
        "difference in pp is shown beside it",
     2: "both parts by the sign rule: the collapse (standard − realistic Rc@k over configurations, clustered by query) "
        "and dense − best parametric run on realistic Rc@k (paired per query); the collapse's verdict where it is not yes",
@@ -65,32 +65,36 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     std, real = (paired_diff(pairs[b], s.resamples) for b in benches)
     diff = contrast(pairs["standard"], pairs["realistic"], s.resamples)
     norm = normalized_gain_contrast(per_row["standard"], per_row["realistic"], s.resamples)
-    runs = _per_run_gains(g, rows, k, s.resamples)
+    unit, runs = _per_run_gains(g, rows, k, s.resamples)
     f.ours = (f"Stage-2 gain as the share of Stage 1's misses recovered (net): standard {pct(norm and norm['first'])}, "
               f"realistic {pct(norm and norm['second'])}, difference {pct(norm, True)} (mean over {len(rows)} "
-              f"configurations; per run, standard − realistic: {runs or '—'}); in pp: standard {pct(std, True)}, realistic "
-              f"{pct(real, True)}, difference {pct(diff, True)} (standard Rc@{k} after Stage 2 "
-              f"{_range(_vals(g, rows, f'standard Rc@{k}'))}; paired per query, clustered by query)")
+              f"configurations; per {unit}: {runs or '—'}); in pp: standard {pct(std, True)}, realistic {pct(real, True)}, "
+              f"difference {pct(diff, True)} (standard Rc@{k} after Stage 2 {_range(_vals(g, rows, f'standard Rc@{k}'))}; "
+              "paired per query, clustered by query)")
     f.verdict = verdict(norm)
     f.details = {"lift_standard": std, "lift_realistic": real, "lift_difference": diff, "normalized_gain": norm,
-                 "per_run": runs, "absolute_rule_verdict": verdict(diff), "rule": RULES[1],
+                 f"per_{unit}": runs, "absolute_rule_verdict": verdict(diff), "rule": RULES[1],
                  "per_configuration": {r: {b: (g.cell(r, f"{b} Rc@{k}") or {}).get("value") for b in benches} for r in rows}}
     return f
 
 
-def _per_run_gains(g: Sweep, rows: list[str], k: int, resamples: int) -> str:
-    """Each run's normalized-gain difference (standard − realistic) with its interval, as ``row sN +x.x pp [lo, hi]``."""
-    out = []
+def _per_run_gains(g: Sweep, rows: list[str], k: int, resamples: int, most: int = 4) -> tuple[str, str]:
+    """("run", each run's normalized-gain difference (standard − realistic) with its interval, as
+    ``row sN +x.x pp [lo, hi]``), or with more than ``most`` runs ("configuration", each
+    configuration's, seeds pooled)."""
+    out, per_row = [], {}
     for r in rows:
         src = {b: (g.sources(f"{r}:stage1", f"{b} Rc@{k}"), g.sources(r, f"{b} Rc@{k}")) for b in ("standard", "realistic")}
         for seed in sorted(set.intersection(*(set(a) & set(b) for a, b in src.values()))):
             side = {b: [(item_values(a[seed], f"Rc@{k}"), item_values(c[seed], f"Rc@{k}"))] for b, (a, c) in src.items()}
             if any(x is None for ps in side.values() for p in ps for x in p):
                 continue
-            est = normalized_gain_contrast({r: side["standard"]}, {r: side["realistic"]}, resamples)
-            if est:
-                out.append(f"{r} s{seed} {pct(est, True)}")
-    return ", ".join(out)
+            out.append((f"{r} s{seed}", side))
+            for b in side:
+                per_row.setdefault(r, {}).setdefault(b, []).extend(side[b])
+    units = out if len(out) <= most else list(per_row.items())
+    ests = [(name, normalized_gain_contrast({name: side["standard"]}, {name: side["realistic"]}, resamples)) for name, side in units]
+    return "run" if units is out else "configuration", ", ".join(f"{name} {pct(est, True)}" for name, est in ests if est)
 
 
 def _against(g: Sweep, rows: list[str], col: str, metric: str, other: dict[str, float]) -> list[tuple[dict, dict]]:

@@ -15,7 +15,7 @@ import yaml
 from toolsense.comparison.compare import comparison_table
 from toolsense.evaluation.outputs import write_json
 from toolsense.reporting.tables import comparison_cell, markdown_table
-from toolsense.study.archive import portable_text
+from toolsense.utils.paths import portable_text
 from toolsense.study.findings import FINDINGS, RULES
 from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep

@@ -11,6 +11,16 @@ def cache_root() -> Path:
     return Path(os.environ.get("TOOLSENSE_CACHE") or Path.home() / ".cache" / "toolsense")
 
 
+def portable_text(text: str) -> str:
+    """``text`` without this machine's absolute paths: the checkout's become repo-relative, the
+    cache's ``$TOOLSENSE_CACHE``, the home folder's ``~`` (an archive is committed and read elsewhere)."""
+    for prefix, repl in ((str(cache_root()), "$TOOLSENSE_CACHE"), (str(Path.cwd()) + "/", ""),
+                         (str(Path(__file__).resolve().parents[2]) + "/", ""), (str(Path.home()) + "/", "~/")):
+        if len(prefix) > 2:
+            text = text.replace(prefix, repl)
+    return text
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary sibling and a rename: readers (and other
     processes building the same file) see the old file or the whole new one, never a torn one."""
