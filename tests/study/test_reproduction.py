@@ -276,6 +276,23 @@ def test_study_config_checks_and_sweep_command_order(tmp_path):
     assert cmd[1:] == [str(ROOT / "train.py"), "-m", "catalog=demo", "experiment=tg,tg_h", f"hydra.sweep.dir={tmp_path / 'grid'}"]
 
 
+def test_a_sweep_can_run_with_fewer_workers_than_the_study(tmp_path, monkeypatch):
+    """sweep_workers caps one sweep (two full fine-tunings side by side would not fit in memory);
+    the others use ``workers``, untrained evaluations one."""
+    import toolsense.study.sweeps as sweeps_mod
+
+    with pytest.raises(ValueError, match="sweep_workers"):
+        StudyConfig(sweeps={"grid": ["experiment=tg"]}, sweep_workers={"nope": 1})
+    with pytest.raises(ValueError, match="sweep_workers"):
+        StudyConfig(sweeps={"grid": ["experiment=tg"]}, sweep_workers={"grid": 0})
+    seen = {}
+    monkeypatch.setattr(sweeps_mod, "run_workers", lambda cmd, workers, out, on_poll=None: seen.setdefault(out.name, workers) and 0)
+    cfg = StudyConfig(root=str(tmp_path), workers=2, sweep_workers={"probe_model": 1},
+                      sweeps={"grid": ["experiment=tg"], "probe_model": ["tuning=lora,full"]}, evaluations={"ceiling": ["model=x"]})
+    sweeps_mod.run_sweeps(cfg)
+    assert seen == {"grid": 2, "probe_model": 1, "ceiling": 1}
+
+
 def test_stage_overrides_must_name_an_evaluated_stage():
     from toolsense.training.config import EvaluateAfterConfig
 

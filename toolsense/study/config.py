@@ -50,6 +50,9 @@ class StudyConfig:
     workers: int = 1
     """Processes per sweep, each training the runs no other holds: one per core with
     OMP_NUM_THREADS=1 (2 on 2 cores). Worker i > 0 logs to ``<root>/<sweep>.worker<i>.log``."""
+    sweep_workers: dict[str, int] = field(default_factory=dict)
+    """Sweep name -> its own ``workers`` (fewer where runs side by side would not fit in memory, e.g.
+    two full fine-tunings of a 0.5B model on 24 GiB); the others use ``workers``."""
     train: bool = True
     """false = build the report from what is under ``root`` without training anything (where
     ``root`` does not exist, from ``archive`` unpacked into root's parent: a fresh clone rebuilds
@@ -91,6 +94,9 @@ class StudyConfig:
             raise ValueError(f"evaluations: {both} are also sweep names (each writes <root>/<name>)")
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
+        bad = {k: v for k, v in self.sweep_workers.items() if k not in self.sweeps or v < 1}
+        if bad:
+            raise ValueError(f"sweep_workers: {bad} name no sweep of this study or ask for < 1 worker (sweeps: {list(self.sweeps)})")
         if self.k < 1:
             raise ValueError(f"k must be >= 1, got {self.k}")
         if not 0 < self.margin < 1:

@@ -57,7 +57,7 @@ def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
         invocation = f"{os.getpid()}-{t0:.0f}"
         timings.append({"sweep": name, "event": "start", "invocation": invocation,
                         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")})  # a start with no end: it was interrupted
-        workers = 1 if name in cfg.evaluations else cfg.workers
+        workers = 1 if name in cfg.evaluations else cfg.sweep_workers.get(name, cfg.workers)
         returncode = run_workers(cmd, workers, root / name, on_poll=progress)
         row = {"sweep": name, "seconds": round(time.time() - t0, 1), "returncode": returncode, "workers": workers,
                "invocation": invocation, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
