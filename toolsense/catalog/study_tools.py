@@ -173,8 +173,9 @@ def build_study_tools_catalog(data_dir: str | Path, out: str | Path, n_tools: Op
 def build_study_probe_tools_catalog(data_dir: str | Path, out: str | Path) -> dict[str, Any]:
     """``catalog=study_probe_tools``: the tools of the released MCQ / QA dev probes alone (232), for
     the probe model's runs (findings 4, 5): a Qwen-0.5B TG-3FM run on 1,000 tools costs ~8 h on
-    2 cores, on these ~3.8 h (projected: longer than a session, hence ``study_probe_tools_120``). Its ``.rrb.jsonl`` holds only the RRB items whose gold tools are all
-    probe tools; the probe runs are not scored on retrieval."""
+    2 cores, on these ~3.8 h (projected: longer than a session, hence ``study_probe_tools_120``).
+    Its ``.rrb.jsonl`` holds only the RRB items whose gold tools are all probe tools; the probe runs
+    are not scored on retrieval."""
     return build_study_tools_catalog(data_dir, out, n_tools=None, name="study_probe_tools")
 
 

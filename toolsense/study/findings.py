@@ -65,7 +65,7 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     std, real = (paired_diff(pairs[b], s.resamples) for b in benches)
     diff = contrast(pairs["standard"], pairs["realistic"], s.resamples)
     norm = normalized_gain_contrast(per_row["standard"], per_row["realistic"], s.resamples)
-    unit, runs = _per_run_gains(g, rows, k, s.resamples)
+    unit, runs = _per_run_gains(g, rows, per_row, k, s.resamples)
     f.ours = (f"Stage-2 gain as the share of Stage 1's misses recovered (net): standard {pct(norm and norm['first'])}, "
               f"realistic {pct(norm and norm['second'])}, difference {pct(norm, True)} (mean over {len(rows)} "
               f"configurations; per {unit}: {runs or '—'}); in pp: standard {pct(std, True)}, realistic {pct(real, True)}, "
@@ -78,23 +78,21 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     return f
 
 
-def _per_run_gains(g: Sweep, rows: list[str], k: int, resamples: int, most: int = 4) -> tuple[str, str]:
+def _per_run_gains(g: Sweep, rows: list[str], per_row: dict[str, dict[str, list]], k: int, resamples: int,
+                   most: int = 4) -> tuple[str, str]:
     """("run", each run's normalized-gain difference (standard − realistic) with its interval, as
     ``row sN +x.x pp [lo, hi]``), or with more than ``most`` runs ("configuration", each
-    configuration's, seeds pooled)."""
-    out, per_row = [], {}
+    configuration's from ``per_row`` (bench -> row -> its seeds' pairs), seeds pooled)."""
+    runs = []
     for r in rows:
-        src = {b: (g.sources(f"{r}:stage1", f"{b} Rc@{k}"), g.sources(r, f"{b} Rc@{k}")) for b in ("standard", "realistic")}
+        src = {b: (g.sources(f"{r}:stage1", f"{b} Rc@{k}"), g.sources(r, f"{b} Rc@{k}")) for b in per_row}
         for seed in sorted(set.intersection(*(set(a) & set(b) for a, b in src.values()))):
             side = {b: [(item_values(a[seed], f"Rc@{k}"), item_values(c[seed], f"Rc@{k}"))] for b, (a, c) in src.items()}
-            if any(x is None for ps in side.values() for p in ps for x in p):
-                continue
-            out.append((f"{r} s{seed}", side))
-            for b in side:
-                per_row.setdefault(r, {}).setdefault(b, []).extend(side[b])
-    units = out if len(out) <= most else list(per_row.items())
+            if all(x is not None for ps in side.values() for p in ps for x in p):
+                runs.append((f"{r} s{seed}", side))
+    unit, units = ("run", runs) if len(runs) <= most else ("configuration", [(r, {b: per_row[b][r] for b in per_row}) for r in rows])
     ests = [(name, normalized_gain_contrast({name: side["standard"]}, {name: side["realistic"]}, resamples)) for name, side in units]
-    return "run" if units is out else "configuration", ", ".join(f"{name} {pct(est, True)}" for name, est in ests if est)
+    return unit, ", ".join(f"{name} {pct(est, True)}" for name, est in ests if est)
 
 
 def _against(g: Sweep, rows: list[str], col: str, metric: str, other: dict[str, float]) -> list[tuple[dict, dict]]:
