@@ -1,6 +1,8 @@
 """stage2=verbose: template-written ToolBench-style queries from any catalog, held-out wordings disjoint."""
 
+import dataclasses
 import json
+import random
 import re
 from pathlib import Path
 
@@ -10,7 +12,8 @@ from omegaconf import OmegaConf
 from toolsense.catalog import Tool
 from toolsense.catalog.tool import Parameter, fold_text
 from toolsense.data.sources import QUERY_SOURCES, QuerySource, source_files
-from toolsense.data.verbose import (PARAM_PHRASES, PER_TOOL, SPLITS, TEMPLATES, clause, default_output, ensure_written,
+from toolsense.data.naming import TOOLBENCH_G1
+from toolsense.data.verbose import (KEEP, _DANGLING, _cut, PARAM_PHRASES, PER_TOOL, SPLITS, TEMPLATES, clause, default_output, ensure_written,
                                     generate, load_verbose, main, tool_queries)
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -32,11 +35,23 @@ def test_a_tools_queries_use_its_documentation_and_distinct_templates():
                           parameters=(Parameter("city", required=True), Parameter("days")))
     train = tool_queries(tool, "train", seed=0)
     assert len(train) == 2 and len(set(train)) == 2
-    for q in train + tool_queries(tool, "test"):
-        assert "Forecast" in q and "Weather" in q and "return the 7-day forecast for a city" in q
-        assert "city and days" in q
+    always = dataclasses.replace(TOOLBENCH_G1, both=1.0, api_only=0.0, service_only=0.0, neither=0.0, params=1.0)
+    for q in tool_queries(tool, "train", rates=always) + tool_queries(tool, "test", rates=always):
+        assert "Forecast" in q and "Weather" in q and "return the 7-day" in q and "city and days" in q
+    never = dataclasses.replace(always, both=0.0, neither=1.0, params=0.0)
+    for q in tool_queries(tool, "dev", rates=never) + tool_queries(tool, "test", rates=never):
+        assert "Forecast" not in q and "Weather" not in q and "city" not in q.split(".")[-1] and "return the 7-day" in q
     bare = Tool.from_name("X&&y")  # no text at all: the API name is the task
     assert all("use y" in q for q in tool_queries(bare, "dev"))
+
+
+def test_the_description_is_cut_to_a_part_with_no_dangling_function_word():
+    rng = random.Random(0)
+    desc = "return the list of every public holiday for a country and a year"
+    for _ in range(200):
+        cut = _cut(desc, rng).split()
+        lo, hi = KEEP
+        assert desc.startswith(" ".join(cut)) and 2 <= len(cut) <= round(hi * 13) and cut[-1] not in _DANGLING
 
 
 def test_template_sets_are_disjoint():
@@ -79,12 +94,12 @@ def test_stage2_source_and_heldout_benchmark_read_one_cached_file(tmp_path, monk
     src = QuerySource(kind="verbose", path=str(cat), split="train")
     train = QUERY_SOURCES.get("verbose")(src)
     out = default_output(cat)
-    assert out == tmp_path / "verbose/cat.jsonl" and source_files(src) == [str(out)]
+    assert out == tmp_path / "verbose/cat.v2.jsonl" and source_files(src) == [str(out)]
     assert len(train) == 20 and all(q.split == "train" for q in train)
     assert out.read_bytes() == ensure_written(cat, tmp_path / "again.jsonl").read_bytes()
     test = load_verbose(cat, "test")
     assert len(test) == 10 and not {q.text for q in test} & {q.text for q in train}
-    assert default_output(cat, seed=2).name == "cat.seed2.jsonl"
+    assert default_output(cat, seed=2).name == "cat.v2.seed2.jsonl"
     with pytest.raises(ValueError, match=r"stage2\.sources\.split='val'"):
         load_verbose(cat, "val")
     with pytest.raises(FileNotFoundError, match=r"catalog file .*missing\.jsonl.*\$\{catalog\.path\}"):

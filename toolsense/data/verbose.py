@@ -1,11 +1,17 @@
 """Verbose, ToolBench-style queries written from any catalog's documentation (``stage2=verbose``).
 
 ToolBench's training and test queries were written by an LLM from the API documentation, so they
-repeat the API's name, its service and the words of its description: the paper's point is that
-such queries let a retriever match surface words. This generator writes queries of that style
-without an LLM: templates over a tool's service, API name, first description sentence and
-parameter names, filled deterministically (``random.Random(f"{seed}:{split}:{tool name}")``, so a
-tool's queries do not change when other tools are added).
+reuse the words of its description and sometimes name the API or its service: the paper's point
+is that such queries let a retriever match surface words. This generator writes queries of that
+style without an LLM: templates over the API description's first sentence (cut to a part of it),
+a reference to the tool and sometimes its parameter names, filled deterministically
+(``random.Random(f"{seed}:{split}:{tool name}")``, so a tool's queries do not change when other
+tools are added).
+
+How often a query names the API, the service, both or neither, names a parameter, and how much of
+the description it reuses are drawn at the rates measured on ToolBench's G1 test queries
+(data/naming.py: API 19.0%, service 12.5% of (query, gold API) pairs; description words ~50%), in
+every split alike. (Version 1 named both in every query; BM25 then scored 100%.)
 
 Three disjoint template sets (no template, opener or parameter phrase shared):
 
@@ -18,7 +24,7 @@ Three disjoint template sets (no template, opener or parameter phrase shared):
 Held-out queries are therefore the same style on other wordings, never a training text (a
 held-out text that folds to a training text is dropped; none does with these templates). The
 whole set is one JSONL file ``{query_id, query, tools, style, split}`` (our query format), cached
-at ``$TOOLSENSE_CACHE/verbose/<catalog stem>.jsonl`` and written on first use; training reads its
+at ``$TOOLSENSE_CACHE/verbose/<catalog stem>.v2.jsonl`` and written on first use; training reads its
 ``train`` split and benchmarks read ``dev`` / ``test`` from the same bytes.
 
     python -m toolsense.data.verbose <catalog.jsonl> [--out FILE] [--seed 0] [--force]
@@ -36,40 +42,55 @@ from typing import Callable, Iterable, Optional
 
 from toolsense.catalog import Query, Tool, load_catalog, load_demo_catalog, load_query_jsonl
 from toolsense.catalog.tool import fold_text
+from toolsense.data.naming import TOOLBENCH_G1, NamingRates
 from toolsense.utils.paths import atomic_write_text, cache_root
 
 SPLITS = ("train", "dev", "test")
 PER_TOOL = {"train": 2, "dev": 1, "test": 1}
 SEED = 0
+VERSION = ".v2"
+"""Version 2 names the answer at ToolBench's rates (version 1, unversioned files, named it always)."""
 MAX_WORDS = 24
 """Descriptions are cut to their first sentence and at most this many words."""
 
 TEMPLATES: dict[str, tuple[str, ...]] = {
     "train": (
-        "I'm working on a project and need to {desc}. Could you call the {api} API of {service} for me{params}?",
-        "Please use {service}'s {api} endpoint to {desc}{params}.",
-        "My team wants to {desc}. Which {service} API does that? Run {api}{params}.",
-        "Can you help me {desc}? I heard {service} ({sdesc}) has an API called {api}{params}.",
-        "I need the {api} function from {service} so that I can {desc}{params}. Thanks!",
-        "For my app I have to {desc}. Please fetch it via {service} {api}{params}.",
+        "I'm working on a project and need to {desc}. Could you call {ref} for me{params}?",
+        "Please use {ref} to {desc}{params}.",
+        "My team wants to {desc}. Run {ref}{params}.",
+        "Can you help me {desc}? I heard {ref} can do it{params}.",
+        "I need {ref} so that I can {desc}{params}. Thanks!",
+        "For my app I have to {desc}. Please fetch it via {ref}{params}.",
     ),
     "dev": (
-        "Hey, could you {desc} using {api} on {service}{params}?",
-        "I'd like to {desc}. The {service} service ({sdesc}) should handle it with {api}{params}.",
-        "Is there a way to {desc}? Try the {api} call of {service}{params}.",
+        "Hey, could you {desc} using {ref}{params}?",
+        "I'd like to {desc}. {Ref} should handle it{params}.",
+        "Is there a way to {desc}? Try {ref}{params}.",
     ),
     "test": (
-        "We are building something and must {desc}; get this done through {service}'s {api}{params}.",
-        "Find me the API that can {desc}, something like {api} from {service}{params}.",
-        "Help me {desc}. I want to rely on {service} and its {api} operation{params}.",
-        "Our goal is to {desc}. Please invoke {api} ({service}, {sdesc}){params}.",
+        "We are building something and must {desc}; get this done through {ref}{params}.",
+        "Find me what can {desc}, something like {ref}{params}.",
+        "Help me {desc}. I want to rely on {ref}{params}.",
+        "Our goal is to {desc}. Please invoke {ref}{params}.",
     ),
 }
+REFS: dict[str, tuple[str, ...]] = {
+    "both": ("the {api} API of {service}", "{service}'s {api} endpoint", "{api} from {service}"),
+    "api_only": ("the {api} API", "the {api} endpoint", "{api}"),
+    "service_only": ("{service}", "the {service} service", "an API of {service}"),
+    "neither": ("a suitable API", "the right tool", "an API that does this"),
+}
+"""How a query refers to its tool, by naming case (drawn at ``naming.TOOLBENCH_G1``'s rates)."""
 PARAM_PHRASES: dict[str, tuple[str, ...]] = {
     "train": (" with the {names} parameters", " and set {names}"),
     "dev": (", passing {names}",),
     "test": (", giving it {names}", " (inputs: {names})"),
 }
+KEEP = (0.4, 0.9)
+"""A description clause keeps a uniform share in this range of its words (at least 2), so that a query
+reuses about half of the description's content words, as ToolBench's do (``naming.TOOLBENCH_G1.desc_overlap``)."""
+_DANGLING = frozenset("a an the of to for and or in on with by from as at into via its their your this that which "
+                      "who whose".split())
 _THIRD_PERSON = {"returns": "return", "gets": "get", "provides": "provide", "lists": "list", "fetches": "fetch",
                  "retrieves": "retrieve", "generates": "generate", "creates": "create", "converts": "convert",
                  "searches": "search", "sends": "send", "checks": "check", "gives": "give", "shows": "show",
@@ -92,23 +113,45 @@ def clause(text: str) -> str:
     return " ".join(words)
 
 
-def _fields(tool: Tool, rng: random.Random, split: str) -> dict[str, str]:
+def _cut(desc: str, rng: random.Random) -> str:
+    """The first :data:`KEEP` share of ``desc``'s words, no function word left dangling at the end."""
+    words = desc.split()
+    n = max(2, round(len(words) * rng.uniform(*KEEP)))
+    words = words[:n]
+    while len(words) > 2 and words[-1].lower() in _DANGLING:
+        words.pop()
+    return " ".join(words).rstrip(",;:(")
+
+
+def naming_case(rng: random.Random, rates: NamingRates) -> str:
+    """``both`` / ``api_only`` / ``service_only`` / ``neither``, drawn at ``rates``."""
+    u = rng.random()
+    for case in ("both", "api_only", "service_only"):
+        u -= getattr(rates, case)
+        if u < 0:
+            return case
+    return "neither"
+
+
+def _fields(tool: Tool, rng: random.Random, split: str, rates: NamingRates) -> dict[str, str]:
     api = tool.api_title or tool.api
     desc = clause(tool.api_description) or clause(tool.tool_description) or f"use {api}"
-    sdesc = clause(tool.tool_description) or (tool.category or "an API service")
+    service = tool.tool_title or tool.service
+    ref = rng.choice(REFS[naming_case(rng, rates)]).format(api=api, service=service)
     names = [p.name for p in tool.parameters][:3]
     params = ""
-    if names:
+    if names and rng.random() < rates.params:
         joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         params = rng.choice(PARAM_PHRASES[split]).format(names=joined)
-    return {"service": tool.tool_title or tool.service, "api": api, "desc": desc, "sdesc": sdesc, "params": params}
+    return {"ref": ref, "Ref": ref[:1].upper() + ref[1:], "desc": _cut(desc, rng), "params": params}
 
 
-def tool_queries(tool: Tool, split: str, seed: int = SEED) -> list[str]:
-    """``PER_TOOL[split]`` queries for ``tool`` from distinct templates of ``split``."""
+def tool_queries(tool: Tool, split: str, seed: int = SEED, rates: NamingRates = TOOLBENCH_G1) -> list[str]:
+    """``PER_TOOL[split]`` queries for ``tool`` from distinct templates of ``split``, each naming the
+    API and the service at ``rates`` (independently per query)."""
     rng = random.Random(f"{seed}:{split}:{tool.name}")
     templates = rng.sample(TEMPLATES[split], PER_TOOL[split])
-    return [" ".join(t.format(**_fields(tool, rng, split)).split()) for t in templates]
+    return [" ".join(t.format(**_fields(tool, rng, split, rates)).split()) for t in templates]
 
 
 def generate(tools: Iterable[Tool], seed: int = SEED) -> list[Query]:
@@ -134,11 +177,12 @@ def to_jsonl(queries: Iterable[Query]) -> str:
                                "split": q.split}, ensure_ascii=False) + "\n" for q in queries)
 
 
-def query_file(kind: str, catalog_path: Optional[str | Path], seed: int = SEED) -> Path:
-    """``$TOOLSENSE_CACHE/<kind>/<catalog stem>.jsonl`` (``demo`` for the demo catalog;
-    ``<stem>.seed<N>.jsonl`` for a seed other than :data:`SEED`): where a template generator's
-    queries (``verbose`` here, ``realistic`` in realistic.py) are cached."""
-    stem = "demo" if catalog_path is None else Path(catalog_path).name.split(".")[0]
+def query_file(kind: str, catalog_path: Optional[str | Path], seed: int = SEED, version: str = "") -> Path:
+    """``$TOOLSENSE_CACHE/<kind>/<catalog stem><version>.jsonl`` (``demo`` for the demo catalog;
+    ``<stem><version>.seed<N>.jsonl`` for a seed other than :data:`SEED`): where a template
+    generator's queries (``verbose`` here, ``realistic`` in realistic.py) are cached. A generator
+    whose output changes gets a new ``version``, so a cached file of the old one is never read as it."""
+    stem = ("demo" if catalog_path is None else Path(catalog_path).name.split(".")[0]) + version
     return cache_root() / kind / (f"{stem}.jsonl" if seed == SEED else f"{stem}.seed{seed}.jsonl")
 
 
@@ -147,7 +191,7 @@ def write_query_file(kind: str, make: Callable[[Iterable[Tool], int], list[Query
     """The ``kind`` query file of ``catalog_path`` (None = the demo catalog), ``make(tools, seed)``
     written atomically if missing (or ``force``); a missing catalog file is an error naming it and
     the field that gave it."""
-    out = Path(out) if out else query_file(kind, catalog_path, seed)
+    out = Path(out) if out else query_file(kind, catalog_path, seed, VERSION if kind == "verbose" else "")
     if out.is_file() and not force:
         return out
     if catalog_path is not None and not Path(catalog_path).is_file():
@@ -159,7 +203,7 @@ def write_query_file(kind: str, make: Callable[[Iterable[Tool], int], list[Query
 
 
 def default_output(catalog_path: Optional[str | Path], seed: int = SEED) -> Path:
-    return query_file("verbose", catalog_path, seed)
+    return query_file("verbose", catalog_path, seed, VERSION)
 
 
 def ensure_written(catalog_path: Optional[str | Path], out: Optional[str | Path] = None, seed: int = SEED,
@@ -177,7 +221,7 @@ def load_verbose(catalog_path: Optional[str | Path], split: Optional[str]) -> li
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m toolsense.data.verbose", description=__doc__.splitlines()[0])
     ap.add_argument("catalog", help="catalog file (ToolSense JSONL, ...); 'demo' for the demo catalog")
-    ap.add_argument("--out", default=None, help="output JSONL (default: $TOOLSENSE_CACHE/verbose/<catalog stem>.jsonl)")
+    ap.add_argument("--out", default=None, help="output JSONL (default: $TOOLSENSE_CACHE/verbose/<catalog stem>.v2.jsonl)")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--force", action="store_true", help="rewrite even if the output exists")
     args = ap.parse_args(argv)
