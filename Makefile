@@ -6,7 +6,7 @@ TORCH  ?= torch==2.13.0
 PIP    := $(PY) -m pip install --disable-pip-version-check -q
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: setup setup-local setup-probe setup-browser demo beyond audit-demo reproduce reproduce-tools test test-slow bench clean
+.PHONY: setup setup-local setup-probe setup-browser demo beyond audit-demo reproduce reproduce-tools reproduce-replication test test-slow bench clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -71,6 +71,12 @@ reproduce: setup setup-probe
 # are archived into docs/reproduction_tools_results.tar.xz as they finish (commit it) and restored from it on a rerun.
 reproduce-tools: setup setup-probe
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} nice -n 19 $(PY) reproduce.py study=tools $(STUDY_ARGS)
+
+# The replication of the real-tools study (issue 34, docs/study.md): study=tools under a plan registered before its data
+# (conf/study/replication.yaml: analysis), >= 3 seeds per arm, standard queries named at ToolBench's rates; resumable
+# across sessions through docs/replication_results.tar.xz (commit it as runs finish).
+reproduce-replication: setup
+	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} nice -n 19 $(PY) reproduce.py study=replication $(STUDY_ARGS)
 
 # Tool-trace audit demo: planted-shortcut traces, PT2D, dilution sweeps, LoRA + redaction.
 audit-demo: setup

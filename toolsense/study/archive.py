@@ -71,7 +71,7 @@ def restore_archive(cfg: StudyConfig) -> int:
 
 
 REPORT_FILES = ("results.json", "samples.jsonl", "samples.fingerprint.json", "drift.json", "config.yaml", "index.json",
-                "metrics.jsonl", "timings.jsonl", "done.json")
+                "metrics.jsonl", "timings.jsonl", "done.json", "registration.json")
 """The files a report is rebuilt from (under a run: its evaluation, config and index; never weights)."""
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import glob
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Literal, Optional
+
+Scale = Literal["pp", "normalized", "log_odds", "drift_absolute", "drift_base_normalized", "balanced"]
 
 
 @dataclass
@@ -16,6 +18,53 @@ class StudyInput:
     """File or glob; null = not given (a study that trains refuses to start, naming this field)."""
     about: str = ""
     """What the file is and where it comes from (shown when it is missing)."""
+
+
+@dataclass
+class FindingRule:
+    """How one finding is decided, fixed before the data (the study's ``analysis.findings.<n>``)."""
+
+    metric: str = "Rc"
+    """Rc | Rf | IS | accuracy | drift: the measure the verdict reads."""
+    k: int = 5
+    """Its cut-off (retrieval metrics)."""
+    scale: Scale = "pp"
+    """The scale of the contrast: pp (percentage points), normalized (share of the misses recovered),
+    log_odds, drift_absolute / drift_base_normalized (finding 6), balanced (position-balanced probes)."""
+    margin: float = 0.05
+    """Equivalence margin on that scale (a proportion: 0.05 = 5 pp): "no effect" needs the interval inside ±margin."""
+    arms: list[str] = field(default_factory=list)
+    """The configurations (row labels, e.g. ``tg-lora``) whose results enter this finding; empty = the finding's default."""
+
+
+@dataclass
+class AnalysisPlan:
+    """A study's pre-registered analysis plan: recorded with its hash and commit before the first
+    result (study/registration.py); the report prints it and flags rules changed afterwards."""
+
+    min_seeds: int = 3
+    """An arm with fewer seeds carries no verdict (the finding says which arm and how many it has)."""
+    retrieval_floor: float = 0.10
+    """A configuration whose constrained Rc@k is below this does not retrieve: reported, not averaged in."""
+    sensitivity_ks: list[int] = field(default_factory=lambda: [1, 5, 10, 50])
+    """Each finding's verdict is also shown at these k; one that flips says "depends on k"."""
+    sensitivity_scales: list[Scale] = field(default_factory=lambda: ["pp", "normalized", "log_odds"])
+    """... and on these scales (drift: absolute and base-normalized)."""
+    interval: str = "two-level bootstrap: seeds within a configuration, items clustered within seeds"
+    """How every interval of a verdict is computed (comparison/stats.py)."""
+    findings: dict[int, FindingRule] = field(default_factory=dict)
+    """Finding number -> its rule; a finding not listed is reported without a registered verdict."""
+
+    def __post_init__(self) -> None:
+        if self.min_seeds < 1:
+            raise ValueError(f"analysis.min_seeds must be >= 1, got {self.min_seeds}")
+        if not 0 <= self.retrieval_floor < 1:
+            raise ValueError(f"analysis.retrieval_floor must lie in [0, 1) (a proportion), got {self.retrieval_floor}")
+        if not self.sensitivity_ks or any(k < 1 for k in self.sensitivity_ks):
+            raise ValueError(f"analysis.sensitivity_ks must be cut-offs >= 1, got {self.sensitivity_ks}")
+        for n, rule in self.findings.items():
+            if rule.k < 1 or not 0 <= rule.margin < 1:
+                raise ValueError(f"analysis.findings.{n}: k must be >= 1 and margin in [0, 1), got k={rule.k}, margin={rule.margin}")
 
 
 @dataclass
@@ -80,6 +129,9 @@ class StudyConfig:
     """Finding number -> a measured pilot showing it cannot be tested at this budget (its number and
     where it is written up). Where the study's own runs leave that finding undecided (n/a or
     untestable), the report says **untestable** and quotes the pilot; a decided verdict is kept."""
+    analysis: AnalysisPlan = field(default_factory=AnalysisPlan)
+    """The pre-registered analysis plan (rules of every verdict): hashed and recorded with the commit
+    in ``<root>/registration.json`` (and the archive) before the first sweep runs."""
     notes: dict[int, str] = field(default_factory=dict)
     """Finding number -> the likeliest reason ours disagrees with the paper, written by whoever read
     the results (the numbers and verdicts are computed; the reasons are a person's judgement)."""

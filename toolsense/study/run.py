@@ -25,6 +25,7 @@ from typing import Any
 from toolsense.reporting.html_report import write_html_report
 from toolsense.study.archive import archive_results, restore_archive, unpack_archive
 from toolsense.study.config import StudyConfig, check_input
+from toolsense.study.registration import changed_rules, register
 from toolsense.study.report import write_report
 from toolsense.study.sweeps import run_sweeps
 
@@ -35,6 +36,11 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
         for name, inp in cfg.inputs.items():  # before anything is written or submitted
             check_input(name, inp)
         restore_archive(cfg)
+        reg = register(cfg)
+        print(f"analysis plan {reg['sha256'][:12]} registered at commit {str(reg['commit'])[:12]} ({reg['at']}); "
+              f"{len(changed_rules(reg))} change(s) after results existed")
+        if cfg.archive:
+            archive_results(cfg.root, cfg.archive)  # the registration is in the archive before any result
         run_sweeps(cfg)
     unpacked = not cfg.train and unpack_archive(cfg)
     summary = write_report(cfg)
