@@ -12,6 +12,7 @@ from toolsense.catalog.queries import Query, load_demo_queries, load_query_jsonl
 from toolsense.catalog.tool import Tool, canonical_name, split_name
 from toolsense.catalog import toolbench  # noqa: E402,F401  (registers the ``toolbench`` catalog builder)
 from toolsense.catalog import study_tools  # noqa: E402,F401  (registers the ``study_tools`` catalog builder)
+from toolsense.catalog import study_toolbench  # noqa: E402,F401  (registers ``study_tools_tb``)
 from toolsense.utils.io import DataError
 
 __all__ = [
