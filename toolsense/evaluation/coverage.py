@@ -3,8 +3,11 @@
 A trained model can only be expected to retrieve a tool that its retrieval fine-tuning showed
 it; a benchmark whose gold tools Stage 2 never saw measures something else (App. E trained on
 the demo's short split: 95 of 126 tools, the gold of 22 of the 54 realistic test queries). So
-every evaluation of a trained run records, per item, ``covered`` (a gold tool is among the
-Stage-2 tools) and, in results.json, ``coverage`` = ``{covered, n, fraction, trained_tools}``.
+every evaluation of a trained run records, per item, ``covered`` (every gold tool is among the
+Stage-2 tools: an item with two gold tools of which Stage 2 saw one is not covered) and
+``covered_any`` (at least one is), and, in results.json, ``coverage`` = ``{covered, covered_any, n,
+fraction, trained_tools}``. (Before 2026-12-03 ``covered`` meant "any"; rows without
+``covered_any`` are of that time, and study/coverage.py recomputes them.)
 
 The Stage-2 tools are rebuilt from the run's saved ``config.yaml`` — its ``stage2.sources``
 through the query-source registry (``data/sources.py: QUERY_SOURCES``), the first
@@ -69,16 +72,22 @@ def stage2_tools(run_dir: str | Path, index_tools: Collection[str]) -> Optional[
 
 
 def is_covered(gold: Sequence[str], trained: Optional[Stage2Tools]) -> Optional[bool]:
-    """Whether one item has a gold tool Stage 2 trained on; None when not applicable."""
+    """Whether Stage 2 trained on every gold tool of one item; None when not applicable."""
+    return None if trained is None else all(t in trained.tools for t in gold)
+
+
+def is_covered_any(gold: Sequence[str], trained: Optional[Stage2Tools]) -> Optional[bool]:
+    """Whether Stage 2 trained on at least one gold tool of one item; None when not applicable."""
     return None if trained is None else any(t in trained.tools for t in gold)
 
 
 def coverage_summary(golds: Sequence[Sequence[str]], trained: Optional[Stage2Tools]) -> Optional[dict[str, Any]]:
-    """results.json's ``coverage`` over the scored items' gold sets: ``covered`` items of ``n``,
+    """results.json's ``coverage`` over the scored items' gold sets: ``covered`` items (every gold
+    tool trained) and ``covered_any`` (one) of ``n``,
     their ``fraction``, how many tools Stage 2 trained on; None when not applicable."""
     if trained is None:
         return None
     n = len(golds)
     covered = sum(bool(is_covered(g, trained)) for g in golds)
-    return {"covered": covered, "n": n, "fraction": covered / n if n else None, "trained_tools": len(trained.tools),
+    return {"covered": covered, "covered_any": sum(bool(is_covered_any(g, trained)) for g in golds), "n": n, "fraction": covered / n if n else None, "trained_tools": len(trained.tools),
             "stage2_enabled": trained.enabled}

@@ -186,7 +186,7 @@ def evaluate_probe(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig,
         todo = [it for it in known if not samples.done(it.item_id) or (n_rot > 1 and "rotations" not in samples.rows[it.item_id])]
         for start in tqdm(range(0, len(todo), per_batch), desc=f"{bench.name}/{mode}", unit="batch"):
             for row in _score_chunk(ev, todo[start : start + per_batch], kind, mode, cfg, answers):
-                row["covered"] = is_covered([row["tool"]], trained)
+                row["covered"] = row["covered_any"] = is_covered([row["tool"]], trained)
                 samples.add(row, replace=samples.done(row["item_id"]))  # a row without rotations, rescored
         rows = samples.ordered([it.item_id for it in known])
     stats = summarize_probe(rows, kind, answers, cfg, resamples, seed)

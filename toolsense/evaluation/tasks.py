@@ -14,7 +14,7 @@ from tqdm import tqdm
 from toolsense.catalog import Query
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import MetricsConfig
-from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered
+from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered, is_covered_any
 from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.metrics import aggregate, item_metrics
 from toolsense.reporting.export import write_trec
@@ -71,7 +71,7 @@ def _rank_into(ranker: Ranker, todo: Sequence[Query], samples: SampleLog, bar: t
         samples.add({
             "item_id": q.query_id, "query": q.text, "prompt": rec.prompt, "gold": list(q.tools),
             "tier": bench.tier_of(q), "missing_gold": [t for t in original[q.query_id] if t not in known_tools],
-            "covered": is_covered(q.tools, trained),
+            "covered": is_covered(q.tools, trained), "covered_any": is_covered_any(q.tools, trained),
             "constrained": rec.constrained, "free": rec.free, "metrics": m,
         })
         bar.update(1)

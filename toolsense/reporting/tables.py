@@ -58,12 +58,15 @@ def flag_text(top: dict[str, Any] | None) -> str:
 
 
 def coverage_cell(res: dict[str, Any]) -> str:
-    """``22/54 (41%)``: items with a gold tool Stage 2 trained on (evaluation/coverage.py), or
-    '—' where coverage is not applicable."""
+    """``22/54 (41%) · any 30``: items every gold tool of which Stage 2 trained on, and those with
+    one (evaluation/coverage.py; results of before 2026-12-03 counted "any" only: shown as
+    ``any 30/54 (56%)``), or '—' where coverage is not applicable."""
     cov = res.get("coverage")
     if not cov or cov.get("fraction") is None:
         return DASH
-    return f"{cov['covered']}/{cov['n']} ({100 * cov['fraction']:.0f}%)"
+    if "covered_any" not in cov:
+        return f"any {cov['covered']}/{cov['n']} ({100 * cov['fraction']:.0f}%)"
+    return f"{cov['covered']}/{cov['n']} ({100 * cov['fraction']:.0f}%) · any {cov['covered_any']}"
 
 
 def debiased_cell(result: dict[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""Coverage of a run's test items: which items have a gold tool that the run's Stage 2 trained on.
+"""Coverage of a run's test items: which items have every gold tool (or, ``rule="any"``, one) among
+the tools the run's Stage 2 trained on.
 
 A model cannot retrieve from a query a tool it never saw a query for, so comparing two runs whose
 Stage-2 data cover different tools compares their data, not their training. An evaluation that
@@ -39,18 +40,23 @@ def _run_of(result_path: Path) -> Path | None:
 
 
 @functools.lru_cache(maxsize=None)
-def item_coverage(result_path: str) -> dict[str, bool] | None:
-    """item id -> whether a gold tool of the item was trained on in Stage 2, for the samples
-    beside ``result_path``: the recorded ``covered`` flag where the evaluation wrote one, else
-    post hoc from the run's Stage-2 sources. None without samples or without a known Stage 2."""
+def item_coverage(result_path: str, rule: str = "all") -> dict[str, bool] | None:
+    """item id -> whether every gold tool of the item (``rule="any"``: one) was trained on in Stage
+    2, for the samples beside ``result_path``: the recorded ``covered`` / ``covered_any`` flags where
+    the evaluation wrote both, else post hoc from the run's Stage-2 sources (rows of before
+    2026-12-03 hold ``covered`` in the "any" sense only). None without samples or a known Stage 2."""
+    if rule not in ("all", "any"):
+        raise ValueError(f"coverage rule must be 'all' or 'any', got {rule!r}")
     samples = Path(result_path).with_name("samples.jsonl")
     if not samples.is_file():
         return None
     rows = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if rows and all("covered" in r for r in rows):
-        return {str(r["item_id"]): bool(r["covered"]) for r in rows}
+    key = "covered" if rule == "all" else "covered_any"
+    if rows and all("covered_any" in r for r in rows):
+        return {str(r["item_id"]): bool(r[key]) for r in rows}
     run = _run_of(Path(result_path))
     tools = trained_tools(str(run)) if run else None
     if tools is None:
         return None
-    return {str(r["item_id"]): any(g in tools for g in r.get("gold") or ()) for r in rows}
+    test = all if rule == "all" else any
+    return {str(r["item_id"]): bool(r.get("gold")) and test(g in tools for g in r["gold"]) for r in rows}
