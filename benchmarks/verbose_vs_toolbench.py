@@ -9,8 +9,8 @@ shipped (version 2: names at ToolBench's rates, a part of the description), and 
 show why: every query naming the API and the service with the whole description clause (version 1's
 style), and ToolBench's naming rates with the whole clause. Measured 2026-12-03 on 1,000 tools (822
 G1 gold + 178 distractors of the 46,984-tool catalog), BM25 Rc@1 / @5 / @50 any-hit:
-G1 73.6 / 87.8 / 96.1; generated v2 73.0 / 89.9 / 97.0; always-named 98.8 / 100 / 100; rates with
-the whole clause 88.8 / 98.4 / 99.9. ``--smoke``: 150 tools of ToolEnv2404 and 40 queries.
+G1 73.0 / 87.6 / 96.1; generated v2 73.1 / 89.4 / 96.8; always-named 98.8 / 100 / 100; rates with
+the whole clause 88.7 / 98.3 / 99.9. ``--smoke``: 150 tools of ToolEnv2404 and 40 queries.
 """
 
 from __future__ import annotations

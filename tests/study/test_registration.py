@@ -56,3 +56,11 @@ def test_a_bad_plan_is_refused_naming_the_field(tmp_path):
     (tmp_path / "root/registration.json").write_text("{torn")
     with pytest.raises(ValueError, match=r"registration\.json: not a registration file"):
         register(_cfg(tmp_path))
+
+
+def test_a_closed_study_refuses_to_train_but_rebuilds(tmp_path):
+    from toolsense.study.run import run_study
+    cfg = StudyConfig(name="old", root=str(tmp_path / "root"), closed="its runs used verbose queries v1")
+    with pytest.raises(ValueError, match=r"study=old is closed: its runs used verbose queries v1 \(rebuild its report with train=false\)"):
+        run_study(cfg)
+    assert not (tmp_path / "root").exists()  # nothing written, not even a registration

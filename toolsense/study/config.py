@@ -129,6 +129,9 @@ class StudyConfig:
     """Finding number -> a measured pilot showing it cannot be tested at this budget (its number and
     where it is written up). Where the study's own runs leave that finding undecided (n/a or
     untestable), the report says **untestable** and quotes the pilot; a decided verdict is kept."""
+    closed: Optional[str] = None
+    """Why this study trains nothing more (its runs used data that has since changed, e.g. verbose
+    queries v1): ``train=true`` is refused with this text; ``train=false`` rebuilds its report."""
     analysis: AnalysisPlan = field(default_factory=AnalysisPlan)
     """The pre-registered analysis plan (rules of every verdict): hashed and recorded with the commit
     in ``<root>/registration.json`` (and the archive) before the first sweep runs."""

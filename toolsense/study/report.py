@@ -16,6 +16,7 @@ from toolsense.comparison.compare import comparison_table
 from toolsense.evaluation.outputs import write_json
 from toolsense.reporting.tables import comparison_cell, markdown_table
 from toolsense.utils.paths import portable_text
+from toolsense.study.design import catalog_section, registration_section
 from toolsense.study.findings import FINDINGS, RULES
 from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
@@ -279,6 +280,8 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         f"hits with its Wilson interval (seeds pooled: the ratio of summed hits, clustered); {cfg.resamples} resamples.\n",
         "How each finding is judged (sign rule and equivalence rule as above):\n",
         "\n".join(f"- **{n}.** {rule}" for n, rule in RULES.items()) + "\n",
+        "## Analysis plan (registered before the data)\n", registration_section(cfg.root),
+        "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
         "## Findings\n", _findings_table(main, labelled),
         "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes), seconds),
         "\n## Knowledge retention (Stage 2 − Stage 1 probes)\n", retention_section(sweeps),

@@ -32,6 +32,8 @@ from toolsense.study.sweeps import run_sweeps
 
 def run_study(cfg: StudyConfig) -> dict[str, Any]:
     """Entry point of ``reproduce.py``: the sweeps (unless ``train=false``), then the report."""
+    if cfg.train and cfg.closed:
+        raise ValueError(f"study={cfg.name} is closed: {cfg.closed} (rebuild its report with train=false)")
     if cfg.train:
         for name, inp in cfg.inputs.items():  # before anything is written or submitted
             check_input(name, inp)
