@@ -31,11 +31,25 @@ def open_text(path: str | Path) -> IO[str]:
     return open(path, encoding="utf-8")
 
 
+def decode_line(raw: bytes, where: str | Path, lineno: int) -> str:
+    """One line's bytes as text; bytes that are not UTF-8 raise DataError naming ``where:line``
+    and the column (a text stream would fail on a whole block, naming only a byte offset)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{where}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+                        "re-encode the file as UTF-8") from None
+
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (1-based line number, object) for each non-blank line; a line that is not a JSON
-    object raises DataError naming file:line."""
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
+    object, or not UTF-8, raises DataError naming file:line."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
+        for lineno, raw in enumerate(f, 1):
+            line = decode_line(raw, path, lineno)
             if not line.strip():
                 continue
             try:
@@ -48,11 +62,18 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def load_json(path: str | Path) -> Any:
+    """A JSON file; malformed JSON or bytes that are not UTF-8 raise DataError naming file:line."""
     with open_text(path) as f:
         try:
             return json.load(f)
         except json.JSONDecodeError as e:
             raise malformed_json(path, e.lineno, e) from None
+        except UnicodeDecodeError:
+            pass
+    with (gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb")) as f:
+        for lineno, raw in enumerate(f, 1):
+            decode_line(raw, path, lineno)
+    raise AssertionError("unreachable: the file decoded line by line")  # pragma: no cover
 
 
 def write_jsonl(path: str | Path, rows, mode: str = "w") -> None:
