@@ -82,6 +82,8 @@ class MetricsConfig:
         if self.ks is not None:
             if not self.ks:
                 raise ValueError("metrics.ks is empty: give at least one cut-off, e.g. metrics.ks=[1,5,10]")
+            if bad := [k for k in self.ks if isinstance(k, bool) or not isinstance(k, int)]:
+                raise ValueError(f"metrics.ks must be whole numbers (ranks), got {bad} in {list(self.ks)}")
             if len(set(self.ks)) < len(self.ks):
                 raise ValueError(f"metrics.ks repeats a cut-off: {list(self.ks)}")
         if self.resamples < 1:

@@ -6,7 +6,8 @@ folder therefore holds ``samples.fingerprint.json`` (written before the first sa
 run directory, stage, a content hash of the checkpoint, the index and benchmark hashes, the
 decoding (or baseline / probe) settings, and the model when there is no run. A rerun resumes
 only on an exact match; otherwise :func:`claim` refuses, naming every differing field with both
-values. ``overwrite=true`` deletes a differing evaluation's own files (and says which) and
+values; a folder holding only its fingerprint (a start that failed before its first sample) is
+claimed anew. ``overwrite=true`` deletes a differing evaluation's own files (and says which) and
 starts it over; an exact match still resumes, its samples being what this config would write.
 
 Settings that cannot change a sample (batch size, the ``metrics`` bootstrap, the device) are
@@ -131,6 +132,8 @@ def own_files(out_dir: Path) -> list[Path]:
 def _conflict(out_dir: Path, wanted: dict[str, Any]) -> list[str]:
     """Why ``out_dir`` cannot be resumed as ``wanted`` (empty when it can)."""
     fp_path = out_dir / FINGERPRINT_FILE
+    if own_files(out_dir) == [fp_path]:  # claimed, nothing computed (a start that failed): reclaimed
+        return []
     if fp_path.exists():
         try:
             stored = json.loads(fp_path.read_text(encoding="utf-8"))["fingerprint"]
@@ -172,6 +175,6 @@ def claim(plan: Sequence[tuple[Path, dict[str, Any]]], overwrite: bool = False) 
                 p.unlink()
             log.warning("overwrite=true: %s held another evaluation (%s); deleted %s", d, "; ".join(conflicts[d]),
                         ", ".join(p.name for p in gone))
-        if not (d / FINGERPRINT_FILE).exists():
+        if own_files(d) in ([], [d / FINGERPRINT_FILE]):
             write_json(d / FINGERPRINT_FILE, {"fingerprint": fp, "git_sha": git_sha(),
                                               "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
