@@ -19,7 +19,6 @@ cut-offs ``metrics.ks`` shape each sample's hits and stay in, under ``decoding``
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import time
@@ -27,48 +26,15 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from toolsense.evaluation.outputs import write_json
-from toolsense.utils.io import git_sha, sha256_file, sha256_text
+from toolsense.utils.io import CHECKPOINT_HASH_CACHE, checkpoint_sha256, git_sha, sha256_text  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
 
 FINGERPRINT_FILE = "samples.fingerprint.json"
-CHECKPOINT_HASH_CACHE = "toolsense_checkpoint_sha256.json"
 
 
 class FingerprintMismatch(ValueError):
     """An output folder holds samples of another evaluation than the one asked for."""
-
-
-def checkpoint_sha256(folder: str | Path) -> str:
-    """sha256 over (relative path, sha256) of every file of a model folder (weights, config,
-    tokenizer): two checkpoints with the same shapes but other weights differ. Each file's hash
-    is streamed once and cached in ``<folder>/toolsense_checkpoint_sha256.json`` under its size
-    and mtime, so later evaluations of the same checkpoint only stat the files (the cache is
-    skipped, with a note, where the folder is read-only)."""
-    folder = Path(folder)
-    cache_path = folder / CHECKPOINT_HASH_CACHE
-    try:
-        cache = json.loads(cache_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        cache = {}
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != CHECKPOINT_HASH_CACHE
-                   and not p.name.startswith(CHECKPOINT_HASH_CACHE))
-    fresh, total = {}, hashlib.sha256()
-    for p in files:
-        rel, st = p.relative_to(folder).as_posix(), p.stat()
-        old = cache.get(rel) or {}
-        if old.get("size") == st.st_size and old.get("mtime_ns") == st.st_mtime_ns:
-            sha = old["sha256"]
-        else:
-            sha = sha256_file(p)
-        fresh[rel] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha}
-        total.update(f"{rel}\0{sha}\n".encode("utf-8"))
-    if fresh != cache:
-        try:
-            write_json(cache_path, fresh)
-        except OSError as e:
-            log.info("%s: cannot cache checkpoint hashes (%s); they are recomputed next time", folder, e)
-    return total.hexdigest()
 
 
 def decoding_identity(dec: Any, ks: Sequence[int]) -> dict[str, Any]:
@@ -155,11 +121,39 @@ def _portable(stored: Any) -> Any:
     return stored
 
 
+CHECKPOINT_FIELDS = ("run", "stage", "model", "checkpoint_sha256")
+
+
+def _checkpoint(system: Any) -> tuple | None:
+    """Which weights answer in a fingerprint's ``system`` (:data:`CHECKPOINT_FIELDS`); None for a baseline."""
+    return tuple(system.get(k) for k in CHECKPOINT_FIELDS) if isinstance(system, dict) and "checkpoint_sha256" in system else None
+
+
+def one_checkpoint(plan: Sequence[tuple[Path, dict[str, Any]]]) -> None:
+    """An evaluation folder (``<out>``, over its ``<benchmark>/<system>`` folders) holds one checkpoint's
+    evaluations, so its table and a comparison row never mix two models: a ``<benchmark>/model`` (or
+    probe) folder of ``<out>`` evaluated with other weights than ``plan``'s is refused, naming both."""
+    wanted = next((c for _, fp in plan if (c := _checkpoint(fp.get("system")))), None)
+    mine = {Path(d) for d, _ in plan}
+    for fp_path in sorted({f for d in mine for f in d.parent.parent.glob(f"*/*/{FINGERPRINT_FILE}")}) if wanted else []:
+        try:
+            other = _checkpoint(_portable(json.loads(fp_path.read_text(encoding="utf-8"))["fingerprint"]).get("system"))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue  # unreadable: claim names it where it matters (a folder of the plan)
+        if other and other != wanted and fp_path.parent not in mine and own_files(fp_path.parent) != [fp_path]:
+            there, here = (", ".join(f"{k} {v}" for k, v in zip(CHECKPOINT_FIELDS, c)) for c in (other, wanted))
+            raise FingerprintMismatch(
+                f"{fp_path.parent.parent.parent} holds evaluations of another checkpoint ({fp_path.parent}: {there}) "
+                f"than this one ({here}): one evaluation folder holds one system's checkpoint, so its table and "
+                "comparison rows never mix two. Use another output_dir, or delete that evaluation's folder.")
+
+
 def claim(plan: Sequence[tuple[Path, dict[str, Any]]], overwrite: bool = False) -> None:
     """Make each ``(folder, fingerprint)`` of ``plan`` ready before anything is computed: an
     exact match resumes; a fresh folder gets its fingerprint file; any other folder is refused
     — every conflict of the plan in one error — unless ``overwrite``, which deletes that
     evaluation's own files (logged by name) and starts it over."""
+    one_checkpoint(plan)
     conflicts = {d: why for d, fp in plan if (why := _conflict(Path(d), fp))}
     if conflicts and not overwrite:
         lines = [f"  {d}:\n    " + "\n    ".join(why) for d, why in conflicts.items()]
