@@ -27,7 +27,7 @@ from toolsense.training.trainer import (
     ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, load_device, master_weights, plan_batch, restore_embedding_rows, sft_config,
     world_size,
 )
-from toolsense.training.resume import LOSS_FILE, LossTotalCallback, checkpoint_step, forget_logged_after, loss_sum_at, stage_loss
+from toolsense.training.resume import LOSS_FILE, LossTotalCallback, checkpoint_step, forget_logged_after, loss_sum_at, stage_loss, tokens_at
 from toolsense.training.tuning import Trainable, prepare_trainable
 
 log = logging.getLogger(__name__)
@@ -123,6 +123,7 @@ class StageRunner:
                 raise RuntimeError(f"{ckpt} has no {ROWS_FILE} (the trained embedding rows); delete it to restart {self.name}")
         # read now: save_total_limit may delete the resumed checkpoint while training
         self.loss_total.resumed_from, self.loss_total.loss_sum_before = checkpoint_step(ckpt), loss_sum_at(ckpt)
+        self.trainer._total_train_tokens = tokens_at(ckpt)  # TRL's num_tokens counts on, not from 0
         if self.trainer.is_world_process_zero():
             dropped = forget_logged_after(self.run_dir / "metrics.jsonl", self.name, checkpoint_step(ckpt))
             if dropped:
