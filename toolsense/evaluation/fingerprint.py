@@ -23,9 +23,10 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from toolsense.evaluation.outputs import write_json
+from toolsense.utils.config import differences
 from toolsense.utils.io import CHECKPOINT_HASH_CACHE, checkpoint_sha256, git_sha, sha256_text  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -66,26 +67,6 @@ def model_identity(ev: Any) -> dict[str, Any]:
 def catalog_identity(catalog: Any) -> str:
     """sha256 of the catalog's tool names and texts: what a baseline ranks."""
     return sha256_text("\n".join(f"{t.name}\t{t.text()}" for t in catalog))
-
-
-def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values), after a JSON round trip so
-    tuples and lists compare equal."""
-    obj = json.loads(json.dumps(obj, default=str))
-    if not isinstance(obj, dict):
-        return {prefix: obj}
-    out: dict[str, Any] = {}
-    for k, v in obj.items():
-        key = f"{prefix}.{k}" if prefix else str(k)
-        out.update(flatten(v, key) if isinstance(v, dict) and v else {key: v})
-    return out
-
-
-def differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
-    """``field: <on disk> (on disk) vs <now> (now)`` for each field whose values differ."""
-    a, b = flatten(dict(stored)), flatten(dict(wanted))
-    return [f"{k}: {a.get(k, '<absent>')!r} (on disk) vs {b.get(k, '<absent>')!r} (now)"
-            for k in sorted(set(a) | set(b)) if a.get(k, "<absent>") != b.get(k, "<absent>")]
 
 
 def own_files(out_dir: Path) -> list[Path]:

@@ -74,6 +74,8 @@ class StageRunner:
     tokenizer: Any = field(default=None, init=False)
     result: dict = field(default_factory=dict, init=False)
     loss_total: Any = field(default=None, init=False)
+    cut: dict = field(default_factory=dict, init=False)
+    """Examples longer than ``trainer.max_length`` (``to_dataset``): in the summary as ``cut_by_max_length``."""
 
     @property
     def out_dir(self) -> Path:
@@ -90,7 +92,7 @@ class StageRunner:
         model, tok = load_model_and_tokenizer(master_weights(self.cfg.model, self.cfg.trainer), path=self.init_path,
                                               device=load_device(self.cfg.trainer))
         ids = add_index_tokens(self.index, model, tok)
-        dataset = to_dataset(self.examples, tok, self.cfg.trainer.max_length)
+        dataset = to_dataset(self.examples, tok, self.cfg.trainer.max_length, self.cut)
         self.trainable = prepare_trainable(model, self.cfg.tuning, ids)
         self.tokenizer = tok
         run_name = f"{self.cfg.experiment}-{self.cfg.tuning.method}-{self.name}"
@@ -134,6 +136,7 @@ class StageRunner:
             "train_loss": stage_loss(out.training_loss, checkpoint_step(ckpt), self.loss_total.loss_sum_before, out.global_step),
             "global_step": out.global_step, "resumed_from": ckpt,
             "first_logged_loss": history[0] if history else None, "last_logged_loss": history[-1] if history else None,
+            "cut_by_max_length": self.cut,
         }
         return self.result
 
