@@ -86,7 +86,7 @@ class StageSchedule:
         """Refuse values no stage can train with, naming ``<name>.<field>`` (run from
         ``TrainConfig.__post_init__``, before any model loads)."""
         if not 0 < self.epochs < math.inf:
-            raise ValueError(f"{name}.epochs must be a finite number > 0 (passes over the stage's examples), got {self.epochs}")
+            raise ValueError(f"{name}.epochs must be > 0 and finite (passes over the stage's examples), got {self.epochs}")
         if self.max_steps != -1 and self.max_steps < 1:
             raise ValueError(f"{name}.max_steps must be >= 1, or -1 to size the stage by {name}.epochs; got {self.max_steps}")
         if not self.learning_rate > 0:
