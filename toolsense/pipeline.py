@@ -2,9 +2,10 @@
 asks. It stands above training and evaluation (as the entry scripts do): the trainer never imports
 the evaluator, this module chains them.
 
-A run directory is held by one process at a time (RunDir.claim); a second process aimed at it
-stops with an error, or, with TOOLSENSE_BUSY=skip in its environment, skips that run: several
-processes running one -m sweep then share its runs (reproduce.py's ``workers``). A run trained and
+A run directory is held by one process at a time (``utils.rundir.holding``, as evaluate.py, compare.py
+and generate.py hold theirs); a second process aimed at it stops naming the holder (pid, host), or,
+as ``TOOLSENSE_BUSY`` says, skips that run (``skip``: several processes running one -m sweep then
+share its runs, reproduce.py's ``workers``) or waits for it (``wait``); another value is refused. A run trained and
 evaluated to the end under the same config (its done.json; output_dir and logger aside) is skipped,
 so rerunning a finished sweep, or one whose model folders were deleted, redoes nothing.
 """
@@ -12,13 +13,13 @@ so rerunning a finished sweep, or one whose model folders were deleted, redoes n
 from __future__ import annotations
 
 import logging
-import os
+from pathlib import Path
 from typing import Any, Mapping
 
 from toolsense.data.leakage import refuse_leakage
 from toolsense.training import Prepared, TrainConfig, prepare, run
 from toolsense.utils.hydra import shared_output_dir, sweep_name
-from toolsense.utils.rundir import RunDir
+from toolsense.utils.rundir import RunDir, holding
 
 log = logging.getLogger(__name__)
 
@@ -36,20 +37,16 @@ def train(cfg: TrainConfig, plain: Mapping[str, Any]) -> float | None:
     run_dir = shared_output_dir(cfg.output_dir)
     rd = RunDir(run_dir)
     identity = {k: v for k, v in plain.items() if k not in NOT_RESULT}
-    with rd.claim() as held:
-        if held and rd.finished(identity):
+    with holding(Path(run_dir), "training") as held:
+        if not held:  # TOOLSENSE_BUSY=skip: another process holds the run (holding names it)
+            return None
+        if rd.finished(identity):
             log.info("%s: trained and evaluated earlier under this config (done.json); skipped. Delete %s to redo "
                      "what is missing", run_dir, rd.done_path)
             return None
-        if held:
-            loss = train_and_evaluate(cfg, run_dir, prepared)
-            rd.mark_finished(identity)
-            return loss
-    if os.environ.get("TOOLSENSE_BUSY") == "skip":
-        log.info("%s: another process holds this run; skipped", run_dir)
-        return None
-    raise RuntimeError(f"{run_dir}: another process is training into this run directory (it holds {run_dir}/.lock); "
-                       "wait for it, or set TOOLSENSE_BUSY=skip to skip busy runs of a sweep")
+        loss = train_and_evaluate(cfg, run_dir, prepared)
+        rd.mark_finished(identity)
+        return loss
 
 
 def refuse_scored_queries(cfg: TrainConfig, prepared: Prepared) -> None:

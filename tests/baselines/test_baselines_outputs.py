@@ -105,3 +105,18 @@ def test_claim_resumes_refuses_and_overwrites_only_the_evaluations_own_files(tmp
     assert "deleted samples.jsonl, samples.fingerprint.json, samples.rank1.jsonl" in caplog.text
     assert json.loads((a / FINGERPRINT_FILE).read_text())["fingerprint"] == other
     assert (b / "samples.jsonl").exists()  # the matching evaluation was left to resume
+
+
+def test_a_claim_that_computed_nothing_does_not_block_the_corrected_rerun(tmp_path):
+    """Issue 38: ``metrics.ks=[1.5]`` crashed after the folder was claimed; the rerun with ``ks=[1]`` was
+    refused ("samples of another evaluation") though the folder held no sample. A folder holding only
+    its fingerprint is claimed anew; once one sample exists, another evaluation is refused as before."""
+    from toolsense.evaluation.fingerprint import FINGERPRINT_FILE, FingerprintMismatch, claim
+
+    d = tmp_path / "bench" / "model"
+    claim([(d, {"decoding": {"ks": [1.5]}})])  # the failed start: claimed, then crashed before its first sample
+    claim([(d, {"decoding": {"ks": [1]}})])
+    assert json.loads((d / FINGERPRINT_FILE).read_text())["fingerprint"] == {"decoding": {"ks": [1]}}
+    (d / "samples.jsonl").write_text('{"item_id": "q"}\n')
+    with pytest.raises(FingerprintMismatch, match=r"decoding.ks: \[1\] \(on disk\) vs \[5\] \(now\)"):
+        claim([(d, {"decoding": {"ks": [5]}})])

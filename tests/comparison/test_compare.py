@@ -267,3 +267,44 @@ def test_tiers_get_columns_of_their_own_outside_the_statistics(tmp_path):
     assert comp["cells"]["tg_h-lora"]["g1 [easy] IS@50"] == _est(0.55)
     d = comp["statistics"]["cohens_d"]
     assert d["flat"] == [0.9, 0.7] and d["hierarchical"] == [0.5, 0.3]  # the units: benchmarks, never tiers
+
+
+def _fp(catalog, sha="b" * 64):
+    return {"evaluation": "retrieval", "benchmark": {"sha256": sha, "loader": "toolbench", "split": "test", "style": None,
+                                                     "missing": "count"},
+            "decoding": {"top": 50, "ks": [1]}, "system": {"baseline": {"kind": "bm25"}, "catalog_sha256": catalog}}
+
+
+def test_equal_numbers_on_other_catalogs_are_not_one_baseline(tmp_path):
+    """Issue 38: two bm25 results on different catalogs with equal numbers merged into one row
+    ("2 results, 1 row"); the fingerprints tell them apart and the second is refused naming why.
+    The same baseline evaluated again beside another run (same fingerprint) still folds."""
+    a = _run(tmp_path / "a", "r", "tg", "lora", 0.4, 0.3)
+    b = _run(tmp_path / "b", "r2", "tg_h", "lora", 0.4, 0.3)
+    for run, catalog in ((a, "c1"), (b, "c1")):
+        path = run / "eval" / "standard" / "bm25" / "results.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "n": 6, "fingerprint": _fp(catalog)}))
+    assert comparison(collect([tmp_path]), ["Rc@1"])["rows"] == ["tg-lora", "tg_h-lora", "bm25"]  # one evaluation, once
+    path = b / "eval" / "standard" / "bm25" / "results.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "fingerprint": _fp("c2")}))
+    with pytest.raises(DataError, match=r"a second, different result for 'bm25' / 'standard Rc@1' \(first: .*; "
+                                        r"system.catalog_sha256: 'c1' \(on disk\) vs 'c2' \(now\)\)"):
+        comparison(collect([tmp_path]), ["Rc@1"])
+
+
+def test_cells_of_one_column_on_other_items_are_marked(tmp_path):
+    """Issue 38: bm25 on 6 G3 queries and dense on 24 other G3 queries sat in one "G3" column
+    unannotated. Cells of a column resting on other items carry ≠ and the table says which."""
+    for system, n, sha in (("bm25", 6, "a" * 64), ("dense", 24, "b" * 64)):
+        _write(tmp_path / "e" / "G3" / system / "results.json", {
+            "benchmark": "G3", "system": system, "kind": "retrieval", "source": {"baseline": {"kind": system}}, "n": n,
+            "hashes": {"benchmark_sha256": sha}, "metrics": {"Rc@1": _est(0.5)}})
+    comp = comparison(collect([tmp_path]), ["Rc@1"])
+    assert comp["mixed_items"] == {"G3 Rc@1": {"bm25": "n=6, benchmark aaaaaaaaaaaa", "dense": "n=24, benchmark bbbbbbbbbbbb"}}
+    table = comparison_table(comp)
+    assert "| bm25 | 50.0 [40.0, 60.0] ≠ |\n| dense | 50.0 [40.0, 60.0] ≠ |" in table
+    assert "≠ 'G3 Rc@1' mixes item sets, its cells are not comparable: bm25: n=6, benchmark aaaaaaaaaaaa; dense: n=24" in table
+    same = tmp_path / "e" / "G3" / "dense" / "results.json"
+    same.write_text(json.dumps({**json.loads(same.read_text()), "n": 6, "hashes": {"benchmark_sha256": "a" * 64}}))
+    comp = comparison(collect([tmp_path]), ["Rc@1"])
+    assert comp["mixed_items"] == {} and "≠" not in comparison_table(comp)  # the same items: side by side as before

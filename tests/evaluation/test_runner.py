@@ -353,3 +353,34 @@ def test_an_empty_catalog_is_named_by_evaluate_py(tmp_path):
 
     with pytest.raises(DataError, match=rf"{blank}: the catalog holds no tools"):  # baselines load the catalog too
         run({**_bm25_cfg(tmp_path / "bl"), "catalog": {"path": str(blank)}})
+
+
+def test_one_output_folder_holds_one_checkpoint_across_benchmarks(tiny_run, tmp_path):
+    """Issue 38: the fingerprint was checked per ``<benchmark>/<system>`` folder only, so a retrained run
+    evaluated on another benchmark into the same output_dir was accepted and compare.py built one row
+    from two checkpoints. Now the second evaluation is refused naming both checkpoints; the same
+    weights on another benchmark, and baselines, still join the folder."""
+    import shutil
+
+    from toolsense.evaluation.fingerprint import FingerprintMismatch, checkpoint_sha256
+
+    run_dir, out = tmp_path / "run", tmp_path / "out"
+    shutil.copytree(tiny_run, run_dir)
+    bench = {"loader": "demo", "split": "test", "limit": 3}
+
+    def one(label, style, **kw):
+        return _cfg(run_dir, out, benchmarks={label: {**bench, "style": style}}, **kw)
+
+    run(one("realistic", "short", baselines={}))
+    first = checkpoint_sha256(run_dir / "stage2")
+    shutil.copy(run_dir / "stage1" / "model.safetensors", run_dir / "stage2" / "model.safetensors")  # retrained
+    second = checkpoint_sha256(run_dir / "stage2")
+    with pytest.raises(FingerprintMismatch) as e:
+        run(one("standard", "verbose", baselines={}))
+    msg = str(e.value)
+    assert f"{out} holds evaluations of another checkpoint ({out / 'realistic' / 'model'}: run run, stage stage2" in msg
+    assert f"checkpoint_sha256 {first})" in msg and f"checkpoint_sha256 {second})" in msg
+    assert not (out / "standard").exists()  # refused before anything was written
+    shutil.copy(tiny_run / "stage2" / "model.safetensors", run_dir / "stage2" / "model.safetensors")  # the first weights
+    summary = run(one("standard", "verbose"))  # the same checkpoint on another benchmark, with a baseline: accepted
+    assert {(r["benchmark"], r["system"]) for r in summary["results"]} == {("standard", "tiny_random:stage2"), ("standard", "bm25")}

@@ -71,7 +71,9 @@ def test_two_generate_processes_into_one_folder_refused_skipped_or_waiting(tmp_p
         gate.set()
         assert first.wait(timeout=300) == 0, first.stderr.read()[-2000:]
         sent_by_first = len(server.requests)
-        assert waiter.wait(timeout=300) == 0, waiter.stderr.read()[-2000:]
+        waited = "".join(waiter.communicate(timeout=300))
+        assert waiter.returncode == 0, waited[-2000:]
+        assert f"{out}: waiting for pid {first.pid} on " in waited  # issue 38: the wait said nothing
         assert len(server.requests) == sent_by_first  # it ran after the first one: everything was done, nothing sent
     finally:
         gate.set()

@@ -319,7 +319,7 @@ def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
     assert runs == ["0_tg-lora", "1_tg_h-lora"]
     # two workers shared the sweep: whichever came second to a run found it held and skipped it
     worker1 = (tmp_path / "study" / "grid.worker1.log").read_text(encoding="utf-8")
-    assert "another process holds this run; skipped" in proc.stdout + proc.stderr + worker1
+    assert "is training into this folder; skipped (TOOLSENSE_BUSY=skip)" in proc.stdout + proc.stderr + worker1
     assert (grid / "0_tg-lora" / "eval" / "stage1" / "standard").is_dir()
     assert not (grid / "0_tg-lora" / "eval" / "stage1" / "mcq").exists()  # stage_overrides: Stage 1 on retrieval alone
     report = (tmp_path / "reproduction.md").read_text(encoding="utf-8")

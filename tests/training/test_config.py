@@ -146,3 +146,15 @@ def test_stage1_sized_in_epochs_sees_every_format_equally_often():
         assert counts == {f: len(catalog) for f in formats}
         args = sft_config(cfg.trainer, cfg.stage1, "unused", "t")
         assert (args.num_train_epochs, args.max_steps) == (1.0, -1)
+
+
+@pytest.mark.parametrize("override, message", [  # issue 38: each raised deep inside numpy / the Trainer, no field named
+    ("stage1.epochs=inf", "stage1.epochs must be > 0 and finite (passes over the stage's examples), got inf"),
+    ("stage2.learning_rate=inf", "stage2.learning_rate must be finite, got inf"),
+    ("trainer.seed=-5", "trainer.seed must be an integer in [0, 2**32 - 1] (numpy's seed range), got -5"),
+    ("trainer.seed=4294967296", "trainer.seed must be an integer in [0, 2**32 - 1]"),
+])
+def test_values_numpy_or_the_trainer_would_reject_are_refused_naming_the_field(override, message):
+    with pytest.raises(ValueError) as e:
+        to_train_config(compose_train([override]))
+    assert message in str(e.value)

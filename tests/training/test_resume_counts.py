@@ -15,7 +15,7 @@ from toolsense.training import run
 from toolsense.training.resume import LOSS_FILE, stage_loss
 from toolsense.training.stage import StageRunner
 
-KEYS = ("loss", "grad_norm", "learning_rate", "epoch", "train_loss")
+KEYS = ("loss", "grad_norm", "learning_rate", "epoch", "train_loss", "num_tokens")  # num_tokens: issue 38 (restarted at 0)
 
 
 class Killed(Exception):
@@ -67,6 +67,30 @@ def test_killed_and_resumed_stage_counts_each_step_once(tmp_path, monkeypatch, b
     assert resumed["stage1"]["train_loss"] == pytest.approx(whole["stage1"]["train_loss"], rel=1e-6)
     assert summaries[-1]["stage1"]["train_loss"] == resumed["stage1"]["train_loss"]
     assert rows_resumed[-1]["train/stage1/train_loss"] == pytest.approx(whole["stage1"]["train_loss"], rel=1e-6)
+
+
+def test_a_kill_in_stage2_keeps_stage1_in_the_final_summary_row(tmp_path, monkeypatch):
+    """Issue 38: the rerun skipped the finished Stage 1 and wrote a summary row of Stage 2 alone (the
+    study report reads that row). Stage 1's summary is written as it finishes and carried into the
+    rerun's last row; Stage 2's tokens count on from its checkpoint."""
+    args = [*TINY, "experiment=tg", "stage1.max_steps=2", "stage2.max_steps=4", "trainer.save_steps=2"]
+    whole = run(compose_train([*args, f"output_dir={tmp_path / 'whole'}"]))
+    with monkeypatch.context() as m:
+        _kill_at(m, 3)  # Stage 1 ends at step 2: step 3 is Stage 2's, after its checkpoint-2
+        with pytest.raises(Killed):
+            run(compose_train([*args, f"output_dir={tmp_path / 'killed'}"]))
+    _, summaries = _rows(tmp_path / "killed")
+    assert [sorted(s) for s in summaries] == [["stage1"]]  # Stage 1's row survived the kill
+    resumed = run(compose_train([*args, f"output_dir={tmp_path / 'killed'}"]))
+    rows, summaries = _rows(tmp_path / "killed")
+    rows_whole, summaries_whole = _rows(tmp_path / "whole")
+    assert sorted(summaries[-1]) == sorted(summaries_whole[-1]) == ["stage1", "stage2"]
+    assert summaries[-1]["stage1"] == summaries_whole[-1]["stage1"] | {"resumed_from": None}
+    assert resumed["stage1"]["train_loss"] == pytest.approx(whole["stage1"]["train_loss"], rel=1e-6)
+    assert resumed["stage2"]["resumed_from"].endswith("checkpoint-2")
+    tokens = [r["train/stage2/num_tokens"] for r in rows if "train/stage2/num_tokens" in r]
+    assert tokens == [r["train/stage2/num_tokens"] for r in rows_whole if "train/stage2/num_tokens" in r]
+    assert tokens == sorted(tokens) and tokens[0] > 0
 
 
 def test_stage_loss_arithmetic():

@@ -56,7 +56,11 @@ def test_sweep_trains_evaluates_and_compares(tmp_path, launcher):
 
 def test_a_run_directory_in_use_is_refused_or_skipped(tmp_path):
     """Two processes must never train into one run directory: while another holds it, train.py
-    stops naming the directory, or with TOOLSENSE_BUSY=skip (reproduce.py's workers) skips it."""
+    stops naming the holder (pid, host), with TOOLSENSE_BUSY=skip (reproduce.py's workers) skips it,
+    and refuses a value of TOOLSENSE_BUSY it does not know (issue 38: the holder went unnamed and
+    an invalid value was taken for ``fail``)."""
+    import socket
+
     from toolsense.utils.rundir import RunDir
 
     run = tmp_path / "run"
@@ -65,9 +69,46 @@ def test_a_run_directory_in_use_is_refused_or_skipped(tmp_path):
         assert held
         refused = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
         skipped = subprocess.run(cmd, cwd=ROOT, env={**ENV, "TOOLSENSE_BUSY": "skip"}, capture_output=True, text=True, timeout=300)
-    assert refused.returncode != 0 and f"{run}: another process is training into this run directory" in refused.stderr
-    assert skipped.returncode == 0 and "another process holds this run; skipped" in skipped.stdout + skipped.stderr
-    assert not (run / "config.yaml").exists()  # neither touched the run
+        invalid = subprocess.run(cmd, cwd=ROOT, env={**ENV, "TOOLSENSE_BUSY": "later"}, capture_output=True, text=True, timeout=300)
+    holder = f"pid {os.getpid()} on {socket.gethostname()}"
+    assert refused.returncode != 0 and f"{run}: another process is training into this folder ({holder}" in refused.stderr
+    assert skipped.returncode == 0 and f"{holder} (" in skipped.stdout + skipped.stderr
+    assert "is training into this folder; skipped (TOOLSENSE_BUSY=skip)" in skipped.stdout + skipped.stderr
+    assert invalid.returncode != 0 and "TOOLSENSE_BUSY='later': choose from ['fail', 'skip', 'wait']" in invalid.stderr
+    assert not (run / "config.yaml").exists()  # none touched the run
+
+
+def test_toolsense_busy_wait_waits_for_the_holder_then_goes_on(tmp_path):
+    """TOOLSENSE_BUSY=wait blocks until the holder is gone, saying whom it waits for, then goes on
+    into the run (issue 38: train.py failed instead). The run holds another config, so what it does
+    once it holds the run is refuse that: proof it got past the lock, in seconds, not a training."""
+    import threading
+    import time
+
+    from toolsense.utils.rundir import RunDir
+
+    run, lines = tmp_path / "run", []
+    run.mkdir()
+    (run / "config.yaml").write_text("model: {name_or_path: another}\n")
+    (run / "metrics.jsonl").write_text('{"step": 1}\n')
+    cmd = [sys.executable, str(ROOT / "train.py"), *TINY, f"output_dir={run}"]
+    with RunDir(run).claim() as held:
+        assert held
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**ENV, "TOOLSENSE_BUSY": "wait"}, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        reader.start()
+        deadline = time.time() + 120
+        while not any("waiting for" in ln for ln in lines) and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.5)
+        assert proc.poll() is None, "".join(lines)[-3000:]  # still waiting while the run is held
+        time.sleep(1)
+        assert proc.poll() is None
+    assert proc.wait(timeout=300) != 0
+    reader.join(timeout=10)
+    out = "".join(lines)
+    assert f"{run}: waiting for pid {os.getpid()} on " in out and "(TOOLSENSE_BUSY=wait)" in out
+    assert f"{run / 'config.yaml'} holds a different config" in out  # what it found once it held the run
 
 
 def test_a_finished_run_is_skipped_even_without_its_model_folders(tmp_path):

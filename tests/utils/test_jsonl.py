@@ -107,3 +107,25 @@ def test_unique_store_refuses_a_key_twice_even_from_another_writer(tmp_path):
     plain = JsonlStore(p, key="item_id")  # stores that are not unique keep "a later row wins"
     plain.append({"item_id": "q2", "v": 6})
     assert plain.get("q2")["v"] == 6
+
+
+def test_bytes_that_are_not_utf8_are_named_by_file_and_line_in_every_reader(tmp_path):
+    """Catalogs, benchmarks, traces and samples read through the shared readers: a Latin-1 byte on
+    line 2 is named ``file:2`` with its column, and the store cuts nothing (it is data, not a torn write)."""
+    from toolsense.audit.traces import load_traces
+    from toolsense.catalog.loaders import load_catalog
+    from toolsense.catalog.queries import load_query_jsonl
+    from toolsense.utils.io import load_json
+
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(b'\n{"tool_name": "S&&b", "query": "caf\xe9", "tools": ["S&&a"], "id": "2"}\n')  # line 1 blank
+    wanted = rf"{p}:2: not UTF-8 text \(byte 0xe9 at column 36\)"
+    for read in (lambda: load_catalog(p, "toolsense"), lambda: load_query_jsonl(p), lambda: load_traces(p),
+                 lambda: JsonlStore(p)):
+        with pytest.raises(DataError, match=wanted):
+            read()
+    assert p.read_bytes().endswith(b'"id": "2"}\n')  # not cut
+    j = tmp_path / "x.json"
+    j.write_bytes(b'[{"a": 1},\n {"b": "caf\xe9"}]')
+    with pytest.raises(DataError, match=rf"{j}:2: not UTF-8 text \(byte 0xe9 at column 12\)"):
+        load_json(j)

@@ -27,7 +27,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from toolsense.audit.pt2d import FEATURES, PT2DConfig, fit_score
-from toolsense.audit.stats import auroc_ci
+from toolsense.audit.stats import UNDEFINED, auroc_ci, json_safe, value
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.audit.traces import TraceSet
 
@@ -119,11 +119,13 @@ def select_pool(cfg: DilutionConfig, probe: str, tools: Sequence[str], tool_auro
     pool, excluded = [], {}
     for t in others:
         a = tool_auroc[t]
-        ci_has_chance = a["lo"] <= 0.5 <= a["hi"] if a["lo"] == a["lo"] else True  # no CI (n_boot=0): the gap decides
-        if ci_has_chance and abs(a["auroc"] - 0.5) <= cfg.pool_max_gap:
+        ci_has_chance = a["lo"] <= 0.5 <= a["hi"] if a["lo"] is not None else True  # no CI (n_boot=0): the gap decides
+        if a["auroc"] is None:
+            excluded[t] = f"AUROC undefined ({a.get('undefined', UNDEFINED)})"
+        elif ci_has_chance and abs(a["auroc"] - 0.5) <= cfg.pool_max_gap:
             pool.append(t)
         else:
-            excluded[t] = f"leaky: AUROC {a['auroc']:.3f} [{a['lo']:.3f}, {a['hi']:.3f}]"
+            excluded[t] = f"leaky: AUROC {a['auroc']:.3f} [{value(a['lo']):.3f}, {value(a['hi']):.3f}]"
     if not pool:
         raise ValueError(f"dilution.synthetic_pool=non_leaky: no tool other than {probe!r} is near chance ({excluded}); "
                          "raise dilution.pool_max_gap or set dilution.synthetic_pool=all_other")
@@ -187,9 +189,10 @@ def synthetic_sweep(traces: TraceSet, fit: np.ndarray, ev: np.ndarray, tool: str
             res = auroc_ci(y[ev], scores[ev], n_boot=0)
             store.append({"sweep": "synthetic", "tool": tool, "k": k, "seed": seed, "sig": sig, **res.as_dict()})
     for k in ks:
-        vals = np.array([store.get(("synthetic", k, s, sig))["auroc"] for s in seeds])
-        summary.append({"k": k, "mean": float(vals.mean()), "sd": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0,
-                        "per_seed": vals.round(4).tolist()})
+        vals = np.array([value(store.get(("synthetic", k, s, sig))["auroc"]) for s in seeds])
+        row = {"k": k, "mean": float(vals.mean()), "sd": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0,
+               "per_seed": vals.round(4).tolist()}
+        summary.append(json_safe(row) | ({"undefined": UNDEFINED} if np.isnan(vals).any() else {}))
     return summary
 
 

@@ -18,7 +18,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from tqdm.auto import tqdm
 
-from toolsense.audit.stats import auroc_by_partition
+from toolsense.audit.stats import auroc_by_partition, value
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.audit.traces import TraceSet
 from toolsense.utils.registry import Registry
@@ -106,9 +106,10 @@ def run_pt2d(traces: TraceSet, fit: np.ndarray, ev: np.ndarray, cfg: PT2DConfig,
         row = {"view": view, "features": feats, "auroc": {k: v.as_dict() for k, v in res.items()},
                "empty_fraction": empty, "top_ngrams": top_ngrams(pipe, cfg.top_k)}
         rows.append(store.append(row))
-    full = {r["features"]: r["auroc"]["all"]["auroc"] for r in rows if r["view"] == "full"}
+    full = {r["features"]: value(r["auroc"]["all"]["auroc"]) for r in rows if r["view"] == "full"}
     for r in rows:
-        r["gap"] = r["auroc"]["all"]["auroc"] - full[r["features"]]
+        gap = value(r["auroc"]["all"]["auroc"]) - full[r["features"]]
+        r["gap"] = None if np.isnan(gap) else gap  # undefined where either AUROC is (one class)
     return rows
 
 
@@ -117,5 +118,6 @@ def rank_tools(rows: list[dict]) -> list[str]:
     best: dict[str, float] = {}
     for r in rows:
         if r["view"] != "full":
-            best[r["view"]] = max(best.get(r["view"], -1.0), r["auroc"]["all"]["auroc"])
+            a = value(r["auroc"]["all"]["auroc"])
+            best[r["view"]] = max(best.get(r["view"], -1.0), -1.0 if np.isnan(a) else a)
     return sorted(best, key=lambda t: -best[t])

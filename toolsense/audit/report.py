@@ -8,37 +8,49 @@ from pathlib import Path
 import numpy as np
 
 
+NUMBERS = ("auroc", "lo", "hi", "gap", "mean", "sd")
+"""The keys whose null in results.json is an undefined number (an AUROC of one class), read back as NaN."""
+
+
+def numbers(obj):
+    """``obj`` (results.json's data) with a null under :data:`NUMBERS` as NaN, so the tables print
+    "n/a" and the plots leave a gap where an AUROC is undefined."""
+    if isinstance(obj, dict):
+        return {k: float("nan") if v is None and k in NUMBERS else numbers(v) for k, v in obj.items()}
+    return [numbers(v) for v in obj] if isinstance(obj, list) else obj
+
+
 def findings(res: dict) -> list[str]:
     """Plain-language statements a reader checks first, each with its numbers."""
-    out = []
+    out, res = [], numbers(res)
     pt = res.get("pt2d")
     if pt:
         for feats in sorted({r["features"] for r in pt["rows"]}):
             rows = [r for r in pt["rows"] if r["features"] == feats]
             full = next(r for r in rows if r["view"] == "full")
-            best = max((r for r in rows if r["view"] != "full"), key=lambda r: r["auroc"]["all"]["auroc"])
+            best = max((r for r in rows if r["view"] != "full"), key=lambda r: np.nan_to_num(r["auroc"]["all"]["auroc"], nan=-1.0))
             a, f = best["auroc"]["all"], full["auroc"]["all"]
-            out.append(f"PT2D [{feats}]: full trace AUROC {f['auroc']:.3f} [{f['lo']:.3f}, {f['hi']:.3f}]; "
-                       f"top tool {best['view']} {a['auroc']:.3f} [{a['lo']:.3f}, {a['hi']:.3f}] "
-                       f"(gap A_tool - A_full = {best['gap']:+.3f}); evidence: "
+            out.append(f"PT2D [{feats}]: full trace AUROC {_f(f['auroc'], '.3f')} [{_f(f['lo'], '.3f')}, {_f(f['hi'], '.3f')}]; "
+                       f"top tool {best['view']} {_f(a['auroc'], '.3f')} [{_f(a['lo'], '.3f')}, {_f(a['hi'], '.3f')}] "
+                       f"(gap A_tool - A_full = {_f(best['gap'], '+.3f')}); evidence: "
                        + ", ".join(repr(g[0]) for g in best["top_ngrams"]["label_1"][:3]))
     dil = res.get("dilution")
     if dil:
         real = [r["auroc"] for r in dil["real"]]
         syn = [r["mean"] for r in dil["synthetic"]]
         out.append(f"Dilution (real, real_order={dil['real_order']['setting']}: {' -> '.join(dil['order'])}): AUROC "
-                   + " -> ".join(f"{a:.3f}" for a in real) + f"; monotone non-increasing: {_monotone(real)}")
+                   + " -> ".join(_f(a, ".3f") for a in real) + f"; monotone non-increasing: {_monotone(real)}")
         sds = [r["sd"] for r in dil["synthetic"]]
         pool, length = dil["synthetic_pool"], dil["length_match"]
         out.append(f"Dilution (synthetic, {dil['tool']} + K sections from pool {pool['tools']} "
                    f"[{pool['setting']}; excluded: {pool['excluded'] or 'none'}], length-matched in characters to "
-                   f"{length['setting']} (mean {length['mean_target_chars']:.1f} chars)): " + ", ".join(
-            f"K={r['k']}: {r['mean']:.3f}+-{r['sd']:.3f}" for r in dil["synthetic"])
+                   f"{length['setting']} (mean {_f(length['mean_target_chars'], '.1f')} chars)): " + ", ".join(
+            f"K={r['k']}: {_f(r['mean'], '.3f')}+-{_f(r['sd'], '.3f')}" for r in dil["synthetic"])
             + f"; monotone non-increasing within one sd: {_monotone(syn, sds)}")
     red = res.get("redaction")
     if red:
         o = red["variants"]["original"]["auroc"]["all"]
-        out.append(f"Redaction: original AUROC {o['auroc']:.3f} [{o['lo']:.3f}, {o['hi']:.3f}] "
+        out.append(f"Redaction: original AUROC {_f(o['auroc'], '.3f')} [{_f(o['lo'], '.3f')}, {_f(o['hi'], '.3f')}] "
                    + (f"(scored by answer probabilities, no parsing; {red['n_scored']} records)"
                       if red.get("decoding", {}).get("method") == "answer_probs" else
                       f"({red['variants']['original']['unparseable']} unparseable of {red['n_scored']})"))
@@ -46,12 +58,21 @@ def findings(res: dict) -> list[str]:
             if v == "original":
                 continue
             a, d = row["auroc"]["all"], row["delta_A"]
-            verdict = ("depends on it" if d["lo"] > 0 else "no significant change") if not row["control"] else \
-                ("control intact" if d["lo"] <= 0 <= d["hi"] or abs(d["auroc"]) < 0.05 else "CONTROL MOVED")
-            out.append(f"  redact {v}{' (control)' if row['control'] else ''}: AUROC {a['auroc']:.3f} "
-                       f"[{a['lo']:.3f}, {a['hi']:.3f}], dA = A_orig - A_redacted = {d['auroc']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}], "
+            if d["lo"] != d["lo"]:
+                verdict = f"undefined ({d.get('undefined', 'one class')})"
+            elif not row["control"]:
+                verdict = "depends on it" if d["lo"] > 0 else "no significant change"
+            else:
+                verdict = "control intact" if d["lo"] <= 0 <= d["hi"] or abs(d["auroc"]) < 0.05 else "CONTROL MOVED"
+            out.append(f"  redact {v}{' (control)' if row['control'] else ''}: AUROC {_f(a['auroc'], '.3f')} "
+                       f"[{_f(a['lo'], '.3f')}, {_f(a['hi'], '.3f')}], dA = A_orig - A_redacted = {_f(d['auroc'], '+.3f')} [{_f(d['lo'], '+.3f')}, {_f(d['hi'], '+.3f')}], "
                        f"{row['replacements']['replacements']} replacements -> {verdict}")
     return out
+
+
+def _f(x: float | None, spec: str) -> str:
+    """A number as text; an undefined one (NaN, null in results.json: one class) as "n/a"."""
+    return "n/a" if x is None or x != x else format(x, spec)
 
 
 def _monotone(xs: list[float], sds: list[float] | None = None, tol: float = 0.02) -> bool:
@@ -140,6 +161,7 @@ def _delta(d: dict) -> str:
 
 def write_report(res: dict, out_dir: Path) -> Path:
     """``report.md`` with findings, tables and the plots, from the results dict."""
+    res = numbers(res)
     plots = plot_all(res, out_dir)
     md = ["# Tool-trace audit", "", f"Data: `{res['data']['path']}` ({res['data']['n_records']} records, "
           f"fit partitions {res['data']['fit']}, eval {res['data']['eval']}; sha256 {res['data']['sha256'][:12]})", "",
@@ -148,8 +170,8 @@ def write_report(res: dict, out_dir: Path) -> Path:
         rows = res["pt2d"]["rows"]
         parts = [k for k in rows[0]["auroc"] if k != "all"]
         md += ["## Stage 1 - PT2D", "", _table(["view", "features", "AUROC (eval)", "gap", "empty"] + [f"c{p}" for p in parts],
-               [[r["view"], r["features"], _ci(r["auroc"]["all"]), f"{r['gap']:+.3f}", f"{r['empty_fraction']:.2f}"]
-                + [f"{r['auroc'][p]['auroc']:.3f}" for p in parts] for r in rows]), "", "![pt2d](pt2d.png)", "",
+               [[r["view"], r["features"], _ci(r["auroc"]["all"]), _f(r['gap'], "+.3f"), f"{r['empty_fraction']:.2f}"]
+                + [_f(r['auroc'][p]['auroc'], ".3f") for p in parts] for r in rows]), "", "![pt2d](pt2d.png)", "",
                "### Top-weighted n-grams", ""]
         for r in rows:
             md.append(f"- **{r['view']} / {r['features']}** - label 1: "
@@ -168,7 +190,7 @@ def write_report(res: dict, out_dir: Path) -> Path:
                f"mean target {length['mean_target_chars']:.1f} characters (the paper's sections: 1,845.9)", "",
                _table(["k", "tools", "AUROC"], [[r["k"], ", ".join(r["tools"]), _ci(r)] for r in d["real"]]), "",
                _table(["K", f"mean AUROC ({d['tool']})", "sd", "per seed"],
-                      [[r["k"], f"{r['mean']:.3f}", f"{r['sd']:.3f}", r["per_seed"]] for r in d["synthetic"]]), "",
+                      [[r["k"], _f(r['mean'], ".3f"), _f(r['sd'], ".3f"), r["per_seed"]] for r in d["synthetic"]]), "",
                "![dilution](dilution.png)", ""]
     if res.get("redaction"):
         red = res["redaction"]
@@ -179,7 +201,7 @@ def write_report(res: dict, out_dir: Path) -> Path:
             rows.append([v + (" (control)" if r["control"] else ""), r.get("scope", ""), _ci(r["auroc"]["all"]),
                          "" if delta is None else _delta(delta),
                          r.get("replacements", {}).get("replacements", ""), r["unparseable"]]
-                        + [f"{r['auroc'][p]['auroc']:.3f}" for p in parts])
+                        + [_f(r['auroc'][p]['auroc'], ".3f") for p in parts])
         md += ["## Stage 2 - token-class redaction", "", f"Scorer: `{json.dumps(red['scorer'])}`, decoding `{json.dumps(red.get('decoding'))}`; {red['n_scored']} eval records per variant.", "",
                _table(["variant", "scope", "AUROC", "ΔA = A_orig − A_redacted", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
                "Scope `fields`: the class is redacted in the record's prompt-bearing fields; `rendered`: in the "

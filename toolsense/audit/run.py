@@ -19,6 +19,7 @@ from toolsense.audit.redaction_eval import auroc_deltas, redaction_variants, sco
 from toolsense.audit.report import findings, write_report
 from toolsense.audit.scorers import ScoreCache, build_scorer
 from toolsense.audit.scorers.base import default_cache_dir
+from toolsense.audit.stats import json_safe
 from toolsense.audit.traces import TraceSet, load_traces
 from toolsense.utils.io import git_sha, sha256_file
 
@@ -77,7 +78,8 @@ def run(cfg: AuditConfig) -> dict:
     if cfg.redaction.enabled and cfg.redaction.classes:
         res["redaction"] = score_redactions(cfg, traces, fit, ev, out)
     res["findings"] = findings(res)
-    (out / "results.json").write_text(json.dumps(res, indent=2, default=str), encoding="utf-8")
+    res = json_safe(res)  # valid JSON: an undefined number is null, its dict says why (stats.AUROC.as_dict)
+    (out / "results.json").write_text(json.dumps(res, indent=2, default=str, allow_nan=False), encoding="utf-8")
     write_report(res, out)
     print("\n".join(["", "Findings:"] + res["findings"] + [f"Report: {out / 'report.md'}"]))
     return res

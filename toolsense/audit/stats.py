@@ -10,6 +10,27 @@ from scipy.stats import rankdata
 from sklearn.metrics import roc_auc_score
 
 
+UNDEFINED = "one class"
+"""Why an AUROC is undefined (null in the files): its records hold one label only."""
+
+
+def value(x: float | None) -> float:
+    """A number read from a results file (null, an undefined AUROC, as NaN) for arithmetic."""
+    return float("nan") if x is None else float(x)
+
+
+def json_safe(obj):
+    """``obj`` with every NaN float as None, for a file that must be valid JSON (a last guard: the
+    AUROC dicts already say why they are undefined)."""
+    if isinstance(obj, float) and np.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
 @dataclass
 class AUROC:
     auroc: float
@@ -18,7 +39,13 @@ class AUROC:
     n: int
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """JSON-ready (JSON has no NaN): an undefined value is null and ``undefined`` says why."""
+        d = {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in asdict(self).items()}
+        if d["auroc"] is None:
+            d["undefined"] = UNDEFINED
+        elif d["lo"] is None:
+            d["undefined"] = "interval: no bootstrap (n_boot=0) or no resample held both classes"
+        return d
 
     def fmt(self) -> str:
         if np.isnan(self.auroc):

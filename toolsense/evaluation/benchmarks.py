@@ -175,7 +175,7 @@ def _load_probe(cfg: BenchmarkConfig, kind: Kind, options_of) -> Benchmark:
     """A released-format probe file (default: the demo probes); ``options_of(obj, where)``
     gives the options (correct at the returned index) and validates them."""
     path = Path(cfg.path) if cfg.path else DEMO_DIR / f"probes_{kind}.jsonl"
-    items = []
+    items, first = [], {}
     for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno}"
         options, answer = options_of(obj, where)
@@ -184,6 +184,8 @@ def _load_probe(cfg: BenchmarkConfig, kind: Kind, options_of) -> Benchmark:
             raise DataError(f"{where}: field 'tool' must be a tool object with 'tool_name'")
         tool = gold_names(raw, where, "tool")[0]
         qid = str(obj.get("id", f"{path.stem}-{lineno}"))
+        if first.setdefault(qid, lineno) != lineno:  # samples.jsonl is keyed by id: a repeat would count twice
+            raise DataError(f"{where}: repeated id {qid!r} (first at line {first[qid]})")
         items.append(ProbeItem(qid, required_text(obj, "question", where), options, answer, tool, raw))
     return Benchmark(path.stem, kind, items, str(path))
 

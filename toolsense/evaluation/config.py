@@ -11,6 +11,7 @@ from typing import Any, Literal, Optional, Union
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig
 from toolsense.decoding.batching import check_batch_size
+from toolsense.decoding.length import QueryLengthConfig
 from toolsense.baselines.config import BaselineConfig
 from toolsense.evaluation.benchmarks import BenchmarkConfig, benchmark_sections
 from toolsense.evaluation.systems import STANDALONE, SYSTEMS
@@ -82,6 +83,8 @@ class MetricsConfig:
         if self.ks is not None:
             if not self.ks:
                 raise ValueError("metrics.ks is empty: give at least one cut-off, e.g. metrics.ks=[1,5,10]")
+            if bad := [k for k in self.ks if isinstance(k, bool) or not isinstance(k, int)]:
+                raise ValueError(f"metrics.ks must be whole numbers (ranks), got {bad} in {list(self.ks)}")
             if len(set(self.ks)) < len(self.ks):
                 raise ValueError(f"metrics.ks repeats a cut-off: {list(self.ks)}")
         if self.resamples < 1:
@@ -251,6 +254,8 @@ class EvaluateConfig:
     systems: dict[str, SystemConfig] = field(default_factory=dict)
     """A suite's label -> system map; replaces ``system``."""
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    query_length: QueryLengthConfig = field(default_factory=QueryLengthConfig)
+    """A query longer than the model can read: refused (default) or truncated, before any search (decoding/length.py)."""
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     """Cut-offs and bootstrap of every estimate (``metrics.ks``, ``metrics.resamples``, ...)."""
     probe: ProbeConfig = field(default_factory=ProbeConfig)

@@ -6,7 +6,8 @@ folder therefore holds ``samples.fingerprint.json`` (written before the first sa
 run directory, stage, a content hash of the checkpoint, the index and benchmark hashes, the
 decoding (or baseline / probe) settings, and the model when there is no run. A rerun resumes
 only on an exact match; otherwise :func:`claim` refuses, naming every differing field with both
-values. ``overwrite=true`` deletes a differing evaluation's own files (and says which) and
+values; a folder holding only its fingerprint (a start that failed before its first sample) is
+claimed anew. ``overwrite=true`` deletes a differing evaluation's own files (and says which) and
 starts it over; an exact match still resumes, its samples being what this config would write.
 
 Settings that cannot change a sample (batch size, the ``metrics`` bootstrap, the device) are
@@ -18,56 +19,23 @@ cut-offs ``metrics.ks`` shape each sample's hits and stay in, under ``decoding``
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from toolsense.evaluation.outputs import write_json
-from toolsense.utils.io import git_sha, sha256_file, sha256_text
+from toolsense.utils.config import differences
+from toolsense.utils.io import CHECKPOINT_HASH_CACHE, checkpoint_sha256, git_sha, sha256_text  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
 
 FINGERPRINT_FILE = "samples.fingerprint.json"
-CHECKPOINT_HASH_CACHE = "toolsense_checkpoint_sha256.json"
 
 
 class FingerprintMismatch(ValueError):
     """An output folder holds samples of another evaluation than the one asked for."""
-
-
-def checkpoint_sha256(folder: str | Path) -> str:
-    """sha256 over (relative path, sha256) of every file of a model folder (weights, config,
-    tokenizer): two checkpoints with the same shapes but other weights differ. Each file's hash
-    is streamed once and cached in ``<folder>/toolsense_checkpoint_sha256.json`` under its size
-    and mtime, so later evaluations of the same checkpoint only stat the files (the cache is
-    skipped, with a note, where the folder is read-only)."""
-    folder = Path(folder)
-    cache_path = folder / CHECKPOINT_HASH_CACHE
-    try:
-        cache = json.loads(cache_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        cache = {}
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != CHECKPOINT_HASH_CACHE
-                   and not p.name.startswith(CHECKPOINT_HASH_CACHE))
-    fresh, total = {}, hashlib.sha256()
-    for p in files:
-        rel, st = p.relative_to(folder).as_posix(), p.stat()
-        old = cache.get(rel) or {}
-        if old.get("size") == st.st_size and old.get("mtime_ns") == st.st_mtime_ns:
-            sha = old["sha256"]
-        else:
-            sha = sha256_file(p)
-        fresh[rel] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha}
-        total.update(f"{rel}\0{sha}\n".encode("utf-8"))
-    if fresh != cache:
-        try:
-            write_json(cache_path, fresh)
-        except OSError as e:
-            log.info("%s: cannot cache checkpoint hashes (%s); they are recomputed next time", folder, e)
-    return total.hexdigest()
 
 
 def decoding_identity(dec: Any, ks: Sequence[int]) -> dict[str, Any]:
@@ -101,26 +69,6 @@ def catalog_identity(catalog: Any) -> str:
     return sha256_text("\n".join(f"{t.name}\t{t.text()}" for t in catalog))
 
 
-def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values), after a JSON round trip so
-    tuples and lists compare equal."""
-    obj = json.loads(json.dumps(obj, default=str))
-    if not isinstance(obj, dict):
-        return {prefix: obj}
-    out: dict[str, Any] = {}
-    for k, v in obj.items():
-        key = f"{prefix}.{k}" if prefix else str(k)
-        out.update(flatten(v, key) if isinstance(v, dict) and v else {key: v})
-    return out
-
-
-def differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
-    """``field: <on disk> (on disk) vs <now> (now)`` for each field whose values differ."""
-    a, b = flatten(dict(stored)), flatten(dict(wanted))
-    return [f"{k}: {a.get(k, '<absent>')!r} (on disk) vs {b.get(k, '<absent>')!r} (now)"
-            for k in sorted(set(a) | set(b)) if a.get(k, "<absent>") != b.get(k, "<absent>")]
-
-
 def own_files(out_dir: Path) -> list[Path]:
     """The files one evaluation writes into its folder (nothing else there is touched)."""
     names = ["samples.jsonl", "results.json", FINGERPRINT_FILE]
@@ -131,6 +79,8 @@ def own_files(out_dir: Path) -> list[Path]:
 def _conflict(out_dir: Path, wanted: dict[str, Any]) -> list[str]:
     """Why ``out_dir`` cannot be resumed as ``wanted`` (empty when it can)."""
     fp_path = out_dir / FINGERPRINT_FILE
+    if own_files(out_dir) == [fp_path]:  # claimed, nothing computed (a start that failed): reclaimed
+        return []
     if fp_path.exists():
         try:
             stored = json.loads(fp_path.read_text(encoding="utf-8"))["fingerprint"]
@@ -152,11 +102,39 @@ def _portable(stored: Any) -> Any:
     return stored
 
 
+CHECKPOINT_FIELDS = ("run", "stage", "model", "checkpoint_sha256")
+
+
+def _checkpoint(system: Any) -> tuple | None:
+    """Which weights answer in a fingerprint's ``system`` (:data:`CHECKPOINT_FIELDS`); None for a baseline."""
+    return tuple(system.get(k) for k in CHECKPOINT_FIELDS) if isinstance(system, dict) and "checkpoint_sha256" in system else None
+
+
+def one_checkpoint(plan: Sequence[tuple[Path, dict[str, Any]]]) -> None:
+    """An evaluation folder (``<out>``, over its ``<benchmark>/<system>`` folders) holds one checkpoint's
+    evaluations, so its table and a comparison row never mix two models: a ``<benchmark>/model`` (or
+    probe) folder of ``<out>`` evaluated with other weights than ``plan``'s is refused, naming both."""
+    wanted = next((c for _, fp in plan if (c := _checkpoint(fp.get("system")))), None)
+    mine = {Path(d) for d, _ in plan}
+    for fp_path in sorted({f for d in mine for f in d.parent.parent.glob(f"*/*/{FINGERPRINT_FILE}")}) if wanted else []:
+        try:
+            other = _checkpoint(_portable(json.loads(fp_path.read_text(encoding="utf-8"))["fingerprint"]).get("system"))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue  # unreadable: claim names it where it matters (a folder of the plan)
+        if other and other != wanted and fp_path.parent not in mine and own_files(fp_path.parent) != [fp_path]:
+            there, here = (", ".join(f"{k} {v}" for k, v in zip(CHECKPOINT_FIELDS, c)) for c in (other, wanted))
+            raise FingerprintMismatch(
+                f"{fp_path.parent.parent.parent} holds evaluations of another checkpoint ({fp_path.parent}: {there}) "
+                f"than this one ({here}): one evaluation folder holds one system's checkpoint, so its table and "
+                "comparison rows never mix two. Use another output_dir, or delete that evaluation's folder.")
+
+
 def claim(plan: Sequence[tuple[Path, dict[str, Any]]], overwrite: bool = False) -> None:
     """Make each ``(folder, fingerprint)`` of ``plan`` ready before anything is computed: an
     exact match resumes; a fresh folder gets its fingerprint file; any other folder is refused
     — every conflict of the plan in one error — unless ``overwrite``, which deletes that
     evaluation's own files (logged by name) and starts it over."""
+    one_checkpoint(plan)
     conflicts = {d: why for d, fp in plan if (why := _conflict(Path(d), fp))}
     if conflicts and not overwrite:
         lines = [f"  {d}:\n    " + "\n    ".join(why) for d, why in conflicts.items()]
@@ -172,6 +150,6 @@ def claim(plan: Sequence[tuple[Path, dict[str, Any]]], overwrite: bool = False) 
                 p.unlink()
             log.warning("overwrite=true: %s held another evaluation (%s); deleted %s", d, "; ".join(conflicts[d]),
                         ", ".join(p.name for p in gone))
-        if not (d / FINGERPRINT_FILE).exists():
+        if own_files(d) in ([], [d / FINGERPRINT_FILE]):
             write_json(d / FINGERPRINT_FILE, {"fingerprint": fp, "git_sha": git_sha(),
                                               "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})

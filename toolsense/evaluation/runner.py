@@ -36,6 +36,7 @@ from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identi
 from toolsense.evaluation.outputs import write_json
 from toolsense.evaluation.probes import evaluate_probe
 from toolsense.evaluation.systems import build_system, system_decoding, system_model_identity
+from toolsense.decoding.length import fit_queries
 from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.tasks import evaluate_ranking
 from toolsense.reporting.tables import results_table
@@ -106,25 +107,30 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
     ev = load_model_under_test(cfg) if cfg.parametric else None
     catalog = ev.catalog if ev is not None else load_from_config(cfg.catalog)
     plan: dict[Path, dict[str, Any]] = {}
+    retriever = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, dec) if ev is not None else None
+    fits = {label: fit_queries(retriever, b.items, cfg.query_length, f"{where.format(label)} ({b.path})")  # before any search
+            for label, b in benches.items() if retriever is not None and b.kind == "retrieval"}
 
     def _claim() -> None:  # rank 0 only: hashing the checkpoint once is enough
         plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, metrics, probe, systems_cfg))
+        plan.update({d: {**plan[d], "query_length": q} for label, (_, rep) in fits.items()
+                     if (q := cfg.query_length.identity(rep)) and (d := out / label / "model") in plan})
         claim(list(plan.items()), cfg.overwrite)
 
     shard.on_main(_claim)
     provenance: dict[str, Any] = {"config": as_plain(cfg)}
     if ev is not None:
         provenance.update(index_sha256=ev.index_sha256, source=ev.source)
-    retriever = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, dec) if ev is not None else None
     trained = stage2_tools(ev.source["run"], ev.index.paths) if ev is not None and ev.source.get("run") else None
     others = _other_systems(cfg, ev, catalog, provenance, trained) if shard.main else []
     results = []
     for label, bench in benches.items():
         if bench.kind == "retrieval":
             if retriever is not None:
-                d = out / label / "model"
-                res = evaluate_ranking(bench, system_name(ev), retriever.run, set(ev.index.paths), metrics, d,
-                                       {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d)}, shard, trained)
+                d, (items, lengths) = out / label / "model", fits[label]
+                res = evaluate_ranking(dataclasses.replace(bench, items=items), system_name(ev), retriever.run, set(ev.index.paths), metrics, d,
+                                       {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d),
+                                        "query_length": lengths}, shard, trained)
                 if res is not None:
                     results.append(res)
             if not shard.main:

@@ -39,7 +39,7 @@ from toolsense.generation.prompts import usable_description
 from toolsense.generation.rrb import make_rrb_item, plan_rrb
 from toolsense.generation.sampling import stratified_sample
 from toolsense.utils.jsonl import JsonlStore
-from toolsense.utils.rundir import RunDir, busy_policy
+from toolsense.utils.rundir import RunDir, busy_policy, holding
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -216,19 +216,14 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
     claimed for this configuration (``generation_config.json``) only after every setting has been
     checked and the LLMs have started, so a failed start leaves nothing that refuses the corrected command."""
     t0 = time.perf_counter()
-    policy = busy_policy()
+    busy_policy()  # an invalid TOOLSENSE_BUSY is refused before the catalog loads
     catalog = catalog or load_from_config(cfg.catalog)
     check_against_catalog(cfg, catalog)
     ident = outputs.identity(cfg, catalog)
     out = Path(cfg.output_dir) if cfg.output_dir else outputs.default_output_dir(cfg.output_root, ident)
-    with RunDir(out).claim(wait=policy == "wait") as held:
+    with holding(out, "generating") as held:  # names the holder; TOOLSENSE_BUSY=wait logs whom it waits for
         if not held:
-            holder = RunDir(out).holder() or "unknown"
-            if policy == "skip":
-                log.info("%s: another process (%s) generates into this folder; skipped (TOOLSENSE_BUSY=skip)", out, holder)
-                return {"output_dir": str(out), "skipped": "busy", "holder": holder}
-            raise RuntimeError(f"{out}: another process is generating into this folder ({holder}; it holds {out / '.lock'}). "
-                               "Wait for it, or set TOOLSENSE_BUSY=wait to wait, or TOOLSENSE_BUSY=skip to skip busy folders")
+            return {"output_dir": str(out), "skipped": "busy", "holder": RunDir(out).holder() or "unknown"}
         return _generate(cfg, out, ident, catalog, writer, judge, embeddings, encode, t0)
 
 

@@ -8,6 +8,8 @@ Hydra checks keys, types and enum choices while composing; cross-field combinati
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -83,12 +85,14 @@ class StageSchedule:
     def check(self, name: str) -> None:
         """Refuse values no stage can train with, naming ``<name>.<field>`` (run from
         ``TrainConfig.__post_init__``, before any model loads)."""
-        if not self.epochs > 0:
-            raise ValueError(f"{name}.epochs must be > 0 (passes over the stage's examples), got {self.epochs}")
+        if not 0 < self.epochs < math.inf:
+            raise ValueError(f"{name}.epochs must be > 0 and finite (passes over the stage's examples), got {self.epochs}")
         if self.max_steps != -1 and self.max_steps < 1:
             raise ValueError(f"{name}.max_steps must be >= 1, or -1 to size the stage by {name}.epochs; got {self.max_steps}")
         if not self.learning_rate > 0:
             raise ValueError(f"{name}.learning_rate must be > 0, got {self.learning_rate}")
+        if not math.isfinite(self.learning_rate):
+            raise ValueError(f"{name}.learning_rate must be finite, got {self.learning_rate}")
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise ValueError(f"{name}.warmup_ratio must be in [0, 1) (a fraction of the stage's steps), got {self.warmup_ratio}")
 
@@ -219,6 +223,8 @@ class TrainerConfig:
         for name in ("weight_decay", "max_grad_norm", "dataloader_num_workers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"trainer.{name} must be >= 0, got {getattr(self, name)}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
+            raise ValueError(f"trainer.seed must be an integer in [0, 2**32 - 1] (numpy's seed range), got {self.seed!r}")
         if self.save_total_limit is not None and self.save_total_limit < 1:
             raise ValueError(f"trainer.save_total_limit must be >= 1 (checkpoints kept; a rerun resumes from the last), "
                              f"got {self.save_total_limit}")

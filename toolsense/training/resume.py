@@ -9,7 +9,9 @@ only the steps it ran itself. Here:
 - :class:`LossTotalCallback` writes into every checkpoint the sum of the per-step losses so far
   (``loss_total.json``, which also marks the checkpoint complete), and on resume turns the
   Trainer's ``train_loss`` into the mean over all the stage's steps: the same number an
-  uninterrupted run reports.
+  uninterrupted run reports;
+- the tokens trained on so far (TRL's ``num_tokens``, which TRL keeps in memory only) go into the
+  same file, and the resumed Trainer counts on from them (:func:`tokens_at`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ def loss_sum_at(checkpoint: Optional[str]) -> float:
     return float(json.loads((Path(checkpoint) / LOSS_FILE).read_text(encoding="utf-8"))["loss_sum"])
 
 
+def tokens_at(checkpoint: Optional[str]) -> int:
+    """The tokens trained on up to a checkpoint (TRL's ``num_tokens``; 0 for a fresh start or a
+    checkpoint written before it was kept)."""
+    if checkpoint is None:
+        return 0
+    return int(json.loads((Path(checkpoint) / LOSS_FILE).read_text(encoding="utf-8")).get("num_tokens", 0))
+
+
 def stage_loss(resumed_mean: float, resumed_from: int, loss_sum_before: float, global_step: int) -> float:
     """Mean loss over all ``global_step`` steps of a stage, from the Trainer's mean over the steps
     after ``resumed_from`` and the summed loss of the steps before it (a fresh start: the mean as given)."""
@@ -71,7 +81,8 @@ class LossTotalCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero and self.trainer is not None:
             ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            atomic_write_text(ckpt / LOSS_FILE, json.dumps({"step": state.global_step, "loss_sum": self._sum_so_far()}))
+            atomic_write_text(ckpt / LOSS_FILE, json.dumps({"step": state.global_step, "loss_sum": self._sum_so_far(),
+                                                            "num_tokens": int(getattr(self.trainer, "_total_train_tokens", 0))}))
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs and "train_loss" in logs and self.resumed_from:

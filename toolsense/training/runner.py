@@ -37,6 +37,7 @@ from toolsense.training.config import TrainConfig, to_train_config
 from toolsense.training.stage import StageRunner, stage_done
 from toolsense.training.trainer import plan_batch, world_size
 from toolsense.utils.config import to_plain
+from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.rundir import RunDir
 
 log = logging.getLogger(__name__)
@@ -171,12 +172,15 @@ def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = No
     if typed.head.kind == "toolken":
         return _run_toolken(typed, raw, index, run_dir, prepared)
     summary: dict[str, Any] = {}
+    earlier = last_summary(rd.metrics_path)  # what an earlier invocation (killed in Stage 2, say) finished
     if typed.stage1.enabled:
         if stage_done(rd.stage("stage1")):
             log.info("stage1: %s exists, skipping", rd.stage("stage1"))
+            summary.update({k: v for k, v in earlier.items() if k == "stage1"})
         else:
             examples = build_memorization_examples(catalog, index, typed.memorization)
             summary["stage1"] = _run_stage("stage1", typed, raw, index, examples, run_dir, None)
+            _append_summary(rd, summary)
     if typed.stage2.enabled:
         init = typed.stage2.init_from or (str(rd.stage("stage1")) if typed.stage1.enabled else None)
         if stage_done(rd.stage("stage2")):
@@ -184,7 +188,19 @@ def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = No
         else:
             examples, skipped = stage2_examples(typed, index, stage2_queries(typed, prepared.sources))
             summary["stage2"] = {**_run_stage("stage2", typed, raw, index, examples, run_dir, init), "skipped_unknown_tools": skipped}
-    if _is_main() and summary:
+            _append_summary(rd, summary)
+    return summary
+
+
+def last_summary(metrics_path: Path) -> dict[str, Any]:
+    """The last ``summary`` row of a run's metrics.jsonl ({} when none): the stages finished so far."""
+    rows = [r for r in JsonlStore(metrics_path, repair=False).rows if "summary" in r]  # a torn last line: skipped
+    return rows[-1]["summary"] if rows else {}
+
+
+def _append_summary(rd: RunDir, summary: dict[str, Any]) -> None:
+    """One ``summary`` row of every stage so far, after each stage (readers take the last row): a
+    run killed in Stage 2 keeps Stage 1's, and the resumed run's last row holds both stages."""
+    if _is_main():
         with open(rd.metrics_path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"summary": summary}) + "\n")
-    return summary

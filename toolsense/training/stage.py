@@ -27,7 +27,7 @@ from toolsense.training.trainer import (
     ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, load_device, master_weights, plan_batch, restore_embedding_rows, sft_config,
     world_size,
 )
-from toolsense.training.resume import LOSS_FILE, LossTotalCallback, checkpoint_step, forget_logged_after, loss_sum_at, stage_loss
+from toolsense.training.resume import LOSS_FILE, LossTotalCallback, checkpoint_step, forget_logged_after, loss_sum_at, stage_loss, tokens_at
 from toolsense.training.tuning import Trainable, prepare_trainable
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,8 @@ class StageRunner:
     tokenizer: Any = field(default=None, init=False)
     result: dict = field(default_factory=dict, init=False)
     loss_total: Any = field(default=None, init=False)
+    cut: dict = field(default_factory=dict, init=False)
+    """Examples longer than ``trainer.max_length`` (``to_dataset``): in the summary as ``cut_by_max_length``."""
 
     @property
     def out_dir(self) -> Path:
@@ -90,7 +92,7 @@ class StageRunner:
         model, tok = load_model_and_tokenizer(master_weights(self.cfg.model, self.cfg.trainer), path=self.init_path,
                                               device=load_device(self.cfg.trainer))
         ids = add_index_tokens(self.index, model, tok)
-        dataset = to_dataset(self.examples, tok, self.cfg.trainer.max_length)
+        dataset = to_dataset(self.examples, tok, self.cfg.trainer.max_length, self.cut)
         self.trainable = prepare_trainable(model, self.cfg.tuning, ids)
         self.tokenizer = tok
         run_name = f"{self.cfg.experiment}-{self.cfg.tuning.method}-{self.name}"
@@ -123,6 +125,7 @@ class StageRunner:
                 raise RuntimeError(f"{ckpt} has no {ROWS_FILE} (the trained embedding rows); delete it to restart {self.name}")
         # read now: save_total_limit may delete the resumed checkpoint while training
         self.loss_total.resumed_from, self.loss_total.loss_sum_before = checkpoint_step(ckpt), loss_sum_at(ckpt)
+        self.trainer._total_train_tokens = tokens_at(ckpt)  # TRL's num_tokens counts on, not from 0
         if self.trainer.is_world_process_zero():
             dropped = forget_logged_after(self.run_dir / "metrics.jsonl", self.name, checkpoint_step(ckpt))
             if dropped:
@@ -133,6 +136,7 @@ class StageRunner:
             "train_loss": stage_loss(out.training_loss, checkpoint_step(ckpt), self.loss_total.loss_sum_before, out.global_step),
             "global_step": out.global_step, "resumed_from": ckpt,
             "first_logged_loss": history[0] if history else None, "last_logged_loss": history[-1] if history else None,
+            "cut_by_max_length": self.cut,
         }
         return self.result
 

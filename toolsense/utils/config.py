@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import re
 import typing
 from typing import Any, Mapping, TypeVar
@@ -172,4 +173,24 @@ def _plain_value(val: Any) -> Any:
     return val
 
 
-__all__ = ["as_plain", "defaults_of", "omegaconf_can_type", "to_config", "to_plain"]
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values), after a JSON round trip so
+    tuples and lists compare equal."""
+    obj = json.loads(json.dumps(obj, default=str))
+    if not isinstance(obj, dict):
+        return {prefix: obj}
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        out.update(flatten(v, key) if isinstance(v, dict) and v else {key: v})
+    return out
+
+
+def differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """``field: <on disk> (on disk) vs <now> (now)`` for each field whose values differ."""
+    a, b = flatten(dict(stored)), flatten(dict(wanted))
+    return [f"{k}: {a.get(k, '<absent>')!r} (on disk) vs {b.get(k, '<absent>')!r} (now)"
+            for k in sorted(set(a) | set(b)) if a.get(k, "<absent>") != b.get(k, "<absent>")]
+
+
+__all__ = ["as_plain", "defaults_of", "differences", "flatten", "omegaconf_can_type", "to_config", "to_plain"]

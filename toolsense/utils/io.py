@@ -5,9 +5,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
 import subprocess
 from pathlib import Path
 from typing import IO, Any, Iterator
+
+from toolsense.utils.paths import atomic_write_text
 
 
 class DataError(ValueError):
@@ -31,11 +34,25 @@ def open_text(path: str | Path) -> IO[str]:
     return open(path, encoding="utf-8")
 
 
+def decode_line(raw: bytes, where: str | Path, lineno: int) -> str:
+    """One line's bytes as text; bytes that are not UTF-8 raise DataError naming ``where:line``
+    and the column (a text stream would fail on a whole block, naming only a byte offset)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{where}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+                        "re-encode the file as UTF-8") from None
+
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (1-based line number, object) for each non-blank line; a line that is not a JSON
-    object raises DataError naming file:line."""
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
+    object, or not UTF-8, raises DataError naming file:line."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
+        for lineno, raw in enumerate(f, 1):
+            line = decode_line(raw, path, lineno)
             if not line.strip():
                 continue
             try:
@@ -48,11 +65,18 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def load_json(path: str | Path) -> Any:
+    """A JSON file; malformed JSON or bytes that are not UTF-8 raise DataError naming file:line."""
     with open_text(path) as f:
         try:
             return json.load(f)
         except json.JSONDecodeError as e:
             raise malformed_json(path, e.lineno, e) from None
+        except UnicodeDecodeError:
+            pass
+    with (gzip.open(path, "rb") if Path(path).suffix == ".gz" else open(path, "rb")) as f:
+        for lineno, raw in enumerate(f, 1):
+            decode_line(raw, path, lineno)
+    raise AssertionError("unreachable: the file decoded line by line")  # pragma: no cover
 
 
 def write_jsonl(path: str | Path, rows, mode: str = "w") -> None:
@@ -85,3 +109,38 @@ def git_sha(cwd: str | Path | None = None) -> str | None:
         return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+CHECKPOINT_HASH_CACHE = "toolsense_checkpoint_sha256.json"
+
+
+def checkpoint_sha256(folder: str | Path) -> str:
+    """sha256 over (relative path, sha256) of every file of a model folder (weights, config,
+    tokenizer): two checkpoints with the same shapes but other weights differ. Each file's hash
+    is streamed once and cached in ``<folder>/toolsense_checkpoint_sha256.json`` under its size
+    and mtime, so later evaluations of the same checkpoint only stat the files (the cache is
+    skipped, with a note, where the folder is read-only)."""
+    folder = Path(folder)
+    cache_path = folder / CHECKPOINT_HASH_CACHE
+    try:
+        cache = json.loads(cache_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        cache = {}
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != CHECKPOINT_HASH_CACHE
+                   and not p.name.startswith(CHECKPOINT_HASH_CACHE))
+    fresh, total = {}, hashlib.sha256()
+    for p in files:
+        rel, st = p.relative_to(folder).as_posix(), p.stat()
+        old = cache.get(rel) or {}
+        if old.get("size") == st.st_size and old.get("mtime_ns") == st.st_mtime_ns:
+            sha = old["sha256"]
+        else:
+            sha = sha256_file(p)
+        fresh[rel] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha}
+        total.update(f"{rel}\0{sha}\n".encode("utf-8"))
+    if fresh != cache:
+        try:
+            atomic_write_text(cache_path, json.dumps(fresh, indent=2))
+        except OSError as e:
+            logging.getLogger(__name__).info("%s: cannot cache checkpoint hashes (%s); they are recomputed next time", folder, e)
+    return total.hexdigest()

@@ -9,7 +9,7 @@ contract is one place:
 - on open, complete lines are read; a torn or NUL-padded *last* line is cut off the file (it
   was never acknowledged to the caller) with one warning naming the file and the bytes cut;
 - a malformed line that is *not* last is real corruption: :class:`DataError` names file:line
-  and nothing is changed;
+  and nothing is changed; so is a complete line (any, the last too) that is not UTF-8;
 - :meth:`append` writes one whole line under a lock and flushes it (``fsync=True`` also
   syncs), so concurrent writer threads never interleave and an acknowledged row survives a
   crash of the process;
@@ -28,7 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
 
-from toolsense.utils.io import DataError, malformed_json
+from toolsense.utils.io import DataError, decode_line, malformed_json
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,10 @@ def _repair_tail(path: Path) -> tuple[bytes, int]:
     if last.strip():
         try:
             json.loads(last.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except UnicodeDecodeError:  # complete but not UTF-8: data to name (_load), unless a NUL-padded block
+            if b"\x00" in last:
+                end = last_start
+        except json.JSONDecodeError:
             end = last_start
             body = data[:end]
     return body, len(data) - end
@@ -95,7 +98,8 @@ class JsonlStore:
                 f.truncate(len(body))
             self.cut_bytes = cut
         self._size = len(body)
-        for lineno, line in enumerate(body.decode("utf-8").split("\n"), 1):
+        for lineno, raw in enumerate(body.split(b"\n"), 1):
+            line = decode_line(raw, self.path, lineno)
             if not line.strip():
                 continue
             try:

@@ -1,0 +1,57 @@
+"""A query longer than the model can read is refused, or truncated and counted, before any search
+(issue 38: a 60,000-token query grew the process to 20 GB and was killed without a message;
+queries past the context were scored silently)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.evaluation.test_runner import _cfg
+from toolsense.evaluation.runner import run
+
+
+def _long_queries(tmp_path, words: int):
+    path = tmp_path / "q.jsonl"
+    rows = [{"query_id": "short", "query": "send an email", "tools": ["Email&&send_email"]},
+            {"query_id": "huge", "query": " ".join(["weather"] * words), "tools": ["Email&&send_email"]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _one(run_dir, out, path, **kw):
+    return _cfg(run_dir, out, benchmarks={"long": {"loader": "query_jsonl", "path": str(path), "split": None}},
+                baselines={}, **kw)
+
+
+def test_a_query_past_the_models_context_is_refused_before_any_search(tiny_run, tmp_path):
+    path = _long_queries(tmp_path, 5_000)  # past the context, yet small enough to score should the guard fail
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as e:
+        run(_one(tiny_run, out, path))
+    msg = str(e.value)  # tiny_random reads 2,048 positions; the flat index generates 2 tokens
+    assert f"benchmarks.long ({path}): 1 of 2 queries are longer than the model can read (2046 prompt tokens: " in msg
+    assert "the model's context of 2048 less 2 generated); the longest: 'huge' (" in msg
+    assert "Set query_length.policy=truncate" in msg
+    assert not (out / "long").exists()  # nothing claimed, nothing scored
+
+
+def test_truncate_cuts_over_long_queries_to_fit_and_counts_them(tiny_run, tmp_path):
+    from transformers import AutoTokenizer
+
+    path = _long_queries(tmp_path, 300)
+    out = tmp_path / "out"
+    summary = run(_one(tiny_run, out, path, query_length={"max_tokens": 64, "policy": "truncate"}))
+    res = summary["results"][0]
+    assert res["n"] == 2 and res["query_length"] == {
+        "policy": "truncate", "limit_tokens": 64, "limit": "query_length.max_tokens=64", "queries": 2, "over": 1,
+        "truncated": 1, "longest": res["query_length"]["longest"], "items": ["huge"]}
+    assert res["query_length"]["longest"] > 300
+    tok = AutoTokenizer.from_pretrained(tiny_run / "stage2")
+    samples = {json.loads(x)["item_id"]: json.loads(x) for x in (out / "long" / "model" / "samples.jsonl").read_text().splitlines()}
+    lengths = {k: len(tok(s["prompt"], add_special_tokens=False)["input_ids"]) for k, s in samples.items()}
+    assert lengths["huge"] <= 64 < lengths["huge"] + 3 and lengths["short"] < 64  # cut to fit, nothing more
+    assert samples["short"]["query"] == "send an email" and samples["huge"]["query"].startswith("weather weather")
+    fp = json.loads((out / "long" / "model" / "samples.fingerprint.json").read_text())["fingerprint"]
+    assert fp["query_length"] == {"policy": "truncate", "limit_tokens": 64}  # another cut is another evaluation
