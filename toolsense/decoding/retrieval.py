@@ -12,7 +12,7 @@ import torch
 
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-from toolsense.decoding.batching import auto_batch_size
+from toolsense.decoding.batching import auto_batch_size, is_out_of_memory
 from toolsense.decoding.beam import Beams, beam_search, flat_constrained, fp32_head, left_pad, prefill, prefill_shared
 from toolsense.decoding.trie_tensors import TrieTensors
 
@@ -129,7 +129,8 @@ class Retriever:
 
     def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]:
         """Queries in batches of similar prompt length (less padding). Under ``batch_size=auto`` a
-        batch that runs out of GPU memory is run again at half its size (the rest follow at that size)."""
+        batch that runs out of GPU memory (cuBLAS's workspace included: ``batching.is_out_of_memory``)
+        is run again at half its size (the rest follow at that size)."""
         if not queries:
             return
         prompts = [self.prompt(q) for q in queries]
@@ -142,8 +143,8 @@ class Retriever:
             try:
                 con, fre = self._search([ids[i] for i in batch], pad)
                 out_of_memory = False
-            except torch.cuda.OutOfMemoryError:
-                if self.dec.batch_size != "auto" or len(batch) == 1:
+            except RuntimeError as e:  # torch.cuda.OutOfMemoryError, or cuBLAS's allocation failures (batching.py)
+                if not is_out_of_memory(e) or self.dec.batch_size != "auto" or len(batch) == 1:
                     raise
                 out_of_memory = True
             if out_of_memory:  # outside the except block: its traceback no longer holds the batch's tensors
