@@ -24,8 +24,8 @@ from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import load_model_and_tokenizer
 from toolsense.training.config import StageSchedule, TrainConfig
 from toolsense.training.trainer import (
-    ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, load_device, master_weights, plan_batch, restore_embedding_rows, sft_config,
-    world_size,
+    ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, load_device, master_weights, plan_batch, release_deepspeed_state,
+    restore_embedding_rows, sft_config, world_size,
 )
 from toolsense.training.resume import LOSS_FILE, LossTotalCallback, checkpoint_step, forget_logged_after, loss_sum_at, stage_loss
 from toolsense.training.tuning import Trainable, prepare_trainable
@@ -158,6 +158,8 @@ class StageRunner:
         if self.loss_total is not None:
             self.loss_total.trainer = None  # the callback's reference alone kept the Trainer (and model) alive
         self.trainer = self.trainable = None
+        if self.cfg.trainer.deepspeed:  # else ZeRO-3 stays "enabled" for every later load in this process
+            release_deepspeed_state()
         if torch.cuda.is_available():  # hand the stage's memory back before the next stage loads
             gc.collect()
             torch.cuda.empty_cache()

@@ -71,6 +71,27 @@ def load_device(trainer: TrainerConfig) -> str | None:
     return default_device()
 
 
+def release_deepspeed_state() -> None:
+    """Forget the finished stage's DeepSpeed config, process-wide.
+
+    transformers answers ``is_deepspeed_zero3_enabled()`` from a module-level weak reference to
+    the last ``HfDeepSpeedConfig`` (transformers/integrations/deepspeed.py:
+    ``set_hf_deepspeed_config``), and Accelerate's process-wide ``AcceleratorState._shared_state``
+    keeps that object alive through its ``deepspeed_plugins`` (accelerate/state.py:
+    ``AcceleratorState.__init__``) after the Trainer is gone. So after a ZeRO-3 stage every later
+    ``from_pretrained`` in the process still runs under ``zero.Init`` and refuses a ``device_map``
+    ("DeepSpeed Zero-3 is not compatible with passing a `device_map`",
+    transformers/integrations/accelerate.py: ``check_and_set_device_map``): Stage 2's load and
+    the evaluation after training (``load_run``) broke. The next Trainer's ``TrainingArguments``
+    builds its own state again (it resets ``AcceleratorState`` itself); the process group
+    (``PartialState``) is kept, evaluation reuses it."""
+    from accelerate.state import AcceleratorState
+    from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+
+    unset_hf_deepspeed_config()
+    AcceleratorState._reset_state(reset_partial_state=False)
+
+
 @dataclass(frozen=True)
 class BatchPlan:
     per_device: int
