@@ -82,7 +82,10 @@ def _head_forward(w: torch.Tensor, b: torch.Tensor | None, precision: str):
     if precision == "bf16":
         def forward(x: torch.Tensor) -> torch.Tensor:
             flat = x.to(w.device, torch.bfloat16).reshape(-1, x.shape[-1])
-            out = torch.mm(flat, w.T, out_dtype=torch.float32) if flat.is_cuda else flat.float() @ w.float().T
+            try:
+                out = torch.mm(flat, w.T, out_dtype=torch.float32)  # CUDA (torch >= 2.8): fp32 accumulation, fp32 out
+            except (NotImplementedError, TypeError):  # a CPU, or an older torch: the same products upcast
+                out = flat.float() @ w.float().T
             out = out if b is None else out + b
             return out.reshape(*x.shape[:-1], w.shape[0])
         return forward

@@ -158,6 +158,18 @@ def memory_plan(shape: Shape, tuning: TuningConfig, trainer: TrainerConfig, worl
     return MemoryPlan(kind, total, trainable, weights, gradients, optimizer, activations)
 
 
+def device_memory() -> int | None:
+    """This process's GPU's memory in bytes; None without a usable CUDA device."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    try:
+        return torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    except (AssertionError, RuntimeError):  # CUDA reported but not usable (a CPU build, a driver problem)
+        return None
+
+
 def refuse_unfit(shape: Shape, tuning: TuningConfig, trainer: TrainerConfig) -> None:
     """Full fine-tuning of a model past :data:`FFT_DDP_MAX_PARAMS` without DeepSpeed is refused,
     naming the ZeRO-3 config to use instead."""

@@ -24,7 +24,7 @@ from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import load_model_and_tokenizer
 from toolsense.models.loading import resolve_dtype
 from toolsense.training.config import StageSchedule, TrainConfig
-from toolsense.training.memory import memory_plan, model_shape
+from toolsense.training.memory import device_memory, memory_plan, model_shape
 from toolsense.training.trainer import (
     ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, load_device, master_weights, plan_batch, release_deepspeed_state,
     restore_embedding_rows, sft_config, use_bf16, world_size,
@@ -124,10 +124,10 @@ class StageRunner:
         t = self.cfg.trainer
         plan = memory_plan(shape, self.cfg.tuning, t, world_size(), use_bf16(t), plan_batch(t, world_size()).per_device)
         log.info("%s: %s", self.name, plan.text())
-        if torch.cuda.is_available() and not t.use_cpu and plan.total > torch.cuda.get_device_properties(0).total_memory:
+        total = device_memory() if not t.use_cpu else None
+        if total is not None and plan.total > total:
             log.warning("%s: the memory plan (%.1f GiB) exceeds this GPU's %.1f GiB: lower trainer.per_device_batch, turn "
-                        "trainer.gradient_checkpointing on, or use trainer=ds_zero2 / ds_zero3", self.name, plan.total / 2**30,
-                        torch.cuda.get_device_properties(0).total_memory / 2**30)
+                        "trainer.gradient_checkpointing on, or use trainer=ds_zero2 / ds_zero3", self.name, plan.total / 2**30, total / 2**30)
 
     def train(self) -> dict:
         """Train from the newest complete checkpoint (or from the start). The stage's metrics rows
@@ -156,15 +156,12 @@ class StageRunner:
     def save(self) -> Path:
         tmp = self.out_dir.with_name(self.name + ".tmp")
         acc = self.trainer.accelerator
-        dtype = resolve_dtype(str(self.cfg.model.dtype))  # saved as loaded by config on every back end (bf16 on a GPU)
-        if self.trainable.method == "lora":
-            model = self.trainable.merged(dtype)
+        if self.trainable.method == "lora":  # merged alike on DDP and ZeRO, saved in the configured dtype (bf16 on a GPU)
+            model = self.trainable.merged(resolve_dtype(str(self.cfg.model.dtype)))
             if acc.is_main_process:
                 shutil.rmtree(tmp, ignore_errors=True)
                 model.save_pretrained(tmp)
         else:
-            if not self.cfg.trainer.deepspeed:  # fp32 master weights, cast as DeepSpeed's 16-bit save writes them
-                self.trainable.model.to(dtype)
             self.trainer.save_model(str(tmp))  # gathers ZeRO-3 shards
         if acc.is_main_process:
             self.tokenizer.save_pretrained(tmp)

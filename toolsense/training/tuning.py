@@ -93,15 +93,15 @@ class Trainable:
 @torch.no_grad()
 def _trained_in_fp32(model: torch.nn.Module) -> None:
     """Every trainable parameter of ``model`` set to its fp32 value (see ``Trainable.merged``)."""
-    try:
-        from deepspeed.utils import safe_get_full_fp32_param
-    except ImportError:  # pragma: no cover - DeepSpeed is a dependency; without it there is no master copy
-        def safe_get_full_fp32_param(p):
-            return None
     for p in model.parameters():
-        if p.requires_grad:
+        if not p.requires_grad:
+            continue
+        master = None
+        if hasattr(p, "ds_id") or hasattr(p, "_hp_mapping"):  # DeepSpeed's (deepspeed/utils/tensor_fragment.py)
+            from deepspeed.utils import safe_get_full_fp32_param
+
             master = safe_get_full_fp32_param(p)
-            p.data = (master if master is not None else p.data).detach().to(p.device, torch.float32).reshape(p.shape)
+        p.data = (master if master is not None else p.data).detach().to(p.device, torch.float32).reshape(p.shape)
 
 
 def upcast_trainable(model: torch.nn.Module) -> int:
