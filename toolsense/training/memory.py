@@ -5,8 +5,10 @@ Per device, in bytes, for the back end the trainer section picks:
 
 * **weights** — without DeepSpeed (``trainer=gpu`` / ``cpu``): under LoRA the frozen base in the
   loaded dtype (bf16 where the Trainer computes in bf16: ``trainer.master_weights``) and the
-  trainable adapters and embedding matrices in fp32; under full fine-tuning every weight in fp32.
-  Under DeepSpeed every weight in bf16, ZeRO-3 sharding them over the ranks;
+  trainable adapters and embedding matrices in fp32; under full fine-tuning every weight in fp32;
+  with bf16 compute, plus autocast's bf16 copies of the fp32 weights the matmuls read (the
+  adapters and the LM head; under full fine-tuning all but the input embedding's lookup), held
+  until the backward pass. Under DeepSpeed every weight in bf16, ZeRO-3 sharding them over the ranks;
 * **gradients** — fp32 per trainable weight without DeepSpeed; under ZeRO a bf16 gradient plus
   the fp32 accumulation buffer (``data_types.grad_accum_dtype``), sharded over the ranks;
 * **optimizer** — AdamW's two fp32 moments per trainable weight, plus DeepSpeed's fp32 master
@@ -143,6 +145,9 @@ def memory_plan(shape: Shape, tuning: TuningConfig, trainer: TrainerConfig, worl
     if kind == "ddp":
         frozen_width = 2 if bf16 and tuning.method == "lora" else 4
         weights = (total - trainable) * frozen_width + trainable * 4
+        if bf16:  # autocast's bf16 copies of the fp32 weights its matmuls read, kept for the backward pass
+            matmul = shape.lora_params(tuning.r) + shape.rows * shape.hidden if tuning.method == "lora" else total - shape.rows * shape.hidden
+            weights += matmul * 2
         gradients, optimizer, residual = trainable * 4, trainable * 8, 4
     else:
         weights = total * 2 // (world_size if kind == "zero3" else 1)
