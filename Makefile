@@ -6,7 +6,7 @@ TORCH  ?= torch==2.13.0
 PIP    := $(PY) -m pip install --disable-pip-version-check -q
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: setup setup-local setup-probe setup-browser demo beyond audit-demo reproduce reproduce-tools reproduce-replication test test-slow bench clean
+.PHONY: setup setup-local setup-probe setup-browser demo beyond audit-demo reproduce reproduce-tools reproduce-replication test test-slow bench gpu-wheels clean
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -106,6 +106,14 @@ bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/encode_catalog.py --n 500
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/pool_search.py
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/eval_rerun.py
+
+# The device check's wheelhouse (docs/gpu.md): what benchmarks/gpu_check.py imports that a bare GPU image lacks (hydra-core,
+# omegaconf, trl, datasets, deepspeed, bm25s, unidecode, ...) for its Python 3.12, and a wheel of toolsense, at this venv's
+# versions, into $(GPU_WHEELS)/ (git-ignored, ~8 MiB; carry it). Then, on the GPU machine without network:
+#   benchmarks/gpu_check.sh --out gpu_check.json
+GPU_WHEELS ?= gpu-wheels
+gpu-wheels: setup
+	$(PY) benchmarks/gpu_wheels.py --out $(GPU_WHEELS)
 
 clean:
 	rm -rf $(VENV) outputs multirun

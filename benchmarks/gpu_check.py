@@ -1,23 +1,26 @@
 """The GPU path on one accelerator, in one self-contained run (target: under 8 minutes on one H200).
 
-    python3 benchmarks/gpu_check.py --out gpu_check.json       # on the GPU machine, from the repo root
-    python benchmarks/gpu_check.py --smoke                      # tiny shapes, CPU: does it run?
+    benchmarks/gpu_check.sh --out gpu_check.json        # on the GPU machine: installs gpu-wheels/ offline, then this
+    python benchmarks/gpu_check.py --smoke              # tiny shapes, CPU: does it run? (tests/test_gpu_check.py)
 
-Needs only torch, transformers, tokenizers, peft, numpy and tqdm (all on the device image) and the
-repo itself: no weights, catalog or encoder travel. Real shapes, random weights:
-- **train**: TG-3FM's Stage-1 mix (desc2tok, tok2desc, mcts-like prompts, synthetic text) on a
-  Qwen2.5-0.5B-shaped model with all 46,984 ToolBench-sized virtual tokens added by
-  ``add_index_tokens`` on the GPU (padded to a multiple of 64), LoRA r=64 on every linear layer
-  + the trainable embedding (``embedding_lr_scale`` 2.5 as its own AdamW group), bf16 autocast
-  over fp32 master weights (``training.trainer.master_weights``); real tokens/s and peak memory.
-  A plain torch loop over PEFT — TRL's SFTTrainer around it is tests/training/test_cuda_step.py.
-- **decode**: the pooled-G1-sized benchmark (474 queries of G1's length) through the
-  ``Retriever`` at beam 50, constrained (flat fast path) + free-form, at batch 8 / 32 / 64:
-  seconds per query, peak memory; and at ``decoding.batch_size=auto``: the size its rule picks
-  on this device, the memory the rule plans beside the measured peak (less the weights) per
-  batch size; then the same search on a Llama-3-8B-shaped model.
-Each timed side runs ``--repeats`` times interleaved with the others (benchmarks/timing.py):
-min, median and spread. Everything printed is also written to ``--out`` as JSON.
+Needs torch, transformers, tokenizers, peft, numpy and tqdm (all on the device image) and the
+repo's own imports (hydra-core, omegaconf, trl, datasets, ... : ``make gpu-wheels``); no weights,
+catalog or encoder travel. Real shapes, random weights. The default parts (``--parts``):
+- **train-8b**: one LoRA step (two, the first warming up) on a Llama-3-8B shape with all 46,984
+  ToolBench-sized virtual tokens, as ``trainer=gpu`` trains it now: frozen base in bf16, what
+  trains in fp32 (``tuning.prepare_trainable(upcast=True)``), gradient checkpointing, examples of
+  ``--train-tokens`` (1,024) tokens; the memory plan (``training/memory.py``) printed before the
+  first step beside the measured peak.
+- **search-8b**: constrained beam search at B=50 over the 46,984 tools on the same shape, flat
+  (one decode step, ``fast_flat``) and hierarchical (``index=structural``), at each
+  ``decoding.head_precision`` (fp32, tf32, bf16): ms per query split into prefill, decode and the
+  LM head (timed inside both), and each precision's rankings against fp32's up to near-ties.
+- **rankings-tiny**: the same tiny fp32 model's rankings on the GPU and on the CPU (exactly equal,
+  and equal up to near-ties).
+Older parts, by name: **train-0.5b** (tokens/s of the Stage-1 mix on a Qwen2.5-0.5B shape) and
+**decode-0.5b** / **decode-8b** (retrieval at batch 8 / 32 / 64 and ``auto``, memory planned vs
+measured). Every part's result (or its error) is written to ``--out`` as soon as it ends; parts
+left when ``--budget-s`` has passed are recorded as skipped.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class Search:
     share_prefix: bool = True
     max_new_tokens: Optional[int] = None
     length_penalty: float = 1.0
+    head_precision: str = "fp32"
 
 
 def word_tokenizer(n_words: int):
@@ -252,51 +256,282 @@ def check_decode(shape: str, args, device, tok, index, queries, dtype) -> dict:
     return out
 
 
-def parse() -> argparse.Namespace:
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def check_train_8b(args, device) -> dict:
+    """One LoRA step on the 8B shape (see the module doc): the plan printed first, then the peak."""
+    import numpy as np
+
+    from toolsense.index import add_index_tokens
+    from toolsense.training.config import TrainerConfig, TuningConfig
+    from toolsense.training.memory import Shape, memory_plan
+    from toolsense.training.tuning import prepare_trainable
+
+    rng, vocab = np.random.default_rng(0), SHAPES[args.large][5]
+    tok = word_tokenizer(vocab)
+    _, index = catalog_and_index(args.tools, rng, vocab)
+    model = build_model(args.large, tok, torch.bfloat16 if device == "cuda" else torch.float32, device)
+    ids = add_index_tokens(index, model, tok)
+    tuning = TuningConfig()  # LoRA r=64 on every linear layer, every embedding row trainable
+    plan = memory_plan(Shape.from_config(model.config), tuning, TrainerConfig(per_device_batch=args.plan_batch, max_length=args.train_tokens,
+                                                                             gradient_checkpointing=True), bf16=device == "cuda")
+    tqdm.write(plan.text())
+    trainable = prepare_trainable(model, tuning, ids, upcast=True)
+    base = trainable.model.get_base_model()
+    base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    base.train()
+    params = [p for p in trainable.model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=2e-5, weight_decay=0.0)
+    x = torch.as_tensor(rng.integers(4, vocab - 8, (args.plan_batch, args.train_tokens)), device=device)
+    labels = torch.full_like(x, -100)
+    labels[:, -min(128, args.train_tokens - 1):] = x[:, -min(128, args.train_tokens - 1):]  # the plan's labelled positions
+    if device == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    seconds = []
+    for _ in range(2):  # the first allocates Adam's states
+        t = time.perf_counter()
+        train_step(trainable.model, opt, x, torch.ones_like(x), labels, device)
+        _sync(device)
+        seconds.append(round(time.perf_counter() - t, 2))
+    dtypes = {str(p.dtype) for p in trainable.model.parameters() if not p.requires_grad}
+    out = {"model": args.large, "batch": args.plan_batch, "tokens_per_example": args.train_tokens, "checkpointing": True,
+           "plan": {k: round(getattr(plan, k) / 2**30, 2) for k in ("weights", "gradients", "optimizer", "activations", "total")},
+           "plan_bytes": plan.total, "plan_text": plan.text(), "peak_gib": peak_gib(), "step_seconds": seconds,
+           "frozen_dtypes": sorted(dtypes), "trainable_dtypes": sorted({str(p.dtype) for p in params})}
+    out["peak_over_plan"] = round(out["peak_gib"] / out["plan"]["total"], 3) if device == "cuda" else None
+    del model, trainable, opt, base
+    return out
+
+
+class SplitTimer:
+    """Seconds spent in the Retriever's prefill, in its constrained search, and in the LM head
+    (inside both), each bracketed by a device synchronisation."""
+
+    def __init__(self, device: str):
+        self.device, self.t = device, {"prefill": 0.0, "decode": 0.0, "head": 0.0}
+
+    def wrap(self, name: str, fn):
+        def timed(*a, **k):
+            _sync(self.device)
+            start = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                _sync(self.device)
+                self.t[name] += time.perf_counter() - start
+        return timed
+
+    def hook_head(self, head):
+        state = {}
+
+        def pre(module, args):
+            _sync(self.device)
+            state["t"] = time.perf_counter()
+
+        def post(module, args, output):
+            _sync(self.device)
+            self.t["head"] += time.perf_counter() - state["t"]
+
+        return [head.register_forward_pre_hook(pre), head.register_forward_hook(post)]
+
+
+def search_once(model, tok, index, queries, args, precision: str, device: str) -> tuple[dict, list]:
+    """Constrained search of ``queries`` at one head precision: ms/query split, and the rankings."""
+    import toolsense.decoding.retrieval as retrieval
+    from toolsense.catalog import Query
+    from toolsense.data.prompts import PromptConfig
+    from toolsense.index import build_trie
+
+    search = Search(beam_width=args.beam, batch_size=args.search_batch, free_form=False, head_precision=precision)
+    r = retrieval.Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), search)
+    timer = SplitTimer(device)
+    hooks = timer.hook_head(model.get_output_embeddings())
+    original = retrieval.prefill_shared
+    retrieval.prefill_shared = timer.wrap("prefill", original)
+    r.constrained = timer.wrap("decode", r.constrained)
+    qs = [Query(str(i), q, ("x",)) for i, q in enumerate(queries)]
+    try:
+        _sync(device)
+        t = time.perf_counter()
+        ranked = sorted(r.run(qs), key=lambda a: int(a.query.query_id))
+        _sync(device)
+        total = time.perf_counter() - t
+    finally:
+        retrieval.prefill_shared = original
+        for h in hooks:
+            h.remove()
+    ms = {"total": total, **timer.t}
+    return {k: round(1000 * v / len(qs), 2) for k, v in ms.items()}, ranked
+
+
+def check_search_8b(args, device) -> dict:
+    """Flat and hierarchical constrained search at each head precision (module doc)."""
+    import numpy as np
+
+    from toolsense.decoding.retrieval import rankings_agree
+    from toolsense.index import add_index_tokens, build_index
+
+    out: dict = {"model": args.large, "beam": args.beam, "batch": args.search_batch, "near_tie": args.near_tie}
+    for kind in ("flat", "structural"):
+        rng, vocab = np.random.default_rng(0), SHAPES[args.large][5]
+        tok = word_tokenizer(vocab)
+        catalog, _ = catalog_and_index(args.tools, rng, vocab)
+        index = build_index(catalog, kind)
+        queries = [words(rng, int(rng.integers(40, 90)), vocab) for _ in range(args.search_queries)]
+        model = build_model(args.large, tok, torch.bfloat16 if device == "cuda" else torch.float32, device).eval()
+        add_index_tokens(index, model, tok)
+        res, ref = {"depth": index.depth(), "tools": len(index.paths), "queries": len(queries)}, None
+        search_once(model, tok, index, queries[: args.search_batch], args, "fp32", device)  # warm-up: kernels, cuBLAS handles
+        for precision in ("fp32", "tf32", "bf16"):
+            ms, ranked = search_once(model, tok, index, queries, args, precision, device)
+            ref = ranked if ref is None else ref
+            res[precision] = {"ms_per_query": ms,
+                              "exactly_as_fp32": sum(a.constrained == b.constrained for a, b in zip(ref, ranked)) / len(ref),
+                              "as_fp32_up_to_near_ties": sum(rankings_agree(a.constrained, b.constrained, args.near_tie)
+                                                             for a, b in zip(ref, ranked)) / len(ref)}
+            tqdm.write(json.dumps({f"search {kind} {precision}": res[precision]}))
+        res["peak_gib"] = peak_gib()
+        out[kind] = res
+        del model
+        if device == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+    return out
+
+
+def check_rankings_tiny(args, device) -> dict:
+    """The tiny fp32 model's rankings (constrained and free-form, beam ``--beam``) on ``device``
+    against the same weights on the CPU."""
+    import copy
+
+    import numpy as np
+
+    from toolsense.catalog import Query
+    from toolsense.data.prompts import PromptConfig
+    from toolsense.decoding.retrieval import Retriever, rankings_agree
+    from toolsense.index import add_index_tokens, build_trie
+
+    rng, vocab = np.random.default_rng(0), SHAPES["tiny"][5]
+    tok = word_tokenizer(vocab)
+    _, index = catalog_and_index(300, rng, vocab)
+    torch.manual_seed(0)
+    cpu_model = build_model("tiny", tok, torch.float32, "cpu").eval()
+    add_index_tokens(index, cpu_model, tok)
+    qs = [Query(str(i), words(rng, int(rng.integers(10, 40)), vocab), ("x",)) for i in range(24)]
+    runs = {}
+    for where, model in (("cpu", cpu_model), (device, copy.deepcopy(cpu_model).to(device))):
+        r = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), Search(beam_width=min(args.beam, 20), batch_size=8))
+        runs[where if where not in runs else where + "2"] = sorted(r.run(qs), key=lambda a: int(a.query.query_id))
+    a, b = list(runs.values())
+    return {"devices": list(runs), "queries": len(qs), "near_tie": 1e-4,
+            "constrained_exactly_equal": sum(x.constrained == y.constrained for x, y in zip(a, b)) / len(a),
+            "constrained_equal_up_to_near_ties": sum(rankings_agree(x.constrained, y.constrained, 1e-4) for x, y in zip(a, b)) / len(a),
+            "free_equal_up_to_near_ties": sum(rankings_agree(x.free, y.free, 1e-4, key="text") for x, y in zip(a, b)) / len(a)}
+
+
+PARTS = ("train-8b", "search-8b", "rankings-tiny", "train-0.5b", "decode-0.5b", "decode-8b")
+DEFAULT_PARTS = ["train-8b", "search-8b", "rankings-tiny"]
+
+
+def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--smoke", action="store_true", help="tiny shapes and sizes (a CPU check that the script runs)")
+    ap.add_argument("--parts", nargs="+", choices=PARTS, default=DEFAULT_PARTS)
     ap.add_argument("--tools", type=int, default=46_984)
-    ap.add_argument("--queries", type=int, default=474)
+    ap.add_argument("--queries", type=int, default=474, help="decode-* parts: queries (G1's pooled size)")
+    ap.add_argument("--search-queries", type=int, default=128, help="search-8b: queries per index and precision")
+    ap.add_argument("--search-batch", type=int, default=32)
+    ap.add_argument("--near-tie", type=float, default=0.02, help="score tolerance of rankings_agree on the 8B shape (bf16)")
     ap.add_argument("--beam", type=int, default=50)
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 32, 64])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--train-steps", type=int, default=5)
     ap.add_argument("--train-batch", type=int, default=16)
-    ap.add_argument("--no-8b", action="store_true", help="skip the 8B-shape search")
-    ap.add_argument("--out", help="write the results as JSON here")
-    a = ap.parse_args()
+    ap.add_argument("--train-tokens", type=int, default=1024, help="train-8b: tokens per example")
+    ap.add_argument("--plan-batch", type=int, default=8, help="train-8b: examples per step (trainer=gpu's per_device_batch)")
+    ap.add_argument("--budget-s", type=float, default=450, help="parts not started by then are recorded as skipped")
+    ap.add_argument("--out", help="write the results as JSON here, after every part")
+    a = ap.parse_args(argv)
     a.small, a.large = ("tiny", "tiny") if a.smoke else ("qwen2.5-0.5b", "llama3-8b")
     if a.smoke:
         a.tools, a.queries, a.beam, a.batches, a.repeats, a.train_steps, a.train_batch = 300, 12, 5, [4, 8], 2, 2, 4
+        a.search_queries, a.search_batch, a.train_tokens, a.plan_batch, a.near_tie = 8, 4, 64, 2, 1e-4
     return a
 
 
-def main() -> None:
+def run_part(part: str, args, device: str, dtype) -> dict:
     import numpy as np
 
-    args = parse()
+    if part == "train-8b":
+        return check_train_8b(args, device)
+    if part == "search-8b":
+        return check_search_8b(args, device)
+    if part == "rankings-tiny":
+        return check_rankings_tiny(args, device)
+    rng = np.random.default_rng(0)
+    shape = args.large if part == "decode-8b" else args.small
+    vocab = SHAPES[shape][5]
+    tok = word_tokenizer(vocab)
+    catalog, index = catalog_and_index(args.tools, rng, vocab)
+    if part == "train-0.5b":
+        return check_train(args, device, tok, catalog, index, rng, vocab)
+    queries = [words(rng, int(rng.integers(40, 90)), vocab) for _ in range(args.queries)]  # G1 queries' length
+    return check_decode(shape, args, device, tok, index, queries, dtype)
+
+
+def preflight() -> None:
+    """Load what every part imports now, so a package missing on the machine stops the run at once
+    with its name (exit 2), not minutes in."""
+    try:
+        import peft  # noqa: F401
+        import toolsense.decoding.retrieval  # noqa: F401
+        import toolsense.training.memory  # noqa: F401
+        import toolsense.training.tuning  # noqa: F401
+    except ImportError as e:
+        print(f"gpu_check: {e}; add it to the wheelhouse (python benchmarks/gpu_wheels.py --extra NAME==VERSION), carry "
+              "gpu-wheels/ and rerun benchmarks/gpu_check.sh", file=sys.stderr)
+        sys.exit(2)
+
+
+def main(argv=None) -> int:
+    """Every part of ``--parts`` in turn, each result (or error) written to ``--out`` when it ends;
+    returns 1 when a part failed."""
+    args = parse(argv)
+    preflight()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     res: dict = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
-                 "date": time.strftime("%Y-%m-%d"), "args": {k: v for k, v in vars(args).items() if k != "out"}}
-    t0 = time.perf_counter()
-    for part in tqdm(["train", "decode-small", "decode-8b"], desc="gpu_check", unit="part"):
-        rng = np.random.default_rng(0)
-        shape = args.small if part != "decode-8b" else args.large
-        vocab = SHAPES[shape][5]
-        tok = word_tokenizer(vocab)
-        catalog, index = catalog_and_index(args.tools, rng, vocab)
-        queries = [words(rng, int(rng.integers(40, 90)), vocab) for _ in range(args.queries)]  # G1 queries' length
-        if part == "train":
-            res[part] = check_train(args, device, tok, catalog, index, rng, vocab)
-        elif part == "decode-small" or not args.no_8b:
-            res[part] = check_decode(shape, args, device, tok, index, queries, dtype)
-        tqdm.write(json.dumps({part: res.get(part)}, default=str))
+                 "date": time.strftime("%Y-%m-%d %H:%M:%S"), "args": {k: v for k, v in vars(args).items() if k != "out"}}
+    t0, failed = time.perf_counter(), False
+    for part in tqdm(args.parts, desc="gpu_check", unit="part"):
+        if time.perf_counter() - t0 > args.budget_s:
+            res[part] = {"skipped": f"the {args.budget_s:.0f} s budget had passed"}
+        else:
+            start = time.perf_counter()
+            try:
+                res[part] = run_part(part, args, device, dtype)
+            except Exception as e:  # one part's failure must not lose the others' numbers
+                failed = True
+                res[part] = {"error": f"{type(e).__name__}: {e}"}
+                import traceback
+
+                traceback.print_exc()
+            res[part]["seconds"] = round(time.perf_counter() - start, 1)
+            if device == "cuda":
+                torch.cuda.empty_cache()
+        tqdm.write(json.dumps({part: res[part]}, default=str))
         res["wall_s"] = round(time.perf_counter() - t0, 1)
         if args.out:  # after every part: a run cut short by its time limit keeps what it measured
-            Path(args.out).write_text(json.dumps(res, indent=1, default=str))
+            tmp = Path(args.out + ".tmp")
+            tmp.write_text(json.dumps(res, indent=1, default=str))
+            tmp.replace(args.out)
     print(json.dumps(res, indent=1, default=str))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

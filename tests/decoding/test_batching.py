@@ -104,6 +104,38 @@ def test_auto_halves_a_batch_that_runs_out_of_memory(tiny, monkeypatch, caplog):
         _ranked(fixed)
 
 
+CUBLAS_ALLOC = "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"
+
+
+def test_a_cublas_allocation_failure_is_out_of_memory_too(tiny, monkeypatch, caplog):
+    """cuBLAS failing to allocate its workspace arrives as a plain RuntimeError: ``auto`` halves the
+    batch as for torch's OutOfMemoryError; any other RuntimeError is raised as it is."""
+    from toolsense.decoding.batching import is_out_of_memory
+
+    assert is_out_of_memory(RuntimeError(CUBLAS_ALLOC)) and is_out_of_memory(torch.cuda.OutOfMemoryError("x"))
+    assert is_out_of_memory(RuntimeError("CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported"))
+    assert not is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied")) and not is_out_of_memory(ValueError(CUBLAS_ALLOC))
+    want = _ranked(_retriever(tiny, batch_size=3))
+    auto = _retriever(tiny)
+    monkeypatch.setattr(auto, "batch_size", lambda prompt_tokens: 8)
+    search, sizes = auto._search, []
+
+    def cublas_fails(seqs, pad):
+        sizes.append(len(seqs))
+        if len(seqs) > 4:
+            raise RuntimeError(CUBLAS_ALLOC)
+        return search(seqs, pad)
+
+    monkeypatch.setattr(auto, "_search", cublas_fails)
+    with caplog.at_level(logging.WARNING, logger="toolsense.decoding.retrieval"):
+        assert _ranked(auto) == want and sizes == [7, 3, 3, 1]
+    assert "out of device memory at 7 queries; continuing at 3" in caplog.text
+    other = _retriever(tiny)
+    monkeypatch.setattr(other, "_search", lambda seqs, pad: (_ for _ in ()).throw(RuntimeError("shapes cannot be multiplied")))
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        _ranked(other)
+
+
 @pytest.mark.parametrize("value", [0, -3, True, "sideways", 2.5, None])
 def test_nonsense_batch_sizes_are_refused_naming_the_field(value):
     with pytest.raises(ValueError, match=r"^decoding\.batch_size must be a positive integer or auto"):

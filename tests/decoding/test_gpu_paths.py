@@ -98,3 +98,61 @@ def test_eager_attention_reads_the_masks_and_gives_sdpa_s_beams(demo_catalog):
     for a, b in zip(out["sdpa"], out["eager"]):
         assert [x["tool"] for x in a.constrained] == [x["tool"] for x in b.constrained]
         assert [x["score"] for x in a.constrained] == pytest.approx([x["score"] for x in b.constrained], abs=1e-4)
+
+
+def test_head_precisions_compute_fp32_logits_from_their_inputs(demo_catalog):
+    """decoding.head_precision: tf32 is fp32 off CUDA (bit for bit); bf16 multiplies bf16-rounded
+    hidden states and weights with fp32 accumulation and output (no bf16 rounding of the logits:
+    no ties beyond fp32's); every mode restores the head."""
+    model, tok, _ = _loaded("bfloat16", demo_catalog)
+    ids, mask = left_pad(_prompts(tok), tok.pad_token_id, "cpu")
+    head = model.get_output_embeddings()
+    hidden = model(input_ids=ids, attention_mask=mask, logits_to_keep=1, output_hidden_states=True).hidden_states[-1][:, -1]
+    logits = {}
+    for precision in ("fp32", "tf32", "bf16"):
+        with fp32_head(model, len(tok), precision):
+            logits[precision] = model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits[:, -1]
+        assert "forward" not in head.__dict__ and logits[precision].dtype == torch.float32
+    assert torch.equal(logits["tf32"], logits["fp32"])
+    w = head.weight[: len(tok)]
+    torch.testing.assert_close(logits["bf16"], hidden.bfloat16().float() @ w.bfloat16().float().T)
+    bf = hidden.bfloat16() @ w.bfloat16().T  # a plain bf16 matmul rounds its output: ties
+    assert all(len(torch.unique(bf[q])) < len(torch.unique(logits["bf16"][q])) for q in range(len(QUERIES)))
+
+
+def test_rankings_under_a_bf16_head_agree_with_fp32_up_to_near_ties(demo_catalog):
+    from toolsense.decoding.retrieval import rankings_agree
+
+    model, tok, index = _loaded("float32", demo_catalog)
+    queries = [Query(str(i), q, ("x",)) for i, q in enumerate(QUERIES)]
+    runs = {p: list(Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), _dec(head_precision=p)).run(queries))
+            for p in ("fp32", "bf16")}
+    assert all(rankings_agree(a.constrained, b.constrained, tol=0.05) for a, b in zip(runs["fp32"], runs["bf16"]))
+    assert not all(a.constrained == b.constrained for a, b in zip(runs["fp32"], runs["bf16"]))  # the scores moved
+    # the rule itself: a swap of two items 0.01 apart passes at tol 0.01, fails at 0.001; another item never passes
+    a = [{"tool": "x", "score": -1.0}, {"tool": "y", "score": -1.01}, {"tool": "z", "score": -3.0}]
+    swapped = [{"tool": "y", "score": -1.0}, {"tool": "x", "score": -1.01}, {"tool": "z", "score": -3.0}]
+    assert rankings_agree(a, swapped, tol=0.01) and not rankings_agree(a, swapped, tol=0.001)
+    assert not rankings_agree(a, [a[0], {"tool": "q", "score": -1.01}, a[2]], tol=0.01) and not rankings_agree(a, a[:2], tol=1)
+
+
+def test_the_batch_size_joins_the_fingerprint_only_for_16_bit_models_on_cuda():
+    """Folders written by CPU or fp32 evaluations keep their fingerprint (they resume at any batch
+    size); on CUDA in bf16/fp16 the batch size is part of what produced the rankings."""
+    from types import SimpleNamespace
+
+    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.evaluation.fingerprint import decoding_identity
+
+    def ev(is_cuda: bool, width: int):
+        p = SimpleNamespace(is_cuda=is_cuda, element_size=lambda: width)
+        return SimpleNamespace(model=SimpleNamespace(parameters=lambda: iter([p])))
+
+    dec = DecodingConfig(beam_width=10, batch_size=32)
+    plain = decoding_identity(dec, [1, 5])
+    assert "batch_size" not in plain and "head_precision" not in plain
+    assert decoding_identity(dec, [1, 5], ev(False, 2)) == plain == decoding_identity(dec, [1, 5], ev(True, 4))
+    assert decoding_identity(dec, [1, 5], ev(True, 2)) == {**plain, "batch_size": 32}
+    assert decoding_identity(DecodingConfig(beam_width=10, head_precision="bf16"), [1, 5])["head_precision"] == "bf16"
+    with pytest.raises(ValueError, match="decoding.head_precision"):
+        DecodingConfig(head_precision="fp8")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from tests.training.conftest import compose_train
 from toolsense.training import to_train_config
@@ -84,6 +85,11 @@ def test_deepspeed_groups_carry_zero_stage():
     z3 = to_train_config(compose_train(["trainer=ds_zero3", "tuning=full"])).trainer.deepspeed
     assert z2["zero_optimization"]["stage"] == 2 and z3["zero_optimization"]["stage"] == 3
     assert z3["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
+    # gradients accumulate in fp32 under both (DeepSpeed's default is the model's bf16), read as DeepSpeed reads it
+    from deepspeed.runtime.config import DtypeEnum, get_data_types_params
+
+    for ds in (z2, z3):
+        assert DtypeEnum(get_data_types_params(ds)["grad_accum_dtype"]).value == torch.float32
 
 
 def test_effective_batch_split():

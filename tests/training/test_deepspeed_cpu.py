@@ -80,3 +80,30 @@ def test_zero_on_two_cpu_processes(tmp_path, trainer, tuning, rows, scale, port)
     name = "model.layers.0.mlp.down_proj.weight"
     moved = not torch.equal(dict(trained.named_parameters())[name], dict(base.named_parameters())[name])
     assert moved  # LoRA is merged into the saved model; full fine-tuning moves the weight itself
+
+
+@pytest.mark.slow
+def test_zero3_then_stage2_then_evaluation_in_one_process(tmp_path):
+    """Stage 1 and Stage 2 under ZeRO-3, then train.py's evaluation, all in the same two processes:
+    the stage cleanup lets go of Accelerate's DeepSpeed state (training/trainer.py:
+    release_deepspeed_state), so Stage 2 and the evaluation load plain, whole models (under a
+    lingering ZeRO-3 config ``from_pretrained`` partitioned them and refused a ``device_map``)."""
+    import json
+
+    from tests.training.conftest import ASSETS
+
+    run_dir = tmp_path / "run"
+    evaluate = (f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test",'
+                '"decoding=beam10","metrics.resamples=100"]')
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29564", str(ROOT / "train.py"),
+           *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))], "experiment=tg", "trainer=ds_zero3",
+           "tuning=full", "trainer.use_cpu=true", "trainer.gradient_checkpointing=false", "trainer.effective_batch=8",
+           "trainer.per_device_batch=4", "stage1.max_steps=2", "stage2.max_steps=2", "stage2.sources.0.split=train", evaluate,
+           f"output_dir={run_dir}"]
+    out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert (run_dir / "stage1" / "config.json").is_file() and (run_dir / "stage2" / "config.json").is_file()
+    res = json.loads((run_dir / "eval" / "generated" / "model" / "results.json").read_text())
+    assert res["n"] == 3 and 0.0 <= res["metrics"]["Rc@1"]["value"] <= 1.0
+    summary = [json.loads(x)["summary"] for x in (run_dir / "metrics.jsonl").read_text().splitlines() if '"summary"' in x][-1]
+    assert summary["stage1"]["global_step"] == 2 and summary["stage2"]["global_step"] == 2

@@ -53,14 +53,18 @@ def test_a_cuda_load_streams_the_weights_to_the_device(cuda_rank3, monkeypatch):
     assert "device_map" not in seen
 
 
-def test_stage_setup_loads_onto_the_rank_gpu(cuda_rank3, monkeypatch, tmp_path):
+@pytest.mark.parametrize("tuning,dtype", [("lora", "bfloat16"), ("full", "float32")])
+def test_stage_setup_loads_onto_the_rank_gpu(cuda_rank3, monkeypatch, tmp_path, tuning, dtype):
+    """LoRA's frozen base in bf16 (what trains is made fp32 after), full fine-tuning's fp32 master weights."""
     from tests.training.conftest import TINY, compose_train
     import toolsense.training.stage as stage
     from toolsense.catalog import load_catalog
     from toolsense.index import build_index
     from toolsense.training import to_train_config
 
-    cfg = to_train_config(compose_train([*TINY, "experiment=tg", "trainer=gpu", f"output_dir={tmp_path}"]))
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    cfg = to_train_config(compose_train([*TINY, "experiment=tg", "trainer=gpu", f"tuning={tuning}", "model.dtype=auto",
+                                                  f"output_dir={tmp_path}"]))
     seen = {}
 
     def capture(model_cfg, path=None, device=None):
@@ -71,7 +75,7 @@ def test_stage_setup_loads_onto_the_rank_gpu(cuda_rank3, monkeypatch, tmp_path):
     runner = stage.StageRunner("stage1", cfg, cfg.stage1, build_index(load_catalog(cfg.catalog.path), "flat"), [], tmp_path)
     with pytest.raises(Stop):
         runner.setup()
-    assert seen == {"dtype": "float32", "device": "cuda:3"}  # fp32 master weights, on the GPU
+    assert seen == {"dtype": dtype, "device": "cuda:3"}
 
 
 @pytest.mark.gpu
@@ -83,7 +87,7 @@ def test_stage_model_is_on_the_gpu_before_the_trainer_moves_it(monkeypatch, tmp_
     from toolsense.index import build_index
     from toolsense.training import to_train_config
 
-    cfg = to_train_config(compose_train([*TINY, "experiment=tg", "trainer=gpu", f"output_dir={tmp_path}"]))
+    cfg = to_train_config(compose_train([*TINY, "experiment=tg", "trainer=gpu", "model.dtype=auto", f"output_dir={tmp_path}"]))
     seen = {}
     load = stage.load_model_and_tokenizer
 
@@ -99,7 +103,9 @@ def test_stage_model_is_on_the_gpu_before_the_trainer_moves_it(monkeypatch, tmp_
     index = build_index(catalog, "flat")
     runner = stage.StageRunner("stage1", cfg, cfg.stage1, index, build_memorization_examples(catalog, index, cfg.memorization), tmp_path)
     runner.setup()
-    assert seen == {"device": "cuda", "dtype": torch.float32}
+    assert seen == {"device": "cuda", "dtype": torch.bfloat16}  # LoRA: the frozen base in bf16 ...
+    named = dict(runner.trainable.model.named_parameters())
+    assert {p.dtype for p in named.values() if p.requires_grad} == {torch.float32}  # ... what trains in fp32
     runner.cleanup()
 
 

@@ -30,3 +30,24 @@ def test_nothing_of_stage1_survives_its_run(tmp_path):
     gc.collect()
     assert {k: r() is None for k, r in refs.items()} == {k: True for k in refs}
     assert (tmp_path / "stage1" / "config.json").is_file()
+
+
+def test_a_deepspeed_stage_leaves_zero3_off_for_later_loads():
+    """Accelerate's process-wide state keeps the last DeepSpeed config alive (its plugin holds
+    the ``HfDeepSpeedConfig`` transformers' weak reference points at), so after a ZeRO-3 stage
+    ``is_deepspeed_zero3_enabled()`` stayed true and every later ``from_pretrained`` (Stage 2,
+    the evaluation's ``load_run``) ran under ``zero.Init`` and refused a ``device_map``. Here the
+    state is held as Accelerate holds it; the stage cleanup's release lets it go."""
+    from accelerate.state import AcceleratorState
+    from transformers.integrations import HfDeepSpeedConfig
+    from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
+
+    from toolsense.training.trainer import release_deepspeed_state
+
+    AcceleratorState._shared_state["deepspeed_plugins"] = HfDeepSpeedConfig({"zero_optimization": {"stage": 3}, "train_batch_size": 8})
+    try:
+        assert is_deepspeed_zero3_enabled()
+        release_deepspeed_state()
+        assert not is_deepspeed_zero3_enabled() and "deepspeed_plugins" not in AcceleratorState._shared_state
+    finally:
+        release_deepspeed_state()

@@ -79,6 +79,23 @@ def auto_batch_size(model, n_tokens: int, beam_width: int, prompt_tokens: int, s
     return size - size % 8 if size >= 8 else size
 
 
+OUT_OF_MEMORY_MESSAGES = ("CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
+                          "CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate")
+"""What a device allocation failure says when it arrives as a plain ``RuntimeError``: PyTorch raises
+``torch.cuda.OutOfMemoryError`` only from its caching allocator; cuBLAS failing to allocate its
+workspace or handle (``cublasCreate`` fails this way when the device is full) and raw CUDA
+allocation errors come as ``RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling ...")``
+(torch/csrc's ``TORCH_CUDABLAS_CHECK`` / ``C10_CUDA_CHECK``)."""
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """True for ``torch.cuda.OutOfMemoryError`` and for a ``RuntimeError`` naming a CUDA / cuBLAS
+    allocation failure (:data:`OUT_OF_MEMORY_MESSAGES`); any other error is not a memory error."""
+    if isinstance(error, torch.cuda.OutOfMemoryError):
+        return True
+    return isinstance(error, RuntimeError) and any(m in str(error) for m in OUT_OF_MEMORY_MESSAGES)
+
+
 def check_batch_size(value, field: str = "decoding.batch_size"):
     """``value`` if it is a positive int or ``"auto"``; else a ValueError naming ``field``."""
     if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):

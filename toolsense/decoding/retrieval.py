@@ -12,7 +12,7 @@ import torch
 
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-from toolsense.decoding.batching import auto_batch_size
+from toolsense.decoding.batching import auto_batch_size, is_out_of_memory
 from toolsense.decoding.beam import Beams, beam_search, flat_constrained, fp32_head, left_pad, prefill, prefill_shared
 from toolsense.decoding.trie_tensors import TrieTensors
 
@@ -35,6 +35,24 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
+def rankings_agree(a: Sequence[dict], b: Sequence[dict], tol: float, key: str = "tool") -> bool:
+    """Whether two best-first rankings (``[{tool, score}]``, as ``Retrieved.constrained``) are the
+    same up to near-ties: of equal length, scores within ``tol`` rank by rank, and wherever the
+    items differ, ``b``'s item scored in ``a`` within ``2 x tol`` of ``a``'s score at that rank (or,
+    absent from ``a``, ``a``'s last score was: a near-tie across the beam's cut). Numerics that differ
+    (bf16 / TF32 matmuls, another batch shape on a GPU) may swap near-tied items and nothing
+    else. ``key``: the field naming an item (``text`` for free-form hypotheses)."""
+    if len(a) != len(b):
+        return False
+    where = {x[key]: x["score"] for x in a}
+    for x, y in zip(a, b):
+        if abs(x["score"] - y["score"]) > tol:
+            return False
+        if x[key] != y[key] and abs(where.get(y[key], a[-1]["score"]) - x["score"]) > 2 * tol:
+            return False
+    return True
+
+
 class SearchSettings(Protocol):
     """What the retriever reads of a decoding config: ``toolsense.evaluation.config.DecodingConfig``
     holds exactly these fields (tests/evaluation/test_evaluate_config.py checks it; cut-offs and the
@@ -49,6 +67,8 @@ class SearchSettings(Protocol):
     share_prefix: bool
     max_new_tokens: Optional[int]
     length_penalty: float
+    head_precision: str
+    """The LM head's matmul (``beam.HeadPrecision``): fp32, tf32 or bf16; logits in fp32 always."""
 
 
 @dataclass
@@ -119,7 +139,7 @@ class Retriever:
         return size
 
     def _search(self, seqs: list[list[int]], pad: int) -> tuple[Beams, Beams | None]:
-        with fp32_head(self.model, self.n_tokens):
+        with fp32_head(self.model, self.n_tokens, self.dec.head_precision):
             if self.dec.share_prefix:
                 pre = prefill_shared(self.model, seqs, pad, self.device)
             else:
@@ -129,7 +149,8 @@ class Retriever:
 
     def run(self, queries: Sequence[Query]) -> Iterator[Retrieved]:
         """Queries in batches of similar prompt length (less padding). Under ``batch_size=auto`` a
-        batch that runs out of GPU memory is run again at half its size (the rest follow at that size)."""
+        batch that runs out of GPU memory (cuBLAS's workspace included: ``batching.is_out_of_memory``)
+        is run again at half its size (the rest follow at that size)."""
         if not queries:
             return
         prompts = [self.prompt(q) for q in queries]
@@ -142,8 +163,8 @@ class Retriever:
             try:
                 con, fre = self._search([ids[i] for i in batch], pad)
                 out_of_memory = False
-            except torch.cuda.OutOfMemoryError:
-                if self.dec.batch_size != "auto" or len(batch) == 1:
+            except RuntimeError as e:  # torch.cuda.OutOfMemoryError, or cuBLAS's allocation failures (batching.py)
+                if not is_out_of_memory(e) or self.dec.batch_size != "auto" or len(batch) == 1:
                     raise
                 out_of_memory = True
             if out_of_memory:  # outside the except block: its traceback no longer holds the batch's tensors

@@ -12,6 +12,7 @@ from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig
 from toolsense.decoding.batching import check_batch_size
 from toolsense.decoding.length import QueryLengthConfig
+from toolsense.decoding.beam import HeadPrecision
 from toolsense.baselines.config import BaselineConfig
 from toolsense.evaluation.benchmarks import BenchmarkConfig, benchmark_sections
 from toolsense.evaluation.systems import STANDALONE, SYSTEMS
@@ -43,8 +44,11 @@ class DecodingConfig:
     """Beam ranking of finished ids: summed log-prob / generated_length ** length_penalty (EOS
     counted), as Hugging Face's generate (default 1.0, as ToolGen ran it); 0.0 = the plain sum.
     Changes rankings only for variable-depth (clustered) indexes."""
+    head_precision: HeadPrecision = HeadPrecision.fp32
+    """The LM head's matmul (``beam.HeadPrecision``): fp32, or tf32 / bf16 inputs with fp32 accumulation (CUDA; faster)."""
 
     def __post_init__(self) -> None:
+        self.head_precision = choice(HeadPrecision, self.head_precision, "decoding.head_precision")
         if self.beam_width < 1:
             raise ValueError(f"decoding.beam_width must be >= 1, got {self.beam_width}")
         check_batch_size(self.batch_size, "decoding.batch_size")
@@ -54,9 +58,8 @@ class DecodingConfig:
             raise ValueError(f"decoding.length_penalty must be a finite number, got {self.length_penalty}")
 
     def identity(self) -> dict[str, Any]:
-        """What the rankings depend on (the fingerprint's ``decoding``): every field but
-        ``batch_size``, which sets how many queries are searched at once, not what is found."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "batch_size"}
+        """The fingerprint's ``decoding``: all but ``batch_size`` (fingerprint.py) and ``head_precision`` at fp32 (old folders resume)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "batch_size" and (k, v) != ("head_precision", "fp32")}
 
 
 PAPER_KS = (1, 5, 10, 50)

@@ -10,10 +10,9 @@ values; a folder holding only its fingerprint (a start that failed before its fi
 claimed anew. ``overwrite=true`` deletes a differing evaluation's own files (and says which) and
 starts it over; an exact match still resumes, its samples being what this config would write.
 
-Settings that cannot change a sample (batch size, the ``metrics`` bootstrap, the device) are
-left out, so an interrupted run resumes on another machine or with another batch size; the
-cut-offs ``metrics.ks`` shape each sample's hits and stay in, under ``decoding`` as before;
-``benchmark.limit`` is left out because its items are a prefix (a longer limit resumes).
+Settings that cannot change a sample (the ``metrics`` bootstrap, the device; the batch size but under 16-bit CUDA) are
+left out, so an interrupted run resumes elsewhere or at another batch size; the cut-offs ``metrics.ks`` shape each sample's
+hits and stay in, under ``decoding`` as before; ``benchmark.limit`` is left out: its items are a prefix (a longer one resumes).
 """
 
 from __future__ import annotations
@@ -38,11 +37,12 @@ class FingerprintMismatch(ValueError):
     """An output folder holds samples of another evaluation than the one asked for."""
 
 
-def decoding_identity(dec: Any, ks: Sequence[int]) -> dict[str, Any]:
-    """What shapes a retrieval sample: the search (``DecodingConfig.identity``) and the cut-offs
-    each sample's hits are counted at. ``ks`` sits beside the search fields, where folders written
-    while it was a decoding field keep it, so they still resume."""
-    return {**dec.identity(), "ks": list(ks)}
+def decoding_identity(dec: Any, ks: Sequence[int], ev: Any = None) -> dict[str, Any]:
+    """What shapes a retrieval sample: the search (``DecodingConfig.identity``), the cut-offs ``ks`` (beside the search
+    fields, where folders written while it was a decoding field keep it), and ``batch_size`` where the model ``ev`` runs
+    in bf16/fp16 on CUDA, whose kernels and padding move near-ties with the batch shape (tests/decoding/test_cuda.py)."""
+    shaped = ev is not None and (p := next(ev.model.parameters())).is_cuda and p.element_size() == 2
+    return {**dec.identity(), "ks": list(ks), **({"batch_size": dec.batch_size} if shaped else {})}
 
 
 def benchmark_identity(bench: Any) -> dict[str, Any]:

@@ -74,14 +74,14 @@ def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, cat
         if bench.kind == "retrieval":
             if model is not None:
                 plan[out / label / "model"] = {"evaluation": "retrieval", "system": model, "benchmark": b,
-                                               "decoding": decoding_identity(dec, metrics.ks)}
+                                               "decoding": decoding_identity(dec, metrics.ks, ev)}
             for bl_label, bc in baselines_cfg.items():
                 plan[out / label / bl_label] = {
                     "evaluation": "retrieval", "benchmark": b, "decoding": {"top": dec.beam_width, "ks": metrics.ks},
                     "system": {"baseline": bc.identity(), "catalog_sha256": baseline_catalog}}
             for s_label, sc in systems_cfg.items():
                 plan[out / label / s_label] = {
-                    "evaluation": "retrieval", "benchmark": b, "decoding": decoding_identity(system_decoding(dec, sc), metrics.ks),
+                    "evaluation": "retrieval", "benchmark": b, "decoding": decoding_identity(system_decoding(dec, sc), metrics.ks, ev),
                     "system": {"system": sc.identity(), "model": system_model_identity(ev, sc), "catalog_sha256": baseline_catalog}}
         elif model is not None:
             for mode in probe.modes:

@@ -125,7 +125,8 @@ class TuningConfig:
     alpha: int = 128
     dropout: float = 0.0
     target_modules: str = "all-linear"
-    """PEFT target_modules; all-linear = every linear projection except the LM head."""
+    """PEFT target_modules; all-linear = every linear projection of the language model except the LM
+    head (a multimodal checkpoint's vision tower and projector are left out: tuning.lora_targets)."""
     embedding_rows: EmbeddingRows = EmbeddingRows.all
     """LoRA only: which rows of the (tied) embedding and LM-head matrices train beside the adapters.
     all: the whole matrices — the paper's LoRA "with trainable embeddings", where base-vocabulary

@@ -34,6 +34,7 @@ from toolsense.index.config import index_from_config
 from toolsense.models.encoders import encoder_embeddings
 from toolsense.tracking import make_tracker
 from toolsense.training.config import TrainConfig, to_train_config
+from toolsense.training.memory import model_shape, refuse_unfit
 from toolsense.training.stage import StageRunner, stage_done
 from toolsense.training.trainer import plan_batch, world_size
 from toolsense.utils.config import to_plain
@@ -93,12 +94,16 @@ def stage2_queries(cfg: TrainConfig, sources: Optional[list[QuerySet]] = None) -
 
 def prepare(cfg: TrainConfig) -> Prepared:
     """Everything that can refuse a run, before anything is written or a model loads: the batch
-    plan (``trainer.effective_batch`` over this job's processes), the catalog (a file without
+    plan (``trainer.effective_batch`` over this job's processes), a full fine-tuning too large for
+    plain DDP (``memory.refuse_unfit``), the catalog (a file without
     tools is refused naming it) and the Stage-2 sources (each file read, and, under
     ``on_unknown_tool=error``, every gold tool in the catalog). ``train.py`` runs it before it
     claims the folder, so a failed start leaves nothing behind that would refuse the corrected
     command."""
     plan_batch(cfg.trainer, world_size())
+    shape = model_shape(cfg.model) if cfg.head.kind == "tokens" else None
+    if shape is not None:
+        refuse_unfit(shape, cfg.tuning, cfg.trainer)
     catalog = load_from_config(cfg.catalog)
     sources = load_query_sets(cfg.stage2.sources) if cfg.stage2.enabled else []
     queries = stage2_queries(cfg, sources)

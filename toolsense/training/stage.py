@@ -22,10 +22,12 @@ import torch
 from toolsense.data.examples import Example, to_dataset
 from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import load_model_and_tokenizer
+from toolsense.models.loading import resolve_dtype
 from toolsense.training.config import StageSchedule, TrainConfig
+from toolsense.training.memory import device_memory, memory_plan, model_shape
 from toolsense.training.trainer import (
-    ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, load_device, master_weights, plan_batch, restore_embedding_rows, sft_config,
-    world_size,
+    ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, load_device, master_weights, plan_batch, release_deepspeed_state,
+    restore_embedding_rows, sft_config, use_bf16, world_size,
 )
 from toolsense.training.resume import LOSS_FILE, LossTotalCallback, checkpoint_step, forget_logged_after, loss_sum_at, stage_loss, tokens_at
 from toolsense.training.tuning import Trainable, prepare_trainable
@@ -89,11 +91,12 @@ class StageRunner:
         from transformers import set_seed
 
         set_seed(self.cfg.trainer.seed)  # LoRA's initialisation draws from the global RNG before the Trainer seeds it
-        model, tok = load_model_and_tokenizer(master_weights(self.cfg.model, self.cfg.trainer), path=self.init_path,
-                                              device=load_device(self.cfg.trainer))
+        self.log_memory_plan()
+        model, tok = load_model_and_tokenizer(master_weights(self.cfg.model, self.cfg.trainer, self.cfg.tuning.method),
+                                              path=self.init_path, device=load_device(self.cfg.trainer))
         ids = add_index_tokens(self.index, model, tok)
         dataset = to_dataset(self.examples, tok, self.cfg.trainer.max_length, self.cut)
-        self.trainable = prepare_trainable(model, self.cfg.tuning, ids)
+        self.trainable = prepare_trainable(model, self.cfg.tuning, ids, upcast=not self.cfg.trainer.deepspeed)
         self.tokenizer = tok
         run_name = f"{self.cfg.experiment}-{self.cfg.tuning.method}-{self.name}"
         self.loss_total = LossTotalCallback()  # first: it corrects train_loss before the tracker forwards it
@@ -113,6 +116,20 @@ class StageRunner:
         plan = plan_batch(self.cfg.trainer, world_size())
         log.info("%s: %d examples (%s); batch %d per device x %d accumulation x %d processes = %d", self.name, len(dataset),
                  ", ".join(sorted(set(dataset["kind"]))), plan.per_device, plan.grad_accum, plan.world_size, plan.effective)
+
+    def log_memory_plan(self) -> None:
+        """The stage's per-device memory plan (training/memory.py), logged before its model loads;
+        a warning where it exceeds this GPU's memory."""
+        shape = model_shape(self.cfg.model, self.init_path, 0 if self.init_path else len(self.index.tokens()))
+        if shape is None:
+            return
+        t = self.cfg.trainer
+        plan = memory_plan(shape, self.cfg.tuning, t, world_size(), use_bf16(t), plan_batch(t, world_size()).per_device)
+        log.info("%s: %s", self.name, plan.text())
+        total = device_memory() if not t.use_cpu else None
+        if total is not None and plan.total > total:
+            log.warning("%s: the memory plan (%.1f GiB) exceeds this GPU's %.1f GiB: lower trainer.per_device_batch, turn "
+                        "trainer.gradient_checkpointing on, or use trainer=ds_zero2 / ds_zero3", self.name, plan.total / 2**30, total / 2**30)
 
     def train(self) -> dict:
         """Train from the newest complete checkpoint (or from the start). The stage's metrics rows
@@ -143,8 +160,8 @@ class StageRunner:
     def save(self) -> Path:
         tmp = self.out_dir.with_name(self.name + ".tmp")
         acc = self.trainer.accelerator
-        if self.trainable.method == "lora":
-            model = self.trainable.merged()
+        if self.trainable.method == "lora":  # merged alike on DDP and ZeRO, saved in the configured dtype (bf16 on a GPU)
+            model = self.trainable.merged(resolve_dtype(str(self.cfg.model.dtype)))
             if acc.is_main_process:
                 shutil.rmtree(tmp, ignore_errors=True)
                 model.save_pretrained(tmp)
@@ -162,6 +179,8 @@ class StageRunner:
         if self.loss_total is not None:
             self.loss_total.trainer = None  # the callback's reference alone kept the Trainer (and model) alive
         self.trainer = self.trainable = None
+        if self.cfg.trainer.deepspeed:  # else ZeRO-3 stays "enabled" for every later load in this process
+            release_deepspeed_state()
         if torch.cuda.is_available():  # hand the stage's memory back before the next stage loads
             gc.collect()
             torch.cuda.empty_cache()

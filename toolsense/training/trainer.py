@@ -25,19 +25,24 @@ ROWS_FILE = "embedding_rows.pt"
 log = logging.getLogger(__name__)
 
 
-def master_weights(model: ModelConfig, trainer: TrainerConfig) -> ModelConfig:
-    """The model section a stage loads its weights with: fp32 master weights unless DeepSpeed
-    keeps them.
+def master_weights(model: ModelConfig, trainer: TrainerConfig, method: str = "full") -> ModelConfig:
+    """The model section a stage loads its weights with: fp32 where weights train, unless
+    DeepSpeed keeps the fp32 master copy.
 
     Without DeepSpeed the Trainer's bf16 is autocast: AdamW updates the weights in the dtype
     they were loaded in. Loaded in bf16 (``model.dtype=auto`` on a GPU), every update below
-    bf16's spacing (2^-8 of the weight) is lost — at lr 2e-5 nearly all of them, for every weight
-    under ``tuning=full`` and every embedding row under LoRA. So ``auto`` loads fp32 here (the
-    matmuls still run in bf16 under autocast) and an explicit bf16/fp16 is refused. DeepSpeed
-    with bf16 keeps fp32 master weights in its optimizer itself: the section is left as it is."""
+    bf16's spacing (2^-8 of the weight) is lost — at lr 2e-5 nearly all of them. So under full
+    fine-tuning ``auto`` loads fp32 (the matmuls still run in bf16 under autocast) and an explicit
+    bf16/fp16 is refused. Under LoRA (``method="lora"``) with bf16 compute the frozen base loads
+    in bf16 — it never takes a step, and fp32 would double it (32 GB at 8B) — and
+    ``tuning.prepare_trainable(upcast=True)`` keeps what trains (adapters, embedding matrices) in
+    fp32. DeepSpeed with bf16 keeps fp32 master weights in its optimizer itself: the section is
+    left as it is."""
     if trainer.deepspeed:
         return model
     dtype = str(model.dtype)
+    if method == "lora" and dtype in ("auto", "bfloat16") and use_bf16(trainer):
+        return dataclasses.replace(model, dtype="bfloat16")
     if dtype in ("bfloat16", "float16"):
         raise ValueError(
             f"model.dtype={dtype} without DeepSpeed: AdamW would update {dtype} weights in place and lose every step below "
@@ -69,6 +74,27 @@ def load_device(trainer: TrainerConfig) -> str | None:
             _warn_zero3_host_load()
         return None
     return default_device()
+
+
+def release_deepspeed_state() -> None:
+    """Forget the finished stage's DeepSpeed config, process-wide.
+
+    transformers answers ``is_deepspeed_zero3_enabled()`` from a module-level weak reference to
+    the last ``HfDeepSpeedConfig`` (transformers/integrations/deepspeed.py:
+    ``set_hf_deepspeed_config``), and Accelerate's process-wide ``AcceleratorState._shared_state``
+    keeps that object alive through its ``deepspeed_plugins`` (accelerate/state.py:
+    ``AcceleratorState.__init__``) after the Trainer is gone. So after a ZeRO-3 stage every later
+    ``from_pretrained`` in the process still runs under ``zero.Init`` and refuses a ``device_map``
+    ("DeepSpeed Zero-3 is not compatible with passing a `device_map`",
+    transformers/integrations/accelerate.py: ``check_and_set_device_map``): Stage 2's load and
+    the evaluation after training (``load_run``) broke. The next Trainer's ``TrainingArguments``
+    builds its own state again (it resets ``AcceleratorState`` itself); the process group
+    (``PartialState``) is kept, evaluation reuses it."""
+    from accelerate.state import AcceleratorState
+    from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+
+    unset_hf_deepspeed_config()
+    AcceleratorState._reset_state(reset_partial_state=False)
 
 
 @dataclass(frozen=True)

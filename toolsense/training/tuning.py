@@ -70,14 +70,69 @@ class Trainable:
                 raise ValueError(f"{source}: rows.{i} has shape {tuple(saved.shape)}, the model's has {tuple(p[idx].shape)}")
             p[idx] = saved.to(p.device, p.dtype)
 
-    def merged(self) -> torch.nn.Module:
-        """The plain transformers model with LoRA merged into the base weights."""
+    def merged(self, dtype: torch.dtype | None = None) -> torch.nn.Module:
+        """The plain transformers model with LoRA merged into the base weights, cast to ``dtype``.
+
+        The same on every back end: each trained weight (adapters, embedding matrices) first
+        takes its fp32 value — itself without DeepSpeed, DeepSpeed's fp32 master copy under ZeRO
+        (``deepspeed.utils.safe_get_full_fp32_param``; the module holds a bf16 rounding of it) —
+        then PEFT adds each adapter's fp32 delta once into its base weight
+        (peft/tuners/lora/layer.py: ``Linear.merge``, ``base_layer.weight.data += delta``) and
+        the whole model is cast to ``dtype``. Before, ZeRO-2 merged bf16 adapters into bf16
+        weights while DDP merged in fp32. Collective under ZeRO: every rank calls it."""
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
+        model = self.model
         if self.method == "lora":
-            return self.model.merge_and_unload()
-        return self.model
+            _trained_in_fp32(self.model)
+            model = self.model.merge_and_unload()
+        return model.to(dtype) if dtype is not None else model
+
+
+@torch.no_grad()
+def _trained_in_fp32(model: torch.nn.Module) -> None:
+    """Every trainable parameter of ``model`` set to its fp32 value (see ``Trainable.merged``)."""
+    for p in model.parameters():
+        if not p.requires_grad:
+            continue
+        master = None
+        if hasattr(p, "ds_id") or hasattr(p, "_hp_mapping"):  # DeepSpeed's (deepspeed/utils/tensor_fragment.py)
+            from deepspeed.utils import safe_get_full_fp32_param
+
+            master = safe_get_full_fp32_param(p)
+        p.data = (master if master is not None else p.data).detach().to(p.device, torch.float32).reshape(p.shape)
+
+
+def upcast_trainable(model: torch.nn.Module) -> int:
+    """Trainable parameters loaded in bf16/fp16 (LoRA over a bf16 base without DeepSpeed:
+    ``trainer.master_weights``) turned fp32, in place — a tied embedding stays one parameter.
+    Returns how many were cast."""
+    cast = [p for p in model.parameters() if p.requires_grad and p.dtype != torch.float32]
+    for p in cast:
+        p.data = p.data.float()
+    return len(cast)
+
+
+def lora_targets(model, target_modules: str) -> str | list[str]:
+    """PEFT's ``target_modules``; ``all-linear`` becomes the linear layers of the language model
+    only. PEFT's own ``all-linear`` takes every ``nn.Linear`` but the LM head
+    (peft/tuners/tuners_utils.py: ``_maybe_include_all_linear_layers``), a multimodal
+    checkpoint's vision tower and projector included (Gemma-3 4B/12B load as
+    ``Gemma3ForConditionalGeneration``): text-only training gives those adapters no gradient, and
+    DDP with ``ddp_find_unused_parameters=False`` (``trainer.sft_config`` under LoRA) raises on
+    them. The language model is ``model.get_decoder()`` (transformers' ``get_decoder``: the
+    ``language_model`` of a multimodal model, the decoder stack of a text-only one)."""
+    if target_modules != "all-linear" or not hasattr(model, "get_decoder"):
+        return target_modules
+    inside = {id(m) for m in model.get_decoder().modules()}
+    head = model.get_output_embeddings()
+    names = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and id(m) in inside and m is not head]
+    left = sum(isinstance(m, torch.nn.Linear) and id(m) not in inside and m is not head for m in model.modules())
+    if left:
+        log.info("LoRA all-linear: %d linear layers of the language model; %d outside it (vision tower, projector) left out",
+                 len(names), left)
+    return names or target_modules
 
 
 def _row_mask_hook(n_rows: int, ids: list[int]):
@@ -90,10 +145,11 @@ def _row_mask_hook(n_rows: int, ids: list[int]):
     return hook
 
 
-def prepare_trainable(model, tuning: TuningConfig, virtual_ids: list[int]) -> Trainable:
-    """LoRA (r, alpha, dropout on ``target_modules``) with the embedding matrices trainable —
-    all rows, or gradient-masked to the virtual-token rows (``tuning.embedding_rows``) — or full
-    fine-tuning. Tying is checked to survive."""
+def prepare_trainable(model, tuning: TuningConfig, virtual_ids: list[int], upcast: bool = False) -> Trainable:
+    """LoRA (r, alpha, dropout on ``target_modules``: :func:`lora_targets`) with the embedding
+    matrices trainable — all rows, or gradient-masked to the virtual-token rows
+    (``tuning.embedding_rows``) — or full fine-tuning. Tying is checked to survive. ``upcast``:
+    what trains is made fp32 (:func:`upcast_trainable`; without DeepSpeed, over a bf16 base)."""
     tied = embeddings_tied(model)
     if tuning.method == "full":
         for p in model.parameters():
@@ -102,7 +158,7 @@ def prepare_trainable(model, tuning: TuningConfig, virtual_ids: list[int]) -> Tr
     from peft import LoraConfig, get_peft_model
 
     lcfg = LoraConfig(
-        r=tuning.r, lora_alpha=tuning.alpha, lora_dropout=tuning.dropout, target_modules=tuning.target_modules,
+        r=tuning.r, lora_alpha=tuning.alpha, lora_dropout=tuning.dropout, target_modules=lora_targets(model, tuning.target_modules),
         task_type="CAUSAL_LM", bias="none",
     )
     peft_model = get_peft_model(model, lcfg)
@@ -121,6 +177,8 @@ def prepare_trainable(model, tuning: TuningConfig, virtual_ids: list[int]) -> Tr
         p.requires_grad_(True)
         if masked:
             hooks.append(p.register_hook(_row_mask_hook(p.shape[0], list(virtual_ids))))
+    if upcast:
+        upcast_trainable(peft_model)
     if tied and not embeddings_tied(base):
         raise RuntimeError("applying LoRA untied the input and output embeddings")
     n_train = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
