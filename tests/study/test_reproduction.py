@@ -255,7 +255,7 @@ def test_finding_7_reads_the_covered_app_e_rerun_and_names_the_runs_it_rests_on(
     f7 = found[-1]
     assert f7.rests_on == "`grid` (2 runs) + `appendix_e_covered` (2 runs)" and found[0].rests_on == "`grid` (2 runs)"
     assert f7.details["earlier"]["sweep"] == "appendix_e" and f7.details["earlier"]["ours"] == f7.ours
-    assert "the earlier `appendix_e` sweep" in f7.why and f7.details["coverage"]["realistic"]["appendix_e"] == (22, 54)
+    assert "the earlier `appendix_e` sweep" in f7.why and f7.details["coverage"]["realistic"]["appendix_e"] == (17, 54)
     only_old = study_findings({n: Sweep(n, root / n, 5, 200) for n in names[:2]}, S, "grid")[-1]
     assert only_old.rests_on == "`grid` (2 runs) + `appendix_e` (2 runs)" and "earlier" not in only_old.details
 
