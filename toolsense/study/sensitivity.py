@@ -1,0 +1,108 @@
+"""How a verdict moves with k and with the scale (issue 34): finding 1's Stage-2 gain contrast
+(standard − realistic) recomputed at every k of ``analysis.sensitivity_ks`` on every scale of
+``analysis.sensitivity_scales``, per configuration and averaged over the configurations that
+retrieve (constrained standard Rc@k after Stage 2 at or above ``analysis.retrieval_floor``; the
+others are listed, not averaged in). A verdict that is not the same in every cell "depends on k"
+or "depends on the scale" — the report says which, beside the registered one.
+
+Scales of one side's gain over its items (a: Stage 1's per-item hit, b: Stage 2's, n items):
+``pp`` = Σ(b − a) / n; ``normalized`` = Σ(b − a) / Σ(1 − a) (the share of Stage 1's misses
+recovered, net); ``log_odds`` = logit((Σb + ½) / (n + 1)) − logit((Σa + ½) / (n + 1)). Intervals
+resample the items of both sides in one draw (each with all its seeds), as stats.contrast does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from toolsense.comparison.stats import _interval, cluster_draws
+from toolsense.reporting.tables import markdown_table, pct
+from toolsense.study.sweep import Sweep, item_pairs, verdict
+
+Pairs = Sequence[tuple[Mapping[str, float], Mapping[str, float]]]
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    return np.log(p / (1 - p))
+
+
+SCALES: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
+    "pp": lambda a, b, n: (b - a) / n,
+    "normalized": lambda a, b, n: (b - a) / (n - a),
+    "log_odds": lambda a, b, n: _logit((b + 0.5) / (n + 1)) - _logit((a + 0.5) / (n + 1)),
+}
+"""Gain of one side from (Σ Stage-1 hits, Σ Stage-2 hits, items), arrays over resamples."""
+
+
+def gain_contrast(first: Mapping[str, Pairs], second: Mapping[str, Pairs], scale: str, resamples: int = 1000,
+                  seed: int = 0) -> dict[str, Any] | None:
+    """Mean over groups of ``first``'s gain minus ``second``'s on ``scale`` (see the module doc),
+    with the cluster-bootstrap interval over the items of both sides; None when no group has both."""
+    if scale not in SCALES:
+        raise ValueError(f"sensitivity scale {scale!r}: one of {sorted(SCALES)}")
+    groups = [g for g in first if g in second and first[g] and second[g]]
+    if not groups:
+        return None
+    ids = list(dict.fromkeys(str(i) for side in (first, second) for g in groups for a, b in side[g] for i in a if i in b))
+    pos = {i: k for k, i in enumerate(ids)}
+    acc = np.zeros((3, 2, len(groups), len(ids)))  # (Σa, Σb, n) per side, group, item
+    for s, side in enumerate((first, second)):
+        for gi, g in enumerate(groups):
+            for a, b in side[g]:
+                for i in a:
+                    if i in b:
+                        acc[:, s, gi, pos[str(i)]] += (float(a[i]), float(b[i]), 1.0)
+    idx = cluster_draws(len(ids), resamples, seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        draws = SCALES[scale](*acc[:, :, :, idx].sum(-1))  # [side, group, resample]
+        point = SCALES[scale](*acc.sum(-1))  # [side, group]
+    return _interval(float(point[0].mean() - point[1].mean()), draws[0].mean(0) - draws[1].mean(0), len(ids))
+
+
+def _flip(verdicts: Sequence[str]) -> bool:
+    return len({v.split(" ")[0] for v in verdicts if v != "n/a"}) > 1
+
+
+def lift_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: Sequence[str], floor: float,
+                     resamples: int) -> dict[str, Any]:
+    """Finding 1 at every (k, scale): the pooled contrast over the rows that retrieve, each row's
+    own, the rows below ``floor``, and whether the verdict depends on k or on the scale."""
+    cells: dict[tuple[int, str], dict[str, Any]] = {}
+    below: dict[int, list[str]] = {}
+    for k in ks:
+        per_row = {b: {r: item_pairs([(g, f"{r}:stage1", g, r)], f"{b} Rc@{k}", f"Rc@{k}") for r in rows}
+                   for b in ("standard", "realistic")}
+        below[k] = [r for r in rows if ((g.cell(r, f"standard Rc@{k}") or {}).get("value") or 0.0) < floor]
+        keep = [r for r in rows if r not in below[k]]
+        for scale in scales:
+            pooled = gain_contrast({r: per_row["standard"][r] for r in keep}, {r: per_row["realistic"][r] for r in keep},
+                                   scale, resamples)
+            own = {r: gain_contrast({r: per_row["standard"][r]}, {r: per_row["realistic"][r]}, scale, resamples) for r in rows}
+            cells[(k, scale)] = {"pooled": pooled, "verdict": verdict(pooled), "per_row": own,
+                                 "per_row_verdict": {r: verdict(e) for r, e in own.items()}}
+    by_k = [cells[(k, s)]["verdict"] for s in scales for k in ks]
+    depends = [w for w, flips in (("k", any(_flip([cells[(k, s)]["verdict"] for k in ks]) for s in scales)),
+                                  ("the scale", any(_flip([cells[(k, s)]["verdict"] for s in scales]) for k in ks))) if flips]
+    return {"cells": cells, "below_floor": below, "depends_on": depends, "stable": not _flip(by_k)}
+
+
+def _fmt(est: dict[str, Any] | None, scale: str) -> str:
+    if scale != "log_odds" or not est or est.get("value") is None:
+        return pct(est, True)
+    ci = f" [{est['lo']:+.2f}, {est['hi']:+.2f}]" if est.get("lo") is not None else ""
+    return f"{est['value']:+.2f} logit{ci}"
+
+
+def sensitivity_markdown(sens: dict[str, Any], ks: Sequence[int], scales: Sequence[str], rows: Sequence[str]) -> str:
+    """One table: a row per (k, scale), the pooled contrast with its verdict, then each configuration's."""
+    cells = sens["cells"]
+    table = [[k, scale, f"{_fmt(c['pooled'], scale)} {c['verdict']}"]
+             + [f"{_fmt(c['per_row'][r], scale)} {c['per_row_verdict'][r]}" for r in rows]
+             for (k, scale), c in sorted(cells.items(), key=lambda x: (ks.index(x[0][0]), scales.index(x[0][1])))]
+    say = ("the verdict depends on " + " and on ".join(sens["depends_on"])) if sens["depends_on"] else "the verdict holds in every cell"
+    below = "; ".join(f"k={k}: {', '.join(r)}" for k, r in sens["below_floor"].items() if r)
+    return (markdown_table(["k", "scale", "pooled (configurations that retrieve)", *rows], table)
+            + f"\n\nFinding 1 across k and scales: {say}."
+            + (f" Below the retrieval floor (shown, not pooled): {below}." if below else "") + "\n")
