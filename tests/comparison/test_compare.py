@@ -64,8 +64,9 @@ def test_one_row_per_run_and_baseline(tmp_path):
     one = comp["cells"]["tg-lora"]["mcq token acc"]
     assert (one["n_seeds"], one["sd"], one["one_seed"]) == (1, None, True) and "one seed" in one["method"]
     table = comparison_table(comp).splitlines()
-    assert table[2] == "| tg-lora | 40.0 [30.0, 50.0] | 20.0 [10.0, 30.0] | 0.50 [0.40, 0.60] | 30.0 [20.0, 40.0] (chance 25) |"
-    assert table[4].startswith("| bm25 | 70.0 [60.0, 80.0] | — | — | —")
+    assert table[2] == "| tg-lora | 40.0 [30.0, 50.0] † | 20.0 [10.0, 30.0] † | 0.50 [0.40, 0.60] † | 30.0 [20.0, 40.0] † (chance 25) |"
+    assert table[4].startswith("| bm25 | 70.0 [60.0, 80.0] | — | — | —")  # deterministic: no seed mark
+    assert "† one seed: one training run, not a configuration" in comparison_table(comp)
 
 
 def test_headline_columns_are_the_default():
@@ -97,7 +98,8 @@ def test_seeds_of_one_configuration_are_averaged_with_a_pooled_interval(tmp_path
     assert is_cell["few_hits"] and "⚑ 9 hits" in comparison_table(comp)
     assert comp["cells"]["tg-lora"]["mcq token acc"]["sd"] == 0.0  # no samples.jsonl: mean ± sd, no interval
     assert comp["cells"]["tg-lora"]["mcq token acc"]["lo"] is None
-    assert comparison_table(comp).splitlines()[2].startswith("| tg-lora | 45.0 ± 7.1 [")
+    assert comparison_table(comp).splitlines()[2].startswith(f"| tg-lora | 45.0 [{100 * cell['lo']:.1f}, {100 * cell['hi']:.1f}] n=2 sd 7.1 |")
+    assert "n = training seeds of the configuration" in comparison_table(comp) and "† one seed" not in comparison_table(comp)
 
 
 def test_configurations_sharing_a_label_are_named_by_what_differs(tmp_path):
@@ -157,7 +159,7 @@ def test_drift_files_add_ratio_and_cosine_change_to_their_run(tmp_path):
     assert ratio["value"] == pytest.approx(5.0) and ratio["one_seed"] and ratio.get("lo") is None  # 0.25 / 0.05, one run
     assert comp["cells"]["tg-lora"]["drift stage1->stage2 ratio"] is None  # frozen base rows: no ratio
     assert comparison_table(comp).splitlines()[2].endswith(
-        "| 0.2500 | 0.0500 | 5.0000 | 0.1000 | 0.1250 | 0.0000 | — | -0.0200 |")
+        "| 0.2500 † | 0.0500 † | 5.0000 † | 0.1000 † | 0.1250 † | 0.0000 † | — | -0.0200 † |")  # one run: marked
     _write(run / "eval" / "drift" / "drift.json", {"pairs": []})
     with pytest.raises(DataError, match=r"drift.json: field 'pairs' or 'run' is missing"):
         collect([tmp_path])

@@ -14,10 +14,6 @@ from toolsense.comparison.seed_stats import seed_mean, seed_paired_diff
 from toolsense.comparison.stats import cluster_bootstrap, cohens_d_ci, mean_sd, paired_diff
 
 
-ONE_SEED_MARK = "¹"
-"""Beside a cell whose configuration has one seed: its interval is over items alone (compare.py's legend)."""
-
-
 def combine_seeds(metric: str | None, entries: Sequence[tuple[dict | None, dict]], resamples: int, seed: int,
                   min_hits: int = 10) -> dict | None:
     """One cell from the runs (seeds) of one configuration. Always: ``value``, ``lo``, ``hi``,
