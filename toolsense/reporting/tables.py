@@ -34,8 +34,11 @@ def estimate(est: dict | None, pct: bool = True, signed: bool = False, unit: str
 
 
 def pct(est: dict | None, signed: bool = False) -> str:
-    """A finding's number in prose: ``12.3% [4.5, 20.1]``, or ``+12.3 pp [...]`` for a difference."""
-    return estimate(est, signed=signed, unit=" pp" if signed else "%")
+    """A finding's number in prose: ``12.3% [4.5, 20.1]``, or ``+12.3 pp [...]`` for a difference,
+    then ``n=3 sd 2.1`` (seeds, their SD) or ``†`` (one seed) where the estimate says (:func:`seeds_text`)."""
+    if not est or est.get("value") is None:
+        return DASH
+    return estimate({**est, "sd": None}, signed=signed, unit=" pp" if signed else "%") + seeds_text(est)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

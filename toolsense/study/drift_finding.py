@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolsense.study.sweep import Finding, Settings, Sweep, combine, verdict
+from toolsense.study.sweep import Finding, Settings, Sweep, combine, seed_gate, verdict
 
 DRIFT_RULE = ("sign rule on log(flat / hierarchical mean relative Stage-2 drift of the virtual rows), per tuning, with a "
               "bootstrap over tokens; untestable without per-token rows in drift.json, or when a group's virtual rows moved "
@@ -94,4 +94,4 @@ def hierarchical_drift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f.why = "; ".join(why)
     f.details = {"ratio_flat_over_hierarchical": est, "dcos_hierarchical": dcos, "verdicts": verdicts,
                  "rule": DRIFT_RULE}
-    return f
+    return seed_gate(f, {r: len(g.sources(r, COL)) for r in g.rows() if g.sources(r, COL)}, s.min_seeds)

@@ -86,7 +86,8 @@ def runs_text(sweep: Sweep, name: str) -> str:
 
 def settings_of(cfg) -> Settings:
     """The findings' settings of a StudyConfig."""
-    return Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits)
+    return Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits,
+                    min_seeds=getattr(getattr(cfg, "analysis", None), "min_seeds", 3))
 
 
 def retention_section(sweeps: dict[str, Sweep]) -> str:
