@@ -107,3 +107,16 @@ def test_simulated_coverage_of_two_level_and_item_only_intervals():
     assert 0.90 <= two <= 0.99 and item < 0.75
     two, item = _coverage(tau=0.0)
     assert 0.90 <= two <= 0.99 and 0.90 <= item <= 0.99
+
+
+def test_retention_of_several_runs_pairs_each_run_with_itself():
+    """Stage 2 − Stage 1 of a configuration's runs: one run over items alone (marked); two runs over
+    seeds and items, each run's two evaluations paired (its Stage-2 change per item: −0.5 and −0.25)."""
+    from toolsense.comparison.cell_stats import retention_estimate
+
+    s1 = _items([1, 1, 1, 1])
+    one = retention_estimate([(s1, _items([1, 1, 0, 0]))], "tg-lora", 200, 0)
+    assert one["one_seed"] and one["value"] == pytest.approx(-0.5) and one["n_seeds"] == 1
+    two = retention_estimate([(s1, _items([1, 1, 0, 0])), (s1, _items([1, 1, 1, 0]))], "tg-lora", 200, 0)
+    assert two["value"] == pytest.approx(-0.375) and two["seeds"] == {"tg-lora": 2} and not two["one_seed"]
+    assert two["sd"] == pytest.approx(0.25 / 2**0.5) and -1.0 <= two["lo"] < -0.375 < two["hi"] <= 1.0  # bounded: a difference of 0/1 values

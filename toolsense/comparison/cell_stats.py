@@ -1,7 +1,8 @@
 """The statistics of an ablation table's cells (compare.py): a configuration's cell pooled over
 its seeds with an interval over seeds and items (seed_stats.py; over items alone for one seed, and
-marked), the IS of pooled seeds, knowledge retention paired per item (and per run), and Cohen's d between flat and hierarchical configurations with its one stated unit of observation
-(read identically by ``compare.py`` and by the report's finding 3)."""
+marked), the IS of pooled seeds, knowledge retention paired per item (and per run), and Cohen's d
+between flat and hierarchical configurations with its one stated unit of observation (read
+identically by ``compare.py`` and by the report's finding 3)."""
 
 from __future__ import annotations
 

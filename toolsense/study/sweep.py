@@ -178,7 +178,7 @@ def arms_contrast(first: Arms, second: Arms, resamples: int) -> dict | None:
     if not first or not second:
         return None
     if _single(first, second):
-        est = contrast([(a[s], b[s]) for a, b in first.values() for s in a], [(a[s], b[s]) for a, b in second.values() for s in a], resamples)
+        est = contrast(*([(a[s], b[s]) for a, b in side.values() for s in a] for side in (first, second)), resamples)
         return est and {**est, **ONE_SEED}
     return seed_contrast(first, second)
 
