@@ -40,11 +40,14 @@ weight in the statistic Σ coefficient × ratio."""
 
 
 def _design(terms: Sequence[Term]) -> tuple[list[Unit], np.ndarray, np.ndarray, np.ndarray]:
-    """Unit labels and ``[term, unit, item]`` numerators / denominators (0 where a unit lacks an item)."""
+    """Unit labels and ``[term, unit, item]`` numerators / denominators (0 where a unit lacks an item);
+    a run with no items in a term is no observation of it (and no seed of its group)."""
     units: dict[Unit, int] = {}
     items: dict[str, int] = {}
     for _, obs in terms:
         for unit, num, _ in obs:
+            if not num:
+                continue
             units.setdefault((str(unit[0]), str(unit[1])), len(units))
             for i in num:
                 items.setdefault(str(i), len(items))
@@ -52,6 +55,8 @@ def _design(terms: Sequence[Term]) -> tuple[list[Unit], np.ndarray, np.ndarray, 
     den = np.zeros_like(num)
     for j, (_, obs) in enumerate(terms):
         for unit, n, d in obs:
+            if not n:
+                continue
             u = units[(str(unit[0]), str(unit[1]))]
             for i, v in n.items():
                 if d is not None and i not in d:
