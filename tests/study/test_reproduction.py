@@ -522,3 +522,29 @@ def test_no_verdict_rests_on_an_arm_with_fewer_than_min_seeds_seeds():
     assert F.appendix_e({"grid": fake_sweep(cells, schemes)}, Settings()).verdict == "n/a"
     cfg = SimpleNamespace(k=5, resamples=10, margin=0.1, min_hits=10)
     assert settings_of(cfg).min_seeds == 3 and settings_of(SimpleNamespace(**vars(cfg), analysis=SimpleNamespace(min_seeds=5))).min_seeds == 5
+
+
+def test_drift_ratio_over_runs_where_each_side_has_several(tmp_path):
+    """Two runs a side (drifts 0.2, 0.3 flat; 0.02, 0.03 hierarchical): the ratio 10× gets an interval
+    over runs on the log scale, se² = Σ s² / (S · mean²) = 2 · (0.005 / (2 · 0.0625)) = 0.08, Welch df
+    2; no per-token rows are needed for it."""
+    import math
+
+    from scipy.stats import t as student
+
+    from toolsense.study.drift_finding import drift_ratio_seeds
+
+    est = drift_ratio_seeds([{"virtual": 0.2}, {"virtual": 0.3}], [{"virtual": 0.02}, {"virtual": 0.03}])
+    half = student.ppf(0.975, 2) * math.sqrt(0.08)
+    assert est["value"] == pytest.approx(10.0) and est["seeds"] == {"flat": 2, "hierarchical": 2}
+    assert (est["lo"], est["hi"]) == pytest.approx((10 * math.exp(-half), 10 * math.exp(half)))
+    cells, schemes = _grid_cells()
+    sw = fake_sweep(cells, schemes)
+    for row, scheme in schemes.items():  # two runs per row, no per-token rows
+        paths = [_drift_file(tmp_path / row / str(i) / "drift", 0.2 if scheme == "flat" else 0.02 * (1 + 0.1 * i), 0.01, rows=False,
+                             seed=i) for i in range(2)]
+        for i in range(2):
+            (tmp_path / row / str(i) / "config.yaml").write_text(f"trainer:\n  seed: {i}\n")  # two seeds of the row
+        sw.comp["sources"][f"{row} | drift stage1->stage2 virtual"] = paths
+    f = F.hierarchical_drift({"grid": sw}, S)
+    assert f.verdict == "yes" and f.details["ratio_flat_over_hierarchical"]["lora"]["seeds"] == {"flat": 2, "hierarchical": 2}
