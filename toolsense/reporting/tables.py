@@ -136,14 +136,15 @@ ONE_SEED_LEGEND = (f"{ONE_SEED_MARK} one seed: one training run, not a configura
 
 
 def seeds_text(est: dict, pct: bool = True, digits: int | None = None) -> str:
-    """`` n=3 sd 2.1`` for a cell pooled over seeds, `` †`` for a one-seed cell, else ''."""
+    """`` n=3 sd 2.1`` for a cell pooled over seeds (`` sd 2.1`` where the count is not recorded),
+    `` †`` for a one-seed cell, else ''."""
     if est.get("one_seed"):
         return f" {ONE_SEED_MARK}"
-    if (est.get("n_seeds") or 1) < 2:
+    n, sd = est.get("n_seeds"), est.get("sd")
+    if n is not None and n < 2:
         return ""
     d = digits if digits is not None else (1 if pct else 2)
-    sd = est.get("sd")
-    return f" n={est['n_seeds']}" + ("" if sd is None else f" sd {sd * (100.0 if pct else 1.0):.{d}f}")
+    return (f" n={n}" if n else "") + ("" if sd is None else f" sd {sd * (100.0 if pct else 1.0):.{d}f}")
 
 
 def comparison_cell(col: str, est: dict | None) -> str:
