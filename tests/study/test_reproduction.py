@@ -370,7 +370,7 @@ def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
     _reproduce(tmp_path, "train=false")
     rebuilt = (tmp_path / "reproduction.md").read_text(encoding="utf-8")
     row = next(line for line in rebuilt.splitlines() if line.startswith("| tg-lora |"))
-    assert row.split(" | ")[1] == "100.0 [100.0, 100.0]" and before_row.split(" | ")[1] != "100.0 [100.0, 100.0]"
+    assert row.split(" | ")[1] == "100.0 [100.0, 100.0] †" and before_row.split(" | ")[1] != "100.0 [100.0, 100.0] †"  # one seed: marked
     assert (stage2_model.stat().st_mtime_ns if stage2_model.exists() else None) == before
 
 
