@@ -15,14 +15,17 @@ def test_estimate_in_percent_ratio_and_signed_forms():
     assert estimate({"value": 0.1234}) == "12.3" and estimate({"value": None}) == "—" and estimate(None) == "—"
     assert pct(EST) == "12.3% [5.0, 20.0]"
     assert pct({"value": -0.05, "lo": -0.1, "hi": 0.0}, signed=True) == "-5.0 pp [-10.0, 0.0]"
-    assert pct({"value": 0.05, "sd": 0.01}, signed=True) == "+5.0 pp ± 1.0"
+    assert pct({"value": 0.05, "sd": 0.01, "n_seeds": 3}, signed=True) == "+5.0 pp n=3 sd 1.0"  # seeds, their SD
+    assert pct({"value": 0.05, "lo": 0.0, "hi": 0.1, "one_seed": True}, signed=True) == "+5.0 pp [0.0, 10.0] †"
 
 
 def test_comparison_cells_read_like_the_evaluation_table():
     assert comparison_cell("G1 Rc@5", EST) == estimate(EST)
     assert comparison_cell("G1 IS@5", {"value": 0.8, "lo": 0.5, "hi": 1.2, "few_hits": True, "hits": 4}) == "0.80 [0.50, 1.20] ⚑ 4 hits"
     assert comparison_cell("retention mcq Δacc", {"value": 0.05, "lo": -0.01, "hi": 0.11}) == "+5.0 [-1.0, 11.0]"
-    assert comparison_cell("drift stage1->stage2 virtual", {"value": 0.012345, "sd": 0.001, "lo": 0.0, "hi": 1.0}) == "0.0123 ± 0.0010"
+    assert comparison_cell("drift stage1->stage2 virtual", {"value": 0.012345, "sd": 0.001, "lo": 0.0, "hi": 1.0,
+                                                            "n_seeds": 2}) == "0.0123 n=2 sd 0.0010"
+    assert comparison_cell("G1 Rc@5", {**EST, "sd": 0.02, "n_seeds": 3}) == "12.3 [5.0, 20.0] n=3 sd 2.0"
     probe = {"value": 0.25, "lo": 0.1, "hi": 0.4, "chance": 0.25, "majority_rate": 0.3, "flag": "⚠ 100% 'A'"}
     assert comparison_cell("mcq token acc", probe) == "25.0 [10.0, 40.0] (chance 25, maj. 30) ⚠ 100% 'A'"
     assert comparison_cell("mcq token acc", None) == "—"

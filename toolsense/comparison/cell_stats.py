@@ -1,61 +1,79 @@
 """The statistics of an ablation table's cells (compare.py): a configuration's cell pooled over
-its seeds and clustered by item, the IS of pooled seeds, knowledge retention paired per item, and
-Cohen's d between flat and hierarchical configurations with its one stated unit of observation
-(read identically by ``compare.py`` and by the report's finding 3)."""
+its seeds with an interval over seeds and items (seed_stats.py; over items alone for one seed, and
+marked), the IS of pooled seeds, knowledge retention paired per item (and per run), and Cohen's d
+between flat and hierarchical configurations with its one stated unit of observation (read
+identically by ``compare.py`` and by the report's finding 3)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from toolsense.evaluation.metrics import bootstrap_indices, is_ci, wilson_ci
 from toolsense.comparison.runs import item_values, run_dir_of
+from toolsense.comparison.seed_stats import seed_mean, seed_paired_diff
 from toolsense.comparison.stats import cluster_bootstrap, cohens_d_ci, mean_sd, paired_diff
 
 
 def combine_seeds(metric: str | None, entries: Sequence[tuple[dict | None, dict]], resamples: int, seed: int,
                   min_hits: int = 10) -> dict | None:
-    """One cell from the runs (seeds) of one configuration, recomputed from their per-item
-    samples where every run has them: the pooled estimate with a 95% (and 90%) interval over
-    resampled *items*, each with all its seeds (stats.cluster_bootstrap; IS@k the ratio of pooled
-    free-form to constrained hits, ``few_hits`` under ``min_hits``); one run's IS by
-    metrics.is_ci (Wilson where free-form hits are constrained hits). Several runs also carry the
-    sd over seeds and ``n_seeds``. Without samples: a single run's estimate as written, several
-    runs' mean ± sd with no interval."""
+    """One cell from the runs (seeds) of one configuration. Always: ``value``, ``lo``, ``hi``,
+    ``n_seeds`` (1 for one run), ``sd`` (between-seed SD of the runs' own estimates; None for one),
+    ``method`` (the interval's name) and ``one_seed``. Several runs with per-item samples: the pooled
+    estimate (IS@k the ratio of pooled free-form to constrained hits, ``few_hits`` under ``min_hits``)
+    with the two-level interval over seeds and items (seed_stats.seed_mean; a flat index's IS widened
+    to hold the Wilson interval over items). One run: the item-only interval (stats.cluster_bootstrap;
+    IS by metrics.is_ci), marked ``one_seed``: one run is not a configuration. Without samples: one
+    run's estimate as written, several runs' mean ± sd with no interval. A system with no training
+    run (a baseline, an untrained model) is deterministic: its estimate as written, ``deterministic``,
+    never ``one_seed``."""
     present = [(est, res) for est, res in entries if est and est.get("value") is not None]
     if not present:
         return None
     cell = dict(present[0][0])
-    if len(present) > 1:
-        mean, sd = mean_sd([est["value"] for est, _ in present])
-        cell.update(value=mean, sd=sd, n_seeds=len(present), lo=None, hi=None)
+    mean, sd = mean_sd([est["value"] for est, _ in present])
+    n = len(present)
+    if not any(run_dir_of(res) for _, res in present):  # a baseline, an untrained model: no training seed to draw
+        return {**cell, "n_seeds": 1, "sd": None, "one_seed": False, "deterministic": True,
+                "method": "deterministic system (no training seed): items only, as results.json wrote it"}
+    cell.update(n_seeds=n, sd=sd, one_seed=n == 1, method="one run (one seed), as results.json wrote it")
+    if n > 1:
+        cell.update(value=mean, lo=None, hi=None, method="mean ± sd over seeds (no per-item samples: no interval)")
     per = [item_values(res["_path"], metric) for _, res in present] if metric else [None]
     if any(p is None or not p for p in per):
         return cell
     if metric.startswith("IS@"):
-        if len(per) == 1:
+        if n == 1:
             f, c = zip(*per[0].values())
-            ci = is_ci(f, c, bootstrap_indices(len(f), resamples, seed), min_hits=min_hits)
+            ci = {**is_ci(f, c, bootstrap_indices(len(f), resamples, seed), min_hits=min_hits), "method": "items only (one seed)"}
         else:
             ci = pooled_is(per, resamples, seed, min_hits)
+    elif n == 1:
+        ci = {**cluster_bootstrap(per, resamples, seed), "method": "items only: cluster bootstrap (one seed)"}
     else:
-        ci = cluster_bootstrap(per, resamples, seed)
-    cell.update({k: v for k, v in ci.items() if k != "undefined" or v})
+        ci = seed_mean(dict(enumerate(per)))
+    cell.update({k: v for k, v in ci.items() if (k != "undefined" or v) and k not in ("sd", "n_seeds", "one_seed", "seeds")})
     return cell
 
 
 def pooled_is(per: Sequence[dict[str, tuple[float, float]]], resamples: int, seed: int, min_hits: int) -> dict[str, Any]:
     """IS of several seeds (``per``: item -> (free hit, constrained hit) per seed): the ratio of
-    pooled sums with the cluster-bootstrap interval (stats.cluster_bootstrap). Where every free
-    hit is a constrained hit (a flat index) IS is a proportion, and the interval is widened to
-    hold the Wilson interval of that proportion over the items with a constrained hit (the
-    clusters), so that a few items whose every seed hits (or misses) give no zero-width interval."""
-    ci = cluster_bootstrap([{i: fc[0] for i, fc in p.items()} for p in per], resamples, seed,
-                           denominators=[{i: fc[1] for i, fc in p.items()} for p in per], min_hits=min_hits)
-    if ci["hits"] and all(f <= c for p in per for f, c in p.values()):
+    pooled sums with the two-level interval (seed_stats.seed_mean; without a constrained hit, no
+    ratio: stats.cluster_bootstrap's answer). Where every free hit is a constrained hit (a flat index)
+    IS is a proportion, and the interval is widened to hold the Wilson interval of that proportion
+    over the items with a constrained hit, so that a few items whose every seed hits (or misses) give
+    no zero-width interval."""
+    num = {k: {i: fc[0] for i, fc in p.items()} for k, p in enumerate(per)}
+    den = {k: {i: fc[1] for i, fc in p.items()} for k, p in enumerate(per)}
+    hits = sum(c for p in per for _, c in p.values())
+    if hits <= 0:
+        return {**cluster_bootstrap(list(num.values()), resamples, seed, denominators=list(den.values()), min_hits=min_hits),
+                "method": "no constrained hit: no ratio"}
+    ci = {**seed_mean(num, den, bounds=(0.0, math.inf)), "hits": int(round(hits)), "few_hits": hits < min_hits}
+    if all(f <= c for p in per for f, c in p.values()):
         n_items = len({i for p in per for i, (_, c) in p.items() if c})
         lo, hi = wilson_ci(ci["value"] * n_items, n_items)
-        ci.update(lo=lo if ci["lo"] is None else min(lo, ci["lo"]), hi=hi if ci["hi"] is None else max(hi, ci["hi"]),
-                  method="wilson over items, cluster bootstrap")
+        ci.update(lo=min(lo, ci["lo"]), hi=min(max(hi, ci["hi"]), 1.0), method=ci["method"] + "; Wilson over items where wider")
     return ci
 
 
@@ -80,7 +98,7 @@ def retention(entries: dict[tuple[str, str], list], rows_meta: dict[str, dict], 
                 a, b = (item_values(r1["_path"], "accuracy") if r1 else None), item_values(r2["_path"], "accuracy")
                 if a is not None and b is not None:
                     pairs.append((a, b))
-            est = paired_diff(pairs, resamples, seed)
+            est = retention_estimate(pairs, label, resamples, seed)
             if est is None:
                 continue
             name = f"retention {col[: -len(' acc')]} Δacc"
@@ -88,6 +106,16 @@ def retention(entries: dict[tuple[str, str], list], rows_meta: dict[str, dict], 
                 cols.append(name)
             cells.setdefault(m["base"], {})[name] = est
     return cols
+
+
+def retention_estimate(pairs: Sequence[tuple[dict, dict]], label: str, resamples: int, seed: int) -> dict | None:
+    """Stage 2 − Stage 1 of one configuration's runs (``pairs``: per run, its two evaluations' item
+    values): over runs and items, each run paired with itself (seed_stats.seed_paired_diff) when it
+    has several runs, else over items alone (stats.paired_diff), marked ``one_seed``."""
+    if len(pairs) > 1:
+        return seed_paired_diff({label: (dict(enumerate(a for a, _ in pairs)), dict(enumerate(b for _, b in pairs)))})
+    est = paired_diff(pairs, resamples, seed)
+    return est and {**est, "n_seeds": 1, "sd": None, "one_seed": True, "method": "items only: cluster bootstrap (one seed)"}
 
 
 def stage2_schemes(rows_meta: dict[str, dict]) -> dict[str, str]:

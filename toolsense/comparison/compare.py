@@ -5,15 +5,15 @@ or baseline, a column per benchmark × metric — written as Markdown, CSV and J
     python compare.py roots=[multirun/2026-11-29_10-00-00]
 
 Runs whose ``config.yaml`` differ only in ``trainer.seed`` are one configuration: its cell is
-the pooled estimate ± the sd over seeds, with a 95% interval from resampling *items*, each with
-all its seeds (stats.cluster_bootstrap; IS as the ratio of pooled sums). A single run's cell is
-recomputed from its samples.jsonl the same way (IS by metrics.is_ci: Wilson for a flat index),
-or is its results.json estimate where it has no samples. An IS on fewer than ``min_hits``
-constrained hits is flagged. A row is
-labelled ``experiment-tuning`` (plus the keys that differ, when configurations share that).
+the pooled estimate with a 95% interval over seeds *and* items (seed_stats.seed_mean: seeds drawn
+within the configuration, items shared by every seed; IS as the ratio of pooled sums), shown with
+its number of seeds and their SD (``41.2 [35.0, 47.1] n=3 sd 2.1``). A single run's cell is
+recomputed from its samples.jsonl over items alone (IS by metrics.is_ci: Wilson for a flat index)
+and marked ``†`` (one seed), or is its results.json estimate where it has no samples. An IS on
+fewer than ``min_hits`` constrained hits is flagged. A row is labelled ``experiment-tuning`` (plus the keys that differ, when configurations share that).
 Probe accuracy cells carry chance and the majority rate; with Stage-1 and Stage-2 evaluations
-of the same runs a retention column group holds their difference (paired per item, clustered
-by item over runs). ``drift.json`` files add drift columns (virtual / base relative drift, their
+of the same runs a retention column group holds their difference (paired per item and per run,
+over seeds and items). ``drift.json`` files add drift columns (virtual / base relative drift, their
 ratio, the change of the virtual tokens' mean pairwise cosine). Cohen's d of IS between flat and
 hierarchical configurations (unit: one configuration on one benchmark, seeds pooled; few-hit
 IS left out) with its bootstrap interval sits under the table. Baselines do not depend on the run; each
@@ -34,7 +34,8 @@ from toolsense.reporting.html_report import write_html_report
 from toolsense.comparison.significance import legend, marker, table_significance
 from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
 from toolsense.comparison.stats import drift_ratio
-from toolsense.reporting.tables import benchmark_label, comparison_cell, flag_text, markdown_table
+from toolsense.reporting.tables import (ONE_SEED_LEGEND, SEED_LEGEND, benchmark_label, comparison_cell, flag_text,
+                                        markdown_table)
 from toolsense.utils.config import differences, to_config
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
@@ -275,7 +276,7 @@ def comparison_table(comp: dict[str, Any]) -> str:
     rows = [[label] + [comparison_cell(col, comp["cells"][label].get(col)) + marker(sig, label, col)
                        + (" ≠" if col in mixed and comp["cells"][label].get(col) else "") for col in comp["columns"]]
             for label in comp["rows"]]
-    table = markdown_table(header, rows) + legend(sig)
+    table = markdown_table(header, rows) + legend(sig) + seed_legend(comp)
     for col, by in mixed.items():  # cells side by side on other items: said, not hidden
         table += f"\n≠ {col!r} mixes item sets, its cells are not comparable: " + "; ".join(f"{lb}: {t}" for lb, t in by.items()) + "\n"
     d = (comp.get("statistics") or {}).get("cohens_d")
@@ -287,17 +288,25 @@ def comparison_table(comp: dict[str, Any]) -> str:
     return table
 
 
+def seed_legend(comp: dict[str, Any]) -> str:
+    """The lines under a table that say what ``n=… sd …`` and the one-seed mark mean (where cells have them)."""
+    cells = [c for label in comp["rows"] for col in comp["columns"] if (c := comp["cells"][label].get(col))]
+    lines = [SEED_LEGEND] if any((c.get("n_seeds") or 1) > 1 for c in cells) else []
+    lines += [ONE_SEED_LEGEND] if any(c.get("one_seed") for c in cells) else []
+    return "".join(f"\n{line}.\n" for line in lines)
+
+
 def write_csv(comp: dict[str, Any], path: Path) -> Path:
-    """The table in long form: one line per (system, column) with value, sd, lo, hi, seeds."""
+    """The table in long form: one line per (system, column) with value, sd, lo, hi, seeds, one_seed, method."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["system", "column", "value", "sd", "lo", "hi", "n_seeds", "chance", "majority_rate"])
+        w.writerow(["system", "column", "value", "sd", "lo", "hi", "n_seeds", "chance", "majority_rate", "one_seed", "method"])
         for label in comp["rows"]:
             for col in comp["columns"]:
                 est = comp["cells"][label].get(col)
                 if est and est.get("value") is not None:
                     w.writerow([label, col] + [est.get(k) for k in ("value", "sd", "lo", "hi")]
-                               + [est.get("n_seeds", 1), est.get("chance"), est.get("majority_rate")])
+                               + [est.get("n_seeds", 1), est.get("chance"), est.get("majority_rate"), bool(est.get("one_seed")), est.get("method")])
     return path
 
 

@@ -34,8 +34,11 @@ def estimate(est: dict | None, pct: bool = True, signed: bool = False, unit: str
 
 
 def pct(est: dict | None, signed: bool = False) -> str:
-    """A finding's number in prose: ``12.3% [4.5, 20.1]``, or ``+12.3 pp [...]`` for a difference."""
-    return estimate(est, signed=signed, unit=" pp" if signed else "%")
+    """A finding's number in prose: ``12.3% [4.5, 20.1]``, or ``+12.3 pp [...]`` for a difference,
+    then ``n=3 sd 2.1`` (seeds, their SD) or ``†`` (one seed) where the estimate says (:func:`seeds_text`)."""
+    if not est or est.get("value") is None:
+        return DASH
+    return estimate({**est, "sd": None}, signed=signed, unit=" pp" if signed else "%") + seeds_text(est)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -126,16 +129,39 @@ def _retrieval_cells(m: dict, ks: Sequence[int]) -> list[str]:
             + [estimate(m.get(f"COMPf@{k}")) for k in ks] + [estimate(m.get("Rprec_c")), estimate(m.get("Rprec_f"))])
 
 
+ONE_SEED_MARK = "†"
+"""After a cell whose configuration has one training seed: its interval is over items alone."""
+
+SEED_LEGEND = ("n = training seeds of the configuration, sd = the between-seed SD of their own estimates; with n ≥ 2 the "
+               "interval resamples seeds and items (two-level: value ± t·se, comparison/seed_stats.py)")
+ONE_SEED_LEGEND = (f"{ONE_SEED_MARK} one seed: one training run, not a configuration — its interval is over items alone "
+                   "and says nothing of how another seed would score")
+
+
+def seeds_text(est: dict, pct: bool = True, digits: int | None = None) -> str:
+    """`` n=3 sd 2.1`` for a cell pooled over seeds (`` sd 2.1`` where the count is not recorded),
+    `` †`` for a one-seed cell, else ''."""
+    if est.get("one_seed"):
+        return f" {ONE_SEED_MARK}"
+    n, sd = est.get("n_seeds"), est.get("sd")
+    if n is not None and n < 2:
+        return ""
+    d = digits if digits is not None else (1 if pct else 2)
+    return (f" n={n}" if n else "") + ("" if sd is None else f" sd {sd * (100.0 if pct else 1.0):.{d}f}")
+
+
 def comparison_cell(col: str, est: dict | None) -> str:
     """A cell of a comparison table (comparison/compare.py): ``value [lo, hi]`` (percent; IS and
-    drift as plain numbers, drift with four digits and no interval), ``pooled ± sd [lo, hi]`` over
-    seeds, a signed retention, a probe's ``(chance c, maj. m)``, its one-answer flag, ``⚑ n hits``
-    on an IS under min_hits; '—' when absent."""
+    drift as plain numbers, drift with four digits and no interval), then ``n=3 sd 2.1`` (seeds and
+    their SD) or ``†`` (one seed), a signed retention, a probe's ``(chance c, maj. m)``, its one-answer
+    flag, ``⚑ n hits`` on an IS under min_hits; '—' when absent."""
     if not est or est.get("value") is None:
         return DASH
+    bare = {**est, "sd": None}
     if col.startswith("drift "):
-        return estimate(est, pct=False, digits=4, interval=False)
-    out = estimate(est, pct=not col.split(" ")[-1].startswith("IS@"), signed=col.startswith("retention "))
+        return estimate(bare, pct=False, digits=4, interval=False) + seeds_text(est, pct=False, digits=4)
+    pct = not col.split(" ")[-1].startswith("IS@")
+    out = estimate(bare, pct=pct, signed=col.startswith("retention ")) + seeds_text(est, pct)
     if est.get("chance") is not None:
         maj = est.get("majority_rate")
         out += f" (chance {100 * est['chance']:.0f}" + (f", maj. {100 * maj:.0f})" if maj is not None else ")")

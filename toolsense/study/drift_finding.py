@@ -1,6 +1,7 @@
 """Finding 6: hierarchical virtual tokens drift less in Stage 2 than flat ones. The ratio of the
-groups' mean relative drift gets an interval from a bootstrap over tokens (each run's virtual
-rows redrawn from the per-token terms drift.json holds, evaluation/drift.py: row_terms)."""
+groups' mean relative drift gets an interval over runs where each side has two or more
+(:func:`drift_ratio_seeds`), else from a bootstrap over tokens (each run's virtual rows redrawn
+from the per-token terms drift.json holds, evaluation/drift.py: row_terms), marked one-seed."""
 
 from __future__ import annotations
 
@@ -11,24 +12,26 @@ from pathlib import Path
 
 import numpy as np
 
-from toolsense.study.sweep import Finding, Settings, Sweep, combine, verdict
+from toolsense.study.sweep import Finding, Settings, Sweep, combine, seed_gate, verdict
 
-DRIFT_RULE = ("sign rule on log(flat / hierarchical mean relative Stage-2 drift of the virtual rows), per tuning, with a "
-              "bootstrap over tokens; untestable without per-token rows in drift.json, or when a group's virtual rows moved "
-              "no more than the base vocabulary (a Stage 2 too short to separate them)")
+DRIFT_RULE = ("sign rule on log(flat / hierarchical mean relative Stage-2 drift of the virtual rows), per tuning, with an "
+              "interval over runs (seeds) where each side has two or more, else a bootstrap over tokens; untestable without "
+              "per-token rows in drift.json for a side of one run, or when a group's virtual rows moved no more than the base "
+              "vocabulary (a Stage 2 too short to separate them)")
 PAIR, COL, DCOL = "stage1->stage2", "drift stage1->stage2 virtual", "drift stage1->stage2 Δcos"
 
 
 def _terms(path: str) -> dict | None:
-    """The Stage-1 → Stage-2 input-embedding terms of a drift.json: its per-token rows (None when
-    the file predates them) and the point drifts."""
+    """The Stage-1 → Stage-2 input-embedding terms of a drift.json: the point drifts and its
+    per-token rows (``d2`` / ``n2`` None when the file predates them); None without that pair."""
     d = json.loads(Path(path).read_text(encoding="utf-8"))
     pair = next((p for p in d.get("pairs", []) if f"{p['from']}->{p['to']}" == PAIR), None)
-    if not pair or "rows" not in pair.get("input", {}):
+    if not pair:
         return None
     inp = pair["input"]
-    return {"virtual": inp["virtual"], "base": inp["base_vocab"],
-            "d2": np.asarray(inp["rows"]["virtual"]["delta_sq"]), "n2": np.asarray(inp["rows"]["virtual"]["norm_sq"])}
+    rows = inp.get("rows")
+    return {"virtual": inp["virtual"], "base": inp["base_vocab"], "d2": rows and np.asarray(rows["virtual"]["delta_sq"]),
+            "n2": rows and np.asarray(rows["virtual"]["norm_sq"])}
 
 
 def _group_draws(runs: list[dict], resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -51,6 +54,27 @@ def drift_ratio_ci(flat: list[dict], hier: list[dict], resamples: int, seed: int
     return {"value": value, "lo": None if lo is None else float(lo), "hi": None if hi is None else float(hi)}
 
 
+def drift_ratio_seeds(flat: list[dict], hier: list[dict]) -> dict:
+    """The same ratio with two or more runs a side: its interval over *runs* (training seeds, each
+    run's drift measured on all its tokens, so their token noise is inside the spread between runs):
+    log(mean_flat / mean_hier) ± t_ν · se with se² = Σ_side s²(drifts) / (S · mean²) (the delta
+    method) and ν by Welch–Satterthwaite; tokens shared across runs are not a level here."""
+    from scipy.stats import t
+
+    parts, means = [], []
+    for side in (flat, hier):
+        v = np.array([x["virtual"] for x in side], dtype=np.float64)
+        means.append(float(v.mean()))
+        parts.append((float(v.var(ddof=1) / (len(v) * v.mean() ** 2)), len(v) - 1.0))
+    var = sum(p for p, _ in parts)
+    spread = sum(p * p / df for p, df in parts)
+    half = float(t.ppf(0.975, var * var / spread if spread > 0 else math.inf)) * math.sqrt(var)
+    value = means[0] / means[1]
+    return {"value": value, "lo": value * math.exp(-half), "hi": value * math.exp(half), "n_seeds": min(len(flat), len(hier)),
+            "seeds": {"flat": len(flat), "hierarchical": len(hier)}, "one_seed": False,
+            "method": "over runs: log ratio ± t·se (delta method, Welch df)"}
+
+
 def hierarchical_drift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f = Finding(6, "Hierarchical tokens drift less in Stage 2 than flat ones; their mutual cosine barely changes",
                 "7–24× less drift; \\|Δcos\\| < 0.002")
@@ -63,7 +87,8 @@ def hierarchical_drift(sw: dict[str, Sweep], s: Settings) -> Finding:
             continue
         dcos += [c["value"] for r in g.rows(tuning=tun, scheme="hierarchical") if (c := g.cell(r, DCOL)) and c.get("value") is not None]
         terms = {sch: [_terms(p) for p in paths] for sch, paths in groups.items()}
-        if any(t is None for ts in terms.values() for t in ts):
+        seeded = all(t is not None and t["virtual"] > 0 for ts in terms.values() for t in ts) and min(map(len, terms.values())) >= 2
+        if not seeded and any(t is None or t["d2"] is None for ts in terms.values() for t in ts):
             flat_v = statistics.mean(c["value"] for r in g.rows(tuning=tun, scheme="flat") if (c := g.cell(r, COL)))
             hier_v = statistics.mean(c["value"] for r in g.rows(tuning=tun, scheme="hierarchical") if (c := g.cell(r, COL)))
             est[tun] = {"value": flat_v / hier_v if hier_v else None, "lo": None, "hi": None}
@@ -72,13 +97,17 @@ def hierarchical_drift(sw: dict[str, Sweep], s: Settings) -> Finding:
                        "evaluate.py task=drift), so the ratio has no interval")
             continue
         still = [sch for sch, ts in terms.items() if statistics.mean(t["virtual"] for t in ts) <= statistics.mean(t["base"] for t in ts)]
-        est[tun] = drift_ratio_ci(terms["flat"], terms["hierarchical"], s.resamples)
+        if seeded:
+            est[tun] = drift_ratio_seeds(terms["flat"], terms["hierarchical"])
+        else:  # a side of one run: its tokens are all there is to resample
+            est[tun] = {**drift_ratio_ci(terms["flat"], terms["hierarchical"], s.resamples), "one_seed": True,
+                        "method": "over tokens alone (a side of one run)"}
         if still:
             verdicts.append("untestable")
             why.append(f"{tun}: the {' and '.join(still)} virtual rows moved no more than the base vocabulary — Stage 2 too "
                        "short to separate the token kinds")
             continue
-        log = {k: (math.log(v) if v and v > 0 else None) for k, v in est[tun].items()}
+        log = {k: (math.log(v) if (v := est[tun].get(k)) and v > 0 else None) for k in ("value", "lo", "hi")}
         verdicts.append(verdict(log))
     if not est:
         f.why = "needs drift of flat and hierarchical runs (evaluate.drift=true)"
@@ -94,4 +123,4 @@ def hierarchical_drift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f.why = "; ".join(why)
     f.details = {"ratio_flat_over_hierarchical": est, "dcos_hierarchical": dcos, "verdicts": verdicts,
                  "rule": DRIFT_RULE}
-    return f
+    return seed_gate(f, {r: len(g.sources(r, COL)) for r in g.rows() if g.sources(r, COL)}, s.min_seeds)

@@ -1,8 +1,11 @@
 """The paper's seven findings, each computed from a study's sweeps (sweep.Sweep): ``grid`` (the
 configurations × tunings × seeds of one model) and, for finding 7, ``appendix_e``. A finding
 whose configurations are absent from the sweep is returned as n/a with the reason. Every
-difference is paired per item and clustered by item (stats.paired_diff / contrast); every
-verdict follows sweep.verdict / near_chance, and ``details["rule"]`` says which."""
+difference is paired per item, and per seed where both arms hold the same seeds, with an interval
+over seeds and items (sweep.arms_diff / arms_contrast / arms_gain: seed_stats.py; over items alone
+where every arm has one seed, marked); every verdict follows sweep.verdict / near_chance, and
+``details["rule"]`` says which — and none rests on an arm of fewer than ``min_seeds`` seeds
+(sweep.seed_gate: "not enough seeds")."""
 
 from __future__ import annotations
 
@@ -11,19 +14,19 @@ from toolsense.study.coverage import item_coverage
 from toolsense.study.drift_finding import DRIFT_RULE, hierarchical_drift
 from toolsense.study.probe_findings import PROBE_RULE, RETAIN_RULE, formats_and_lora_retain, probes_near_chance
 from toolsense.reporting.tables import pct
-from toolsense.study.sweep import Finding, Settings, Sweep, item_pairs, verdict
+from toolsense.study.sweep import (Arms, Finding, Settings, Sweep, arm_seeds, arms_contrast, arms_diff, arms_gain, seed_arms,
+                                  seed_gate, verdict)
 from toolsense.comparison.runs import item_values
-from toolsense.comparison.stats import contrast, normalized_gain_contrast, paired_diff
 
 
 RULES = {
     1: "sign rule on the difference of the two normalized Stage-2 gains (standard − realistic): each the share of the queries "
        "Stage 1 missed that Stage 2 recovered, net of those it lost (Σ(Stage 2 − Stage 1) / Σ(1 − Stage 1) in Rc@k over a "
        "configuration's queries and seeds, the same runs' Stage-1 and Stage-2 evaluations), averaged over configurations, "
-       "clustered by query; revised on 2026-12-03 from the difference of the gains in pp, which a ceiling bounds (a side "
+       "the interval over seeds and queries; revised on 2026-12-03 from the difference of the gains in pp, which a ceiling bounds (a side "
        "that Stage 1 alone takes near 100% can gain only its headroom), before study=tools' TG seed-1 run was evaluated; the "
        "difference in pp is shown beside it",
-    2: "both parts by the sign rule: the collapse (standard − realistic Rc@k over configurations, clustered by query) "
+    2: "both parts by the sign rule: the collapse (standard − realistic Rc@k over configurations, over seeds and queries) "
        "and dense − best parametric run on realistic Rc@k (paired per query); the collapse's verdict where it is not yes",
     3: f"sign rule on Cohen's d of realistic IS@k, flat − hierarchical, over {EFFECT_UNIT}, with a bootstrap interval over "
        "configurations; untestable when either group keeps fewer than 2 configurations with at least `min_hits` constrained hits",
@@ -57,48 +60,57 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
         f.why = "no Stage-2 rows"
         return f
     benches = ("standard", "realistic")
-    per_row = {b: {r: item_pairs([(g, f"{r}:stage1", g, r)], f"{b} Rc@{k}", f"Rc@{k}") for r in rows} for b in benches}
-    pairs = {b: [p for ps in per_row[b].values() for p in ps] for b in benches}
-    if not all(pairs.values()):
+    arms = {b: {name.partition(":stage1")[0]: v for name, v in seed_arms([(g, f"{r}:stage1", g, r) for r in rows],
+                                                                            f"{b} Rc@{k}", f"Rc@{k}", same_runs=True).items()}
+            for b in benches}
+    if not all(arms.values()):
         f.why = "no Stage-1 evaluations of the same runs (evaluate.stages=[stage1,stage2])"
         return f
-    std, real = (paired_diff(pairs[b], s.resamples) for b in benches)
-    diff = contrast(pairs["standard"], pairs["realistic"], s.resamples)
-    norm = normalized_gain_contrast(per_row["standard"], per_row["realistic"], s.resamples)
-    unit, runs = _per_run_gains(g, rows, per_row, k, s.resamples)
+    std, real = (arms_diff(arms[b], s.resamples) for b in benches)
+    diff = arms_contrast(arms["standard"], arms["realistic"], s.resamples)
+    norm = arms_gain(arms["standard"], arms["realistic"], s.resamples)
+    unit, runs = _per_run_gains(arms, s.resamples)
     f.ours = (f"Stage-2 gain as the share of Stage 1's misses recovered (net): standard {pct(norm and norm['first'])}, "
               f"realistic {pct(norm and norm['second'])}, difference {pct(norm, True)} (mean over {len(rows)} "
               f"configurations; per {unit}: {runs or '—'}); in pp: standard {pct(std, True)}, realistic {pct(real, True)}, "
               f"difference {pct(diff, True)} (standard Rc@{k} after Stage 2 {_range(_vals(g, rows, f'standard Rc@{k}'))}; "
-              "paired per query, clustered by query)")
+              f"paired per query and run; {_seeds_text(norm)})")
     f.verdict = verdict(norm)
     f.details = {"lift_standard": std, "lift_realistic": real, "lift_difference": diff, "normalized_gain": norm,
                  f"per_{unit}": runs, "absolute_rule_verdict": verdict(diff), "rule": RULES[1],
                  "per_configuration": {r: {b: (g.cell(r, f"{b} Rc@{k}") or {}).get("value") for b in benches} for r in rows}}
-    return f
+    return seed_gate(f, {r: len(a) for r, (a, _) in arms["standard"].items()}, s.min_seeds)
 
 
-def _per_run_gains(g: Sweep, rows: list[str], per_row: dict[str, dict[str, list]], k: int, resamples: int,
-                   most: int = 4) -> tuple[str, str]:
+def _seeds_text(est: dict | None) -> str:
+    """How an estimate treats seeds, for a finding's prose."""
+    if not est:
+        return "—"
+    if est.get("one_seed") and "seeds" not in est:
+        return "one seed per configuration: intervals over queries alone"
+    seeds = est.get("seeds") or {}
+    return (f"intervals over seeds and queries ({', '.join(f'{g}: {n}' for g, n in seeds.items())} seeds)"
+            + ("; an arm of one seed counts by its queries alone" if est.get("one_seed") else ""))
+
+
+def _per_run_gains(arms: dict[str, Arms], resamples: int, most: int = 4) -> tuple[str, str]:
     """("run", each run's normalized-gain difference (standard − realistic) with its interval, as
     ``row sN +x.x pp [lo, hi]``), or with more than ``most`` runs ("configuration", each
-    configuration's from ``per_row`` (bench -> row -> its seeds' pairs), seeds pooled)."""
-    runs = []
-    for r in rows:
-        src = {b: (g.sources(f"{r}:stage1", f"{b} Rc@{k}"), g.sources(r, f"{b} Rc@{k}")) for b in per_row}
-        for seed in sorted(set.intersection(*(set(a) & set(b) for a, b in src.values()))):
-            side = {b: [(item_values(a[seed], f"Rc@{k}"), item_values(c[seed], f"Rc@{k}"))] for b, (a, c) in src.items()}
-            if all(x is not None for ps in side.values() for p in ps for x in p):
-                runs.append((f"{r} s{seed}", side))
-    unit, units = ("run", runs) if len(runs) <= most else ("configuration", [(r, {b: per_row[b][r] for b in per_row}) for r in rows])
-    ests = [(name, normalized_gain_contrast({name: side["standard"]}, {name: side["realistic"]}, resamples)) for name, side in units]
-    return unit, ", ".join(f"{name} {pct(est, True)}" for name, est in ests if est)
+    configuration's over its seeds); ``arms``: bench -> row -> (Stage-1 runs, Stage-2 runs) by seed."""
+    std, real = arms["standard"], arms["realistic"]
+    runs = [(f"{r} s{seed}", r, [seed]) for r in std if r in real for seed in sorted(std[r][0]) if seed in real[r][0]]
+    units = runs if len(runs) <= most else [(r, r, sorted(std[r][0])) for r in std if r in real]
+
+    def part(side: Arms, r: str, seeds: list) -> Arms:
+        return {r: tuple({x: side[r][i][x] for x in seeds if x in side[r][i]} for i in (0, 1))}
+
+    ests = [(name, arms_gain(part(std, r, seeds), part(real, r, seeds), resamples)) for name, r, seeds in units]
+    return ("run" if units is runs else "configuration"), ", ".join(f"{name} {pct(est, True)}" for name, est in ests if est)
 
 
-def _against(g: Sweep, rows: list[str], col: str, metric: str, other: dict[str, float]) -> list[tuple[dict, dict]]:
-    """(a row's per-item values, ``other``'s) for every seed of ``rows``: a deterministic
-    baseline against each run of the rows."""
-    return [(a, other) for r in rows for p in g.sources(r, col).values() if (a := item_values(p, metric)) is not None]
+def _runs(g: Sweep, row: str, col: str, metric: str) -> dict[int, dict]:
+    """A row's runs in a column: ``trainer.seed -> item id -> value`` (runs without samples left out)."""
+    return {seed: v for seed, p in g.sources(row, col).items() if (v := item_values(p, metric)) is not None}
 
 
 def realistic_collapse(sw: dict[str, Sweep], s: Settings) -> Finding:
@@ -114,20 +126,23 @@ def realistic_collapse(sw: dict[str, Sweep], s: Settings) -> Finding:
     best = max(rows, key=lambda r: (g.cell(r, col) or {}).get("value") or -1)
     d_path = next(iter(g.sources(dense, col).values()), None)
     d_items = item_values(d_path, metric) if d_path else None
-    zero = lambda v: {i: 0.0 for i in v}  # noqa: E731  (a mean as a "difference from 0" for contrast)
-    per = {b: [(zero(v), v) for r in rows for p in g.sources(r, f"{b} Rc@{k}").values() if (v := item_values(p, metric))]
+    # a mean as a "difference from 0": each run of a row against zeros on its own items (the same seeds: paired)
+    per = {b: {r: ({x: {i: 0.0 for i in v} for x, v in runs.items()}, runs) for r in rows if (runs := _runs(g, r, f"{b} Rc@{k}", metric))}
            for b in ("standard", "realistic")}
-    collapse = contrast(per["standard"], per["realistic"], s.resamples) if all(per.values()) else None
-    margin = paired_diff(_against(g, [best], col, metric, d_items), s.resamples) if d_items else None  # dense − best
+    collapse = arms_contrast(per["standard"], per["realistic"], s.resamples)
+    best_runs = _runs(g, best, col, metric)
+    # dense − best: the deterministic baseline stands beside every run of the best row (one seed draw moves both)
+    margin = arms_diff({best: (best_runs, {x: d_items for x in best_runs})}, s.resamples) if d_items and best_runs else None
     d_cell, b_cell, best_cell = g.cell(dense, col), g.cell(bm25, col) if bm25 else None, g.cell(best, col)
     f.ours = (f"Rc@{k} over configurations: standard − realistic {pct(collapse, True)}; best parametric ({best}) {pct(best_cell)} "
-              f"vs dense (MiniLM) {pct(d_cell)}, BM25 {pct(b_cell)}; dense − best {pct(margin, True)} (paired per query)")
+              f"vs dense (MiniLM) {pct(d_cell)}, BM25 {pct(b_cell)}; dense − best {pct(margin, True)} (paired per query; "
+              f"{_seeds_text(collapse)})")
     parts = [verdict(collapse), verdict(margin)]
     f.verdict = parts[0] if parts[0] != "yes" else parts[1]
     if parts[0] != "yes":
         f.why = f"the collapse itself is {parts[0]}: realistic recall is not clearly below standard recall"
     f.details = {"collapse": collapse, "dense_minus_best": margin, "best": best, "verdicts": parts, "rule": RULES[2]}
-    return f
+    return seed_gate(f, {r: len(a) for r, (a, _) in per["realistic"].items()}, s.min_seeds)
 
 
 def flat_vs_hierarchical_is(sw: dict[str, Sweep], s: Settings) -> Finding:
@@ -153,13 +168,15 @@ def flat_vs_hierarchical_is(sw: dict[str, Sweep], s: Settings) -> Finding:
     f.ours = (f"IS@{k} {_range(flat, 1, '', 2)} flat vs {_range(hier, 1, '', 2)} hierarchical; d = {d['d']:.2f}{ci} "
               f"(n = {len(flat)} + {len(hier)} configurations" + (f"; {len(d['excluded'])} few-hit IS left out" if d["excluded"] else "") + ")")
     f.verdict = verdict({"value": d["d"], "lo": d.get("lo"), "hi": d.get("hi")})
-    return f
+    return seed_gate(f, {r: (g.cell(r, col) or {}).get("n_seeds") or 1 for r in schemes}, s.min_seeds)
 
 
-def _covered_pairs(pairs: list[tuple[Sweep, str, Sweep, str]], col: str, metric: str) -> tuple[list[tuple[dict, dict]], dict]:
-    """The item pairs of ``pairs`` restricted to the items both runs' Stage 2 covered, and the
-    coverage counts (per side: covered items / items, over the runs of the first seed pair)."""
-    out, counts = [], {}
+def _covered_arms(pairs: list[tuple[Sweep, str, Sweep, str]], col: str, metric: str) -> tuple[Arms, dict]:
+    """The runs of ``pairs`` by seed (the seeds both rows hold) restricted to the items both runs'
+    Stage 2 covered, and the coverage counts (per side: covered items / items, over the runs of the
+    first seed pair)."""
+    out: Arms = {}
+    counts: dict = {}
     for sa, ra, sb, rb in pairs:
         a_src, b_src = sa.sources(ra, col), sb.sources(rb, col)
         for seed in sorted(set(a_src) & set(b_src)):
@@ -168,7 +185,8 @@ def _covered_pairs(pairs: list[tuple[Sweep, str, Sweep, str]], col: str, metric:
             if a is None or b is None or ca is None or cb is None:
                 continue
             keep = [i for i in a if i in b and ca.get(i) and cb.get(i)]  # in file order: the same draws every build
-            out.append(({i: a[i] for i in keep}, {i: b[i] for i in keep}))
+            arm = out.setdefault(f"{ra} → {rb}", ({}, {}))
+            arm[0][seed], arm[1][seed] = {i: a[i] for i in keep}, {i: b[i] for i in keep}
             counts.setdefault("grid", (sum(ca.values()), len(ca)))
             counts.setdefault("appendix_e", (sum(cb.values()), len(cb)))
     return out, counts
@@ -182,12 +200,12 @@ def appendix_e(sw: dict[str, Sweep], s: Settings) -> Finding:
         f.why = "no appendix_e sweep"
         return f
     pairs = [(g, a, e, b) for b in e.rows() for a in g.rows(experiment="tg", tuning=b.rpartition("-")[2])]
-    est, cov = {}, {}
+    est, cov, arms = {}, {}, {}
     for b in ("realistic", "standard"):
         col = f"{b} Rc@{k}"
-        all_pairs = item_pairs(pairs, col, f"Rc@{k}")
-        covered, cov[b] = _covered_pairs(pairs, col, f"Rc@{k}")
-        est[b] = {"all": paired_diff(all_pairs, s.resamples), "covered": paired_diff(covered, s.resamples)}
+        arms[b] = seed_arms(pairs, col, f"Rc@{k}")
+        covered, cov[b] = _covered_arms(pairs, col, f"Rc@{k}")
+        est[b] = {"all": arms_diff(arms[b], s.resamples), "covered": arms_diff(covered, s.resamples)}
     if not est["realistic"]["all"] or not est["standard"]["all"]:
         f.why = "no TG run of the grid with the same tuning and seeds"
         return f
@@ -206,7 +224,7 @@ def appendix_e(sw: dict[str, Sweep], s: Settings) -> Finding:
         f.why = "no coverage known for these runs: judged on all items"
     f.details = {"realistic_gain": est["realistic"], "standard_change": est["standard"], "coverage": cov, "judged_on": judged,
                  "verdicts": verdicts, "rule": RULES[7]}
-    return f
+    return seed_gate(f, arm_seeds(arms["realistic"]), s.min_seeds)
 
 
 FINDINGS = [stage2_lift, realistic_collapse, flat_vs_hierarchical_is, probes_near_chance,

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from toolsense.reporting.tables import pct
-from toolsense.study.sweep import Finding, Settings, Sweep, combine, near_chance, paired, verdict
+from toolsense.study.sweep import (Finding, Settings, Sweep, arm_seeds, combine, near_chance, paired, seed_arms, seed_gate,
+                                  verdict)
 
 DEBIASED_COL = {"mcq": ("bal", "balanced_accuracy"), "qa": ("calib", "calibrated_accuracy")}
 """A probe's debiased token column and its per-item metric: what findings 4 and 5 are judged on
@@ -17,7 +18,8 @@ gold answers at its favourite slot, below or above chance by the label mix alone
 
 PROBE_RULE = ("equivalence rule (`margin`) on each TG run's token score, per benchmark (MCQ, QA) and only where that "
               "benchmark's card ceiling is above chance (else untestable); the debiased score where the run has one")
-RETAIN_RULE = ("sign rule on the paired MCQ token difference (TG-3FM − TG; LoRA − FFT), per item and seed, clustered by item; "
+RETAIN_RULE = ("sign rule on the paired MCQ token difference (TG-3FM − TG; LoRA − FFT), per item (and seed where both arms "
+               "hold the same seeds), the interval over seeds and items; "
                "untestable unless some compared pair has both runs' MCQ card ceiling above chance")
 
 
@@ -72,7 +74,7 @@ def probes_near_chance(sw: dict[str, Sweep], s: Settings) -> Finding:
     f.details = {"per_benchmark": per_bench, "per_row": details, "margin": s.margin,
                  "judged_on": [d["judged_on"] for d in details], "ceiling_above_chance": [d["ceiling_above_chance"] for d in details],
                  "rule": PROBE_RULE}
-    return f
+    return seed_gate(f, {r: (g.cell(r, "mcq token acc") or {}).get("n_seeds") or 1 for r in rows}, s.min_seeds)
 
 
 def formats_and_lora_retain(sw: dict[str, Sweep], s: Settings) -> Finding:
@@ -94,7 +96,7 @@ def formats_and_lora_retain(sw: dict[str, Sweep], s: Settings) -> Finding:
     raw = {name: paired(pairs, "mcq token acc", "accuracy", r) for name, pairs in (("formats", fmt), ("tuning", tun))} if debiased else est
     f.ours = (f"MCQ token accuracy after Stage 2, {what}: TG-3FM − TG {pct(est['formats'], True)}; LoRA − FFT "
               f"{pct(est['tuning'], True)}" + (f" (raw: {pct(raw['formats'], True)}; {pct(raw['tuning'], True)})" if debiased else "")
-              + " (paired per item over seeds, clustered by item)")
+              + " (paired per item, and per seed where both arms hold the same seeds; intervals over seeds and items)")
     f.verdict = combine([verdict(e) for e in est.values() if e])
     # a difference says something only between two runs that can answer from the card at all
     compared = [(a, b) for _, a, _, b in fmt + tun if g.cell(a, "mcq card acc") and g.cell(b, "mcq card acc")]
@@ -110,4 +112,4 @@ def formats_and_lora_retain(sw: dict[str, Sweep], s: Settings) -> Finding:
                                               "runs to compare); the verdict rests on the other half alone") if x)
     f.details = {**est, "judged_on": what, "raw": raw, "ceiling_above_chance": ceiling,
                  "not_run": [n for n, _ in halves], "rule": RETAIN_RULE}
-    return f
+    return seed_gate(f, arm_seeds(seed_arms(fmt + tun, col, metric)), s.min_seeds)

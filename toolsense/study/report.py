@@ -14,7 +14,7 @@ import yaml
 
 from toolsense.comparison.compare import comparison_table
 from toolsense.evaluation.outputs import write_json
-from toolsense.reporting.tables import comparison_cell, markdown_table
+from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_table
 from toolsense.utils.paths import portable_text
 from toolsense.study.design import catalog_section, registration_section
 from toolsense.study.findings import FINDINGS, RULES
@@ -87,7 +87,8 @@ def runs_text(sweep: Sweep, name: str) -> str:
 
 def settings_of(cfg) -> Settings:
     """The findings' settings of a StudyConfig."""
-    return Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits)
+    return Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits,
+                    min_seeds=getattr(getattr(cfg, "analysis", None), "min_seeds", 3))
 
 
 def retention_section(sweeps: dict[str, Sweep]) -> str:
@@ -275,9 +276,13 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "Findings 4 and 5 are judged on the debiased token score (MCQ position-balanced, QA calibrated) where a run has one, "
         "the raw accuracy shown beside it: a model that gives one answer to most items scores the share of gold answers in "
         "that slot, above or below chance by the label mix alone. "
-        f"Recall and IS are at k = {cfg.k}. Intervals resample *items* (queries, probe items), each with all its seeds and "
-        "runs (cluster bootstrap); differences are paired per item; a flat index's IS is a proportion of the constrained "
-        f"hits with its Wilson interval (seeds pooled: the ratio of summed hits, clustered); {cfg.resamples} resamples.\n",
+        f"Recall and IS are at k = {cfg.k}. Intervals treat training seeds and items (queries, probe items) as the two sampled "
+        "levels — seeds within a configuration, items shared by every seed: value ± t·se (comparison/seed_stats.py); a cell or "
+        f"estimate shows `n=<seeds> sd <between-seed SD>`, and one over a single seed is over items alone ({cfg.resamples} "
+        f"resamples) and marked {ONE_SEED_MARK}; differences are paired per item, and per seed where both arms hold the same "
+        "seeds; a flat index's IS interval holds at least the Wilson interval of that proportion. No verdict rests on an arm "
+        f"of fewer than {settings_of(cfg).min_seeds} seeds (`min_seeds`): such a finding says **not enough seeds**, its "
+        "numbers still shown.\n",
         "How each finding is judged (sign rule and equivalence rule as above):\n",
         "\n".join(f"- **{n}.** {rule}" for n, rule in RULES.items()) + "\n",
         "## Analysis plan (registered before the data)\n", registration_section(cfg.root),

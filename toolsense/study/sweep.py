@@ -17,13 +17,14 @@ import functools
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import yaml
 
 from toolsense.comparison.compare import collect, comparison
 from toolsense.comparison.runs import item_values, run_dir_of
-from toolsense.comparison.stats import paired_diff
+from toolsense.comparison.seed_stats import seed_contrast, seed_normalized_gain_contrast, seed_paired_diff
+from toolsense.comparison.stats import contrast, normalized_gain_contrast, paired_diff
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class Settings:
     """Equivalence margin of "near chance" (finding 4), as a proportion (0.10 = 10 pp)."""
     min_hits: int = 10
     """An IS on fewer constrained hits is flagged and used for no verdict (finding 3)."""
+    min_seeds: int = 3
+    """No verdict rests on an arm with fewer training seeds: its finding says "not enough seeds" (:func:`seed_gate`)."""
 
 
 @dataclass
@@ -122,10 +125,96 @@ def item_pairs(pairs: Sequence[tuple[Sweep, str, Sweep, str]], col: str, metric:
     return out
 
 
+Arms = dict[str, tuple[dict[int, dict], dict[int, dict]]]
+"""``"A → B" -> (A's runs, B's runs)``, each ``trainer.seed -> item id -> value``: what seed_stats pairs."""
+
+
+def seed_arms(pairs: Sequence[tuple[Sweep, str, Sweep, str]], col: str, metric: str, same_runs: bool = False) -> Arms:
+    """Every (A, B) row pair's runs by seed (runs without per-item values left out). ``same_runs``:
+    A and B are two evaluations of the same runs (Stage 1 and Stage 2), so only seeds both hold pair."""
+    out: Arms = {}
+    for sa, ra, sb, rb in pairs:
+        a, b = ({s: v for s, p in sw.sources(r, col).items() if (v := item_values(p, metric)) is not None}
+                for sw, r in ((sa, ra), (sb, rb)))
+        if same_runs:
+            a, b = ({s: v for s, v in x.items() if s in a and s in b} for x in (a, b))
+        if a and b:
+            out[f"{ra} → {rb}"] = (a, b)
+    return out
+
+
+def arm_seeds(arms: Arms) -> dict[str, int]:
+    """Row -> its number of seeds in ``arms`` (each row of a pair is an arm)."""
+    out: dict[str, int] = {}
+    for name, (a, b) in arms.items():
+        ra, _, rb = name.partition(" → ")
+        out[ra], out[rb] = max(out.get(ra, 0), len(a)), max(out.get(rb, 0), len(b))
+    return out
+
+
+def arms_diff(arms: Arms, resamples: int) -> dict | None:
+    """B − A paired per item over ``arms``: with one seed in every arm (the same seed in both), over
+    items alone (stats.paired_diff, pooled over the pairs), marked ``one_seed``; otherwise over seeds
+    and items, paired by seed where both arms hold the same seeds (seed_stats.seed_paired_diff)."""
+    if not arms:
+        return None
+    if all(len(a) == 1 and set(a) == set(b) for a, b in arms.values()):
+        est = paired_diff([(a[s], b[s]) for a, b in arms.values() for s in a], resamples)
+        return est and {**est, **ONE_SEED}
+    return seed_paired_diff(arms)
+
+
+ONE_SEED = {"n_seeds": 1, "one_seed": True, "method": "items only: cluster bootstrap (one seed)"}
+"""What an estimate over arms of one seed each carries: its interval is over items alone."""
+
+
+def _single(*arms: Arms) -> bool:
+    return all(len(a) == 1 and set(a) == set(b) for x in arms for a, b in x.values())
+
+
+def arms_contrast(first: Arms, second: Arms, resamples: int) -> dict | None:
+    """(B − A over ``first``) − (B − A over ``second``): stats.contrast over items where every arm has
+    one seed (marked), else seed_stats.seed_contrast (a run in both sides one unit)."""
+    if not first or not second:
+        return None
+    if _single(first, second):
+        est = contrast(*([(a[s], b[s]) for a, b in side.values() for s in a] for side in (first, second)), resamples)
+        return est and {**est, **ONE_SEED}
+    return seed_contrast(first, second)
+
+
+def arms_gain(first: Arms, second: Arms, resamples: int) -> dict | None:
+    """The normalized gain of ``first`` minus that of ``second`` (each arm pair: (before, after) of the
+    same runs; groups the pairs both hold), averaged over groups: stats.normalized_gain_contrast over
+    items where every arm has one seed (marked), else seed_stats.seed_normalized_gain_contrast."""
+    groups = [g for g in first if g in second]
+    if _single(first, second):
+        est = normalized_gain_contrast({g: [(a[s], b[s]) for s in a] for g, (a, b) in first.items()},
+                                       {g: [(a[s], b[s]) for s in a] for g, (a, b) in second.items()}, resamples)
+        return est and {**est, **ONE_SEED}
+    return seed_normalized_gain_contrast({g: {s: (first[g][0][s], first[g][1][s]) for s in first[g][0]} for g in groups},
+                                         {g: {s: (second[g][0][s], second[g][1][s]) for s in second[g][0]} for g in groups})
+
+
 def paired(pairs: Sequence[tuple[Sweep, str, Sweep, str]], col: str, metric: str, resamples: int) -> dict | None:
-    """mean(B − A) over items answered by both, pooled over the (A, B) row pairs and their seeds
-    (runs of one seed paired), clustered by item (stats.paired_diff); None when nothing pairs."""
-    return paired_diff(item_pairs(pairs, col, metric), resamples)
+    """mean(B − A) over items answered by both, over the (A, B) row pairs and their seeds
+    (:func:`arms_diff`); None when nothing pairs."""
+    return arms_diff(seed_arms(pairs, col, metric), resamples)
+
+
+def seed_gate(f: "Finding", arms: Mapping[str, int], min_seeds: int) -> "Finding":
+    """No verdict on an arm of fewer than ``min_seeds`` seeds: a yes / no / inconclusive resting on
+    one becomes "not enough seeds (arm X has n, …)", the numbers kept and the verdict they would
+    give in ``details["verdict_at_these_seeds"]``; n/a and untestable stand."""
+    short = sorted((n, a) for a, n in arms.items() if n < min_seeds)
+    f.details["seeds"] = dict(arms)
+    if not short or f.verdict in ("n/a", "untestable"):
+        return f
+    f.details["verdict_at_these_seeds"] = f.verdict
+    f.verdict = "not enough seeds (" + ", ".join(f"arm {a} has {n}" for n, a in short) + ")"
+    f.why = "; ".join(x for x in (f"fewer than {min_seeds} seeds (`min_seeds`) in an arm: at these seeds it would read "
+                                  f"{f.details['verdict_at_these_seeds']}", f.why) if x)
+    return f
 
 
 VERDICT_RULE = ("**yes** — the paper's sign, and the 95% interval excludes zero; **no** — the interval excludes zero on the "
