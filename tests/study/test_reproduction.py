@@ -235,7 +235,7 @@ def test_appendix_e_is_judged_on_the_items_its_stage2_covered(tmp_path):
     assert f7.details["coverage"]["realistic"] == {"grid": (54, 54), "appendix_e": (17, 54)}
     real = f7.details["realistic_gain"]
     assert real["covered"]["n_items"] == 17 and real["covered"]["value"] > 0.3  # restored where it trained on the tools ...
-    # ... by +31.8 and +45.5 pp in the two seeds: with 2 seeds (1 df between them) the interval cannot exclude 0
+    # ... in both seeds: with 2 seeds (1 df between them) the interval cannot exclude 0
     assert real["covered"]["seeds"] == {"tg-lora → tg-lora": 2} and real["covered"]["df"] == pytest.approx(1.0)
     assert real["covered"]["sd"] == pytest.approx(0.1248, abs=1e-4) and real["covered"]["lo"] < 0
     assert real["all"]["lo"] < 0 < real["all"]["hi"] and real["all"]["value"] < 0
