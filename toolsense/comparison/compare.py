@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -51,7 +52,9 @@ class CompareConfig:
     roots: list[str] = field(default_factory=list)
     """Directories searched recursively for results.json (sweep dirs, run dirs, eval dirs)."""
     metrics: list[str] = field(default_factory=lambda: list(HEADLINE))
-    """Retrieval metrics, one column each per retrieval benchmark (e.g. [Rc@1,Rf@1,IS@1,Rc@10])."""
+    """Retrieval metrics, one column each per retrieval benchmark (e.g. [Rc@1,Rf@1,IS@1,Rc@10]). A
+    metric@k that no result holds is replaced by the same metric at the largest k evaluated below k
+    (else the smallest above), said on stdout: a beam-10 sweep gets @10 columns, not a table of "—"."""
     resamples: int = 1000
     """Bootstrap resamples of the pooled-seed and retention intervals."""
     seed: int = 0
@@ -158,6 +161,27 @@ def _probe_extras(res: dict[str, Any]) -> dict[str, Any]:
     if majority is None:
         majority = gold_majority_rate(res["_path"])
     return {"chance": chance, "majority_rate": majority}
+
+
+_AT = re.compile(r"^(.+)@(\d+)$")
+
+
+def available_metrics(results: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dict[str, str]:
+    """``requested -> used`` for each retrieval metric: itself when some retrieval result holds it,
+    else the same metric at the largest k below the requested one that some result holds (else the
+    smallest above); a metric no result holds at any k is kept (its column reads "—")."""
+    held = {m for r in results if r["kind"] == "retrieval" for m in r["metrics"]}
+    out = {}
+    for m in metrics:
+        match = _AT.match(m)
+        if m in held or not match:
+            out[m] = m
+            continue
+        name, k = match.group(1), int(match.group(2))
+        ks = sorted(int(a.group(2)) for h in held if (a := _AT.match(h)) and a.group(1) == name)
+        below = [x for x in ks if x <= k]
+        out[m] = f"{name}@{below[-1] if below else ks[0]}" if ks else m
+    return out
 
 
 def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple[str | None, dict | None]]:
@@ -271,7 +295,12 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     results = collect(cfg.roots)
     if not results:
         raise FileNotFoundError(f"roots: no results.json with metrics under {cfg.roots}")
-    comp = comparison(results, cfg.metrics, cfg.resamples, cfg.seed, cfg.effect_metric, cfg.min_hits)
+    used = available_metrics(results, [*cfg.metrics, cfg.effect_metric])
+    for want, got in used.items():
+        if want != got:
+            print(f"compare: no result holds {want}; showing {got} instead (the k the evaluations used)")
+    metrics = list(dict.fromkeys(used[m] for m in cfg.metrics))
+    comp = comparison(results, metrics, cfg.resamples, cfg.seed, used[cfg.effect_metric], cfg.min_hits)
     table = comparison_table(comp)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -281,7 +310,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
         from toolsense.comparison.plots import render_all
 
         comp["plots"] = [str(p) for p in render_all(comp, out, prefix="comparison_")]
-    write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": list(cfg.metrics), **comp})
+    write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": metrics, **comp})
     write_html_report(cfg.roots, out / "report.html", title="toolsense comparison")  # every evaluation compared (html_report.py)
     print(table)
     print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")
