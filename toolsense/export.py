@@ -3,6 +3,7 @@
     python -m toolsense.export beir catalog=toolbench benchmark=toolbench_g1 output_dir=outputs/beir
     python -m toolsense.export beir suite=demo                  # every retrieval benchmark of a suite
     python -m toolsense.export trec outputs/demo/eval           # run files + qrels of existing results
+    python -m toolsense.export trec --keep-padding outputs/demo/eval   # ... keeping baselines' zero-score padding
     python -m toolsense.export lmeval run=<run> benchmark=demo_mcq output_dir=outputs/lmeval   # probes as lm-eval tasks
 
 ``beir`` composes ``conf/evaluate.yaml`` with the overrides given (the same ``catalog=`` /
@@ -61,12 +62,16 @@ def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
     return written
 
 
-def trec(roots: Sequence[str]) -> list[Path]:
+def trec(args: Sequence[str]) -> list[Path]:
     from toolsense.reporting.export import export_tree
 
+    keep = "--keep-padding" in args
+    roots = [a for a in args if a != "--keep-padding"]
+    if bad := [a for a in roots if a.startswith("-")]:
+        raise SystemExit(f"trec: unknown option {bad[0]} (the one option is --keep-padding)")
     if not roots:
         raise SystemExit("trec: name the results folders to export, e.g. python -m toolsense.export trec outputs/demo/eval")
-    done = [d for root in roots for d in export_tree(root)]
+    done = [d for root in roots for d in export_tree(root, keep_padding=keep)]
     for d in done:
         print(f"wrote {d}/{{run.constrained.trec,run.free.trec,qrels.trec}}")
     if not done:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
 
-from toolsense.reporting.export import (INVALID, MODES, QRELS, REPEAT, doc_id, export_tree, from_doc_id, read_qrels,
-                                         read_run, run_lines, write_beir)
+from toolsense.reporting.export import (INVALID, MODES, QRELS, REPEAT, TIE_STEP, doc_id, export_tree, from_doc_id,
+                                         read_qrels, read_run, run_lines, strictly_decreasing, without_padding, write_beir,
+                                         write_trec)
 from toolsense.evaluation.metrics import item_metrics
 from toolsense.evaluation.runner import run
 
@@ -27,11 +29,12 @@ def trec_measures(qrels, run_, ks=KS) -> dict[str, dict[str, float]]:
 
 @pytest.fixture(scope="module")
 def tiny_eval(tiny_run, tmp_path_factory) -> Path:
-    """A real evaluation: tiny_random's run on 12 realistic demo queries (beam 10), and BM25."""
+    """A real evaluation: tiny_random's run on 12 realistic demo queries (beam 10), BM25, and the
+    RRF hybrid of the two (k = 60, each cut at the beam width)."""
     out = tmp_path_factory.mktemp("export_eval")
     run({"run": str(tiny_run), "stage": "stage2", "device": "cpu", "task": "evaluate", "parametric": True,
          "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 12}},
-         "baselines": {"bm25": {"kind": "bm25"}},
+         "baselines": {"bm25": {"kind": "bm25"}}, "systems": {"rrf_bm25": {"kind": "rrf", "candidates": {"kind": "bm25"}}},
          "decoding": {"beam_width": 10, "batch_size": 4}, "metrics": {"ks": list(KS), "resamples": 50},
          "logger": {"kind": "none"}, "output_dir": str(out)})
     return out
@@ -75,16 +78,75 @@ def _assert_trec_equals_ours(eval_dir: Path, modes) -> dict[str, dict[str, dict[
     return out
 
 
-def test_trec_export_of_a_real_evaluation_equals_our_metrics(tiny_eval):
+def test_tied_scores_are_separated_in_the_rankings_order():
+    assert strictly_decreasing([3.5, 2.0, 2.0, 2.0, 1.0, -0.5]) == [3.5, 2.0, 2.0 - TIE_STEP, 2.0 - 2 * TIE_STEP, 1.0, -0.5]
+    # a tie run long enough to reach the next score pushes it down too: the order never flips
+    assert strictly_decreasing([1e-6, 1e-6, 0.0]) == [1e-6, 0.0, -1e-6]
+    assert run_lines("q", ["a", "b", "c"], "t", [-0.25, -0.25, -1.5]) == ["q Q0 a 1 -0.25 t", "q Q0 b 2 -0.250001 t", "q Q0 c 3 -1.5 t"]
+    padded = [{"tool": "a", "score": 2.5}, {"tool": "b", "score": 0.0}, {"tool": "c", "score": 0.0}]
+    assert without_padding(padded) == padded[:1]
+    beams = [{"tool": "a", "score": 0.0, "logprob": 0.0}]  # a beam of probability ~1 is no padding
+    assert without_padding(beams) == beams
+
+
+def _samples(eval_dir: Path) -> dict[str, dict]:
+    return {doc_id(r["item_id"]): r for r in map(json.loads, (eval_dir / "samples.jsonl").read_text().splitlines())}
+
+
+def test_run_files_carry_the_systems_scores_and_cut_zero_score_padding(tiny_eval):
+    model_dir, bm25_dir = tiny_eval / "realistic" / "model", tiny_eval / "realistic" / "bm25"
+    for eval_dir, mode in ((model_dir, "constrained"), (model_dir, "free"), (bm25_dir, "constrained")):
+        samples, run_ = _samples(eval_dir), read_run(eval_dir / MODES[mode])
+        for qid, docs in run_.items():
+            ranking = without_padding(samples[qid][mode])
+            assert len(docs) == len(ranking)
+            for (doc, score), beam, shown in zip(docs.items(), ranking, strictly_decreasing([b["score"] for b in ranking])):
+                assert score == pytest.approx(shown, abs=1e-9) and abs(score - beam["score"]) < 50 * TIE_STEP
+    beams = [b["score"] for r in _samples(model_dir).values() for b in r["constrained"]]
+    assert max(beams) <= 0 and len(set(beams)) > 10  # log-probabilities, not ranks
+    bm25_rows = _samples(bm25_dir).values()
+    padded = sum(b["score"] == 0 for r in bm25_rows for b in r["constrained"])
+    lines = (bm25_dir / MODES["constrained"]).read_text().splitlines()
+    assert padded > 0 and len(lines) == 10 * 12 - padded  # the demo's short queries leave BM25 padding: cut
+    assert all(float(ln.split()[4]) > 0 for ln in lines)
+
+
+def test_trec_export_of_a_real_evaluation_equals_our_metrics(tiny_eval, tmp_path):
     model_dir, bm25_dir = tiny_eval / "realistic" / "model", tiny_eval / "realistic" / "bm25"
     assert {p.name for p in model_dir.glob("*.trec")} == {*MODES.values(), QRELS}
     assert {p.name for p in bm25_dir.glob("*.trec")} == {MODES["constrained"], QRELS}
     _assert_trec_equals_ours(model_dir, [("constrained", "c_", "Rc"), ("free", "f_", "Rf")])
     # the random model's free-form beams hold non-tools: the placeholder path is exercised
     assert INVALID in (model_dir / MODES["free"]).read_text()
-    bm25 = _assert_trec_equals_ours(bm25_dir, [("constrained", "c_", "Rc")])["constrained"]
+    # BM25's zero-score padding counts in our metrics: with it kept, trec_eval's measures are ours
+    kept = tmp_path / "bm25"
+    shutil.copytree(bm25_dir, kept)
+    write_trec(kept, keep_padding=True)
+    bm25 = _assert_trec_equals_ours(kept, [("constrained", "c_", "Rc")])["constrained"]
     # BM25 finds gold tools, some below rank 1: NDCG strictly between 0 and 1 is compared too
     assert any(0 < m["ndcg_cut_10"] < 1 for m in bm25.values()) and any(m["success_1"] == 1 for m in bm25.values())
+
+
+def test_ranx_rrf_of_the_exported_runs_is_our_rrf_hybrid(tiny_eval, tmp_path):
+    """ranx's reciprocal-rank fusion (k = 60) of the model's and BM25's exported runs (BM25's
+    padding kept: our hybrid fuses those slots too) ranks each query's tools as our rrf_bm25
+    system did, with the same fused scores."""
+    ranx = pytest.importorskip("ranx", reason="ranx is not installed (the dev extra)")
+    runs = {}
+    for name in ("model", "bm25"):
+        shutil.copytree(tiny_eval / "realistic" / name, tmp_path / name)
+        write_trec(tmp_path / name, keep_padding=True)
+        runs[name] = ranx.Run.from_file(str(tmp_path / name / MODES["constrained"]), kind="trec")
+    fused = ranx.fuse(runs=[runs["model"], runs["bm25"]], norm=None, method="rrf", params={"k": 60}).to_dict()
+    ours = _samples(tiny_eval / "realistic" / "rrf_bm25")
+    assert set(fused) == set(ours) and len(ours) == 12
+    for qid, row in ours.items():
+        mine = [(doc_id(b["tool"]), b["score"]) for b in row["constrained"]]
+        theirs = sorted(fused[qid].items(), key=lambda kv: -kv[1])
+        assert [round(s, 6) for _, s in theirs[: len(mine)]] == [s for _, s in mine]
+        for doc, score in mine:  # each tool's fused score; tied tools may only swap among themselves
+            assert fused[qid][doc] == pytest.approx(score, abs=1e-6)
+        assert all(s <= mine[-1][1] + 1e-6 for d, s in theirs if d not in dict(mine))
 
 
 def test_export_tree_rewrites_the_files_of_existing_results(tiny_eval):
@@ -93,7 +155,7 @@ def test_export_tree_rewrites_the_files_of_existing_results(tiny_eval):
     for p in model_dir.glob("*.trec"):
         p.unlink()
     done = export_tree(tiny_eval)
-    assert set(done) == {model_dir, tiny_eval / "realistic" / "bm25"}
+    assert set(done) == {model_dir, tiny_eval / "realistic" / "bm25", tiny_eval / "realistic" / "rrf_bm25"}
     assert (model_dir / MODES["free"]).read_text() == before
 
 
