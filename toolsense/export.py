@@ -2,6 +2,7 @@
 
     python -m toolsense.export beir catalog=toolbench benchmark=toolbench_g1 output_dir=outputs/beir
     python -m toolsense.export beir suite=demo                  # every retrieval benchmark of a suite
+    python -m toolsense.export beir --title catalog=demo benchmark=demo_standard   # titles "service / API" filled
     python -m toolsense.export trec outputs/demo/eval           # run files + qrels of existing results
     python -m toolsense.export trec --keep-padding outputs/demo/eval   # ... keeping baselines' zero-score padding
     python -m toolsense.export lmeval run=<run> benchmark=demo_mcq output_dir=outputs/lmeval   # probes as lm-eval tasks
@@ -9,7 +10,7 @@
 ``beir`` composes ``conf/evaluate.yaml`` with the overrides given (the same ``catalog=`` /
 ``benchmark=`` / ``suite=`` groups and dotted keys as evaluate.py) and writes, per retrieval
 benchmark, ``<output_dir>/<benchmark>/{corpus.jsonl, queries.jsonl, qrels/test.tsv}``
-(reporting/export.py: write_beir). ``trec`` writes ``run.constrained.trec``, ``run.free.trec``
+(reporting/export.py: write_beir; titles empty unless ``--title``). ``trec`` writes ``run.constrained.trec``, ``run.free.trec``
 and ``qrels.trec`` beside every retrieval ``samples.jsonl`` under the folders given
 (reporting/export.py: export_tree); evaluations made now write them themselves. ``lmeval``
 loads the model under test as evaluate.py does (``run=`` or ``model=``) and writes each MCQ / QA
@@ -45,6 +46,8 @@ def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
     from toolsense.evaluation.benchmarks import load_benchmark
     from toolsense.reporting.export import write_beir
 
+    title = "--title" in overrides
+    overrides = [o for o in overrides if o != "--title"]
     cfg, out = _compose(overrides, "outputs/beir")
     catalog = load_from_config(cfg.catalog)
     where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
@@ -54,7 +57,7 @@ def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
         if bench.kind != "retrieval":
             print(f"{label}: a {bench.kind} probe, not a retrieval benchmark; BEIR has no layout for it (skipped)")
             continue
-        written[label] = write_beir(catalog, bench.items, out / label)
+        written[label] = write_beir(catalog, bench.items, out / label, title=title)
         c = written[label]
         print(f"wrote {out / label}: {c['corpus']} tools, {c['queries']} queries, {c['qrels']} qrels")
     if not written:

@@ -15,6 +15,7 @@ from toolsense.reporting.export import (INVALID, MODES, QRELS, REPEAT, TIE_STEP,
                                          write_trec)
 from toolsense.evaluation.metrics import item_metrics
 from toolsense.evaluation.runner import run
+from toolsense.utils.io import DataError
 
 pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec-eval-terrier is not installed (the dev extra)")
 
@@ -170,13 +171,20 @@ def test_beir_layout_round_trips(demo_catalog, tmp_path):
     qs = [json.loads(x) for x in (tmp_path / "queries.jsonl").read_text().splitlines()]
     assert [c["metadata"]["name"] for c in corpus] == list(demo_catalog.names)
     assert {c["_id"] for c in corpus}.isdisjoint({q["_id"] for q in qs})
+    assert [q["_id"] for q in qs] == ["1", "g/2"] and {c["title"] for c in corpus} == {""}  # the TREC files' ids
     assert corpus[0]["text"] == demo_catalog[demo_catalog.names[0]].text()
     header, *rows = (tmp_path / "qrels" / "test.tsv").read_text().splitlines()
     assert header == "query-id\tcorpus-id\tscore" and len(rows) == 3
     qrels = read_qrels(tmp_path / "qrels" / "test.tsv")
     ids = {c["_id"]: c["metadata"]["name"] for c in corpus}
-    assert {from_doc_id(q["_id"][2:]): {ids[d] for d in qrels[q["_id"]]} for q in qs} == \
+    assert {from_doc_id(q["_id"]): {ids[d] for d in qrels[q["_id"]]} for q in qs} == \
         {q.query_id: set(q.tools) for q in queries}
+    write_beir(demo_catalog, queries[:1], tmp_path / "titled", title=True)
+    first = json.loads((tmp_path / "titled" / "corpus.jsonl").read_text().splitlines()[0])
+    tool = demo_catalog[demo_catalog.names[0]]
+    assert first["title"] == f"{tool.tool_title or tool.service} / {tool.api_title or tool.api}" and first["text"] == tool.text()
+    with pytest.raises(DataError, match=r"query 'SkyCast Weather&&current_weather': its id is also a tool's id"):
+        write_beir(demo_catalog, [Query(demo_catalog.names[0], "x", (demo_catalog.names[1],))], tmp_path / "clash")
 
 
 def test_beir_cli_writes_what_beirs_own_loader_reads(tmp_path, demo_catalog):
@@ -197,6 +205,43 @@ def test_beir_cli_writes_what_beirs_own_loader_reads(tmp_path, demo_catalog):
     corpus, queries, qrels = loader.GenericDataLoader(data_folder=str(folder)).load(split="test")
     bench = load_benchmark(BenchmarkConfig(loader="demo", split="test", style="verbose", limit=7))
     assert len(corpus) == len(demo_catalog) and len(queries) == 7
-    assert {from_doc_id(q[2:]): queries[q] for q in queries} == {q.query_id: q.text for q in bench.items}
-    assert {from_doc_id(q[2:]): {from_doc_id(d) for d in rel} for q, rel in qrels.items()} == \
+    assert {from_doc_id(q): queries[q] for q in queries} == {q.query_id: q.text for q in bench.items}
+    assert {from_doc_id(q): {from_doc_id(d) for d in rel} for q, rel in qrels.items()} == \
         {q.query_id: set(q.tools) for q in bench.items}
+
+
+def test_beirs_dense_retriever_and_evaluator_on_the_export_give_our_dense_numbers(tmp_path, demo_catalog):
+    """BEIR's own path on the exported folder — GenericDataLoader, its SentenceBERT + exact search
+    (cosine) with the same embedded MiniLM, EvaluateRetrieval.evaluate / top_k_accuracy — gives
+    the Rc@k, recall@k and NDCG@k of our dense baseline on the same 40 queries; its query ids are
+    the ones in our TREC files."""
+    pytest.importorskip("beir.retrieval.evaluation", reason="the beir package is not installed (the dev extra)")
+    from beir.datasets.data_loader import GenericDataLoader
+    from beir.retrieval import models
+    from beir.retrieval.evaluation import EvaluateRetrieval
+    from beir.retrieval.search.dense import DenseRetrievalExactSearch
+
+    from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
+    from toolsense.models.encoders.loading import embedded_minilm_dir
+
+    bench_cfg = {"loader": "demo", "split": "test", "style": "short", "limit": 40}
+    out = tmp_path / "eval"
+    run({"run": None, "catalog": {"path": None}, "parametric": False, "device": "cpu", "task": "evaluate",
+         "benchmarks": {"realistic": bench_cfg}, "baselines": {"dense": {"kind": "dense"}},
+         "decoding": {"beam_width": 10}, "metrics": {"ks": list(KS), "resamples": 10}, "logger": {"kind": "none"},
+         "output_dir": str(out)})
+    ours = json.loads((out / "realistic" / "dense" / "results.json").read_text())["metrics"]
+    bench = load_benchmark(BenchmarkConfig(**bench_cfg))
+    write_beir(demo_catalog, bench.items, tmp_path / "beir")
+    corpus, queries, qrels = GenericDataLoader(data_folder=str(tmp_path / "beir")).load(split="test")
+    assert set(queries) == set(read_qrels(out / "realistic" / "dense" / QRELS)) == set(read_run(out / "realistic" / "dense" / MODES["constrained"]))
+    retriever = EvaluateRetrieval(DenseRetrievalExactSearch(models.SentenceBERT(str(embedded_minilm_dir())), batch_size=64,
+                                                            show_progress_bar=False), score_function="cos_sim", k_values=list(KS))
+    results = retriever.retrieve(corpus, queries)
+    ndcg, _, recall, _ = retriever.evaluate(qrels, results, list(KS))
+    acc = retriever.evaluate_custom(qrels, results, list(KS), metric="top_k_accuracy")
+    for k in KS:
+        assert acc[f"Accuracy@{k}"] == pytest.approx(ours[f"Rc@{k}"]["value"], abs=1e-5)
+        assert recall[f"Recall@{k}"] == pytest.approx(ours[f"recall_c@{k}"]["value"], abs=1e-5)
+        assert ndcg[f"NDCG@{k}"] == pytest.approx(ours[f"ndcg_c@{k}"]["value"], abs=1e-5)
+    assert 0 < ours["Rc@1"]["value"] < ours["Rc@10"]["value"] < 1  # numbers that can disagree

@@ -196,30 +196,34 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 
 # ---- BEIR ------------------------------------------------------------------------------------
 
-QUERY_PREFIX = "q:"
-"""BEIR query ids carry this prefix: tool ids and query ids never meet (BEIR's evaluation drops
-a retrieved doc whose id equals its query's id, ``ignore_identical_ids``)."""
 
-
-def write_beir(catalog: Catalog, queries: Sequence[Any], out_dir: str | Path, split: str = "test") -> dict[str, int]:
+def write_beir(catalog: Catalog, queries: Sequence[Any], out_dir: str | Path, split: str = "test",
+               title: bool = False) -> dict[str, int]:
     """``catalog`` and retrieval ``queries`` (``catalog.Query``) in BEIR's layout under ``out_dir``:
-    ``corpus.jsonl`` ({_id, title, text}: the tool's id, "service / API" and :meth:`Tool.text`,
-    the text our baselines index), ``queries.jsonl`` ({_id, text}) and ``qrels/<split>.tsv``
-    (header ``query-id corpus-id score``). Tool ids are :func:`doc_id` of the name, as in the
-    TREC files; query ids are ``q:`` + :func:`doc_id` of the query id. A gold tool not in the
-    catalog is a DataError naming the query (its qrels would point at no document)."""
+    ``corpus.jsonl`` ({_id, title, text}: the tool's id and :meth:`Tool.text`, the text our
+    baselines index), ``queries.jsonl`` ({_id, text}) and ``qrels/<split>.tsv`` (header
+    ``query-id corpus-id score``). ``title`` is empty unless ``title=True`` ("service / API"):
+    BEIR's encoders prepend a title to the text, and Tool.text already opens with those names, so a
+    filled title makes BEIR score another document than toolsense does. Tool ids are :func:`doc_id`
+    of the name and query ids :func:`doc_id` of the query id: the ids of the TREC files. A query id
+    equal to a tool id is a DataError (BEIR drops a retrieved document whose id is its query's), as
+    is a gold tool not in the catalog (its qrels would point at no document)."""
     out = Path(out_dir)
     (out / "qrels").mkdir(parents=True, exist_ok=True)
-    corpus = [{"_id": doc_id(t.name), "title": f"{t.tool_title or t.service} / {t.api_title or t.api}", "text": t.text(),
-               "metadata": {"name": t.name, "category": t.category}} for t in catalog]
+    corpus = [{"_id": doc_id(t.name), "title": f"{t.tool_title or t.service} / {t.api_title or t.api}" if title else "",
+               "text": t.text(), "metadata": {"name": t.name, "category": t.category}} for t in catalog]
     known = {t.name for t in catalog}
+    tool_ids = {c["_id"] for c in corpus}
     qrows, qrels = [], []
     for q in queries:
         missing = [t for t in q.tools if t not in known]
         if missing:
             raise DataError(f"query {q.query_id!r}: gold tool {missing[0]!r} is not in the catalog; "
                             "export it with the catalog the benchmark was written for")
-        qid = QUERY_PREFIX + doc_id(q.query_id)
+        qid = doc_id(q.query_id)
+        if qid in tool_ids:
+            raise DataError(f"query {q.query_id!r}: its id is also a tool's id; BEIR would drop that tool from the "
+                            "query's results (ignore_identical_ids). Rename the query")
         qrows.append({"_id": qid, "text": q.text, "metadata": {"query_id": q.query_id}})
         qrels += [f"{qid}\t{doc_id(t)}\t1" for t in sorted(set(q.tools))]
     if len({r["_id"] for r in qrows}) != len(qrows):
