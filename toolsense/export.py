@@ -14,7 +14,8 @@ benchmark, ``<output_dir>/<benchmark>/{corpus.jsonl, queries.jsonl, qrels/test.t
 and ``qrels.trec`` beside every retrieval ``samples.jsonl`` under the folders given
 (reporting/export.py: export_tree); evaluations made now write them themselves. ``lmeval``
 loads the model under test as evaluate.py does (``run=`` or ``model=``) and writes each MCQ / QA
-benchmark, in each ``probe.modes``, as an lm-eval task into ``output_dir`` (interop/lmeval.py).
+benchmark, in each ``probe.modes``, as an lm-eval task into ``output_dir``, and the model with its
+virtual tokens into ``<output_dir>/model`` (interop/lmeval.py).
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def trec(args: Sequence[str]) -> list[Path]:
 
 def lmeval(overrides: Sequence[str]) -> list[Path]:
     from toolsense.evaluation.benchmarks import load_benchmark
-    from toolsense.interop.lmeval import write_lmeval_task
+    from toolsense.interop.lmeval import write_lmeval_model, write_lmeval_task
     from toolsense.evaluation.runner import load_model_under_test
 
     cfg, out = _compose(overrides, "outputs/lmeval")
@@ -100,7 +101,9 @@ def lmeval(overrides: Sequence[str]) -> list[Path]:
         for mode in cfg.probe.modes:
             written.append(write_lmeval_task(ev, bench, mode, cfg.probe, out))
             print(f"wrote {written[-1]}")
-    print(f"run: lm_eval --model hf --model_args pretrained=<checkpoint> --include_path {out} --tasks {written[0].stem}")
+    model = write_lmeval_model(ev, out)
+    print(f"wrote {model} (the model under test, with its virtual tokens)")
+    print(f"run: lm_eval --model hf --model_args pretrained={model} --include_path {out} --tasks toolsense --apply_chat_template")
     return written
 
 

@@ -72,6 +72,13 @@ def tool_reference(ev: EvalModel, item: ProbeItem, mode: str) -> str:
 
 
 def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Sequence[int], cfg: ProbeConfig) -> str:
+    """The probe's chat-templated prompt (:func:`probe_messages` rendered by the run's tokenizer)."""
+    return render_prompt(ev.tokenizer, probe_messages(ev, item, kind, mode, perm, cfg))
+
+
+def probe_messages(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Sequence[int], cfg: ProbeConfig) -> list[dict]:
+    """The probe as chat messages (the system prompt first when ``cfg.use_system_prompt``), no
+    template applied: what lm-eval's ``--apply_chat_template`` renders (interop/lmeval.py)."""
     if kind == "mcq":
         options = "\n".join(f"{LETTERS[j]}. {item.options[p]}" for j, p in enumerate(perm))
         choices = ", ".join(LETTERS[: len(perm) - 1]) + f" or {LETTERS[len(perm) - 1]}"
@@ -79,9 +86,7 @@ def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Seq
         options, choices = "", "Yes or No"
     text = cfg.template.format(tool=tool_reference(ev, item, mode), question=item.question, options=options, choices=choices)
     messages = [{"role": "user", "content": text.replace("\n\n", "\n")}]
-    if cfg.use_system_prompt:
-        messages = with_system(messages, ev.prompts)
-    return render_prompt(ev.tokenizer, messages)
+    return with_system(messages, ev.prompts) if cfg.use_system_prompt else messages
 
 
 @torch.no_grad()
