@@ -71,14 +71,9 @@ def tool_reference(ev: EvalModel, item: ProbeItem, mode: str) -> str:
     return ref
 
 
-def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Sequence[int], cfg: ProbeConfig) -> str:
-    """The probe's chat-templated prompt (:func:`probe_messages` rendered by the run's tokenizer)."""
-    return render_prompt(ev.tokenizer, probe_messages(ev, item, kind, mode, perm, cfg))
-
-
-def probe_messages(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Sequence[int], cfg: ProbeConfig) -> list[dict]:
-    """The probe as chat messages (the system prompt first when ``cfg.use_system_prompt``), no
-    template applied: what lm-eval's ``--apply_chat_template`` renders (interop/lmeval.py)."""
+def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Sequence[int], cfg: ProbeConfig,
+                 chat: bool = True) -> str | list[dict]:
+    """The chat-templated prompt; ``chat=False``: its messages (what lm-eval's --apply_chat_template renders)."""
     if kind == "mcq":
         options = "\n".join(f"{LETTERS[j]}. {item.options[p]}" for j, p in enumerate(perm))
         choices = ", ".join(LETTERS[: len(perm) - 1]) + f" or {LETTERS[len(perm) - 1]}"
@@ -86,7 +81,8 @@ def probe_messages(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: S
         options, choices = "", "Yes or No"
     text = cfg.template.format(tool=tool_reference(ev, item, mode), question=item.question, options=options, choices=choices)
     messages = [{"role": "user", "content": text.replace("\n\n", "\n")}]
-    return with_system(messages, ev.prompts) if cfg.use_system_prompt else messages
+    messages = with_system(messages, ev.prompts) if cfg.use_system_prompt else messages
+    return render_prompt(ev.tokenizer, messages) if chat else messages
 
 
 @torch.no_grad()

@@ -37,7 +37,7 @@ from toolsense.data.prompts import probe_answers, with_system
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
-from toolsense.evaluation.probes import permutation, probe_messages, probe_prompt
+from toolsense.evaluation.probes import permutation, probe_prompt
 from toolsense.utils.paths import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def lmeval_docs(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig,
         perm = permutation(item, bench.kind, cfg.seed)
         shown = [item.options[p] for p in perm]
         doc_choices = probe_answers(bench.kind, len(item.options)) if choices == "letters" else shown
-        user = probe_messages(ev, item, bench.kind, mode, perm, cfg)[-1]["content"]
+        user = probe_prompt(ev, item, bench.kind, mode, perm, cfg, chat=False)[-1]["content"]
         docs.append({"id": item.item_id, "tool": item.tool, "prompt": user, "choices": list(doc_choices),
                      "target": perm.index(item.answer), "options_shown": shown,
                      "rendered_prompt": probe_prompt(ev, item, bench.kind, mode, perm, cfg)})
