@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from toolsense.evaluation.outputs import write_json
 from toolsense.comparison.cell_stats import combine_seeds, effect_size, retention, stage2_schemes
-from toolsense.reporting.html_report import write_html_report
+from toolsense.reporting.compare_report import write_comparison_report
 from toolsense.comparison.significance import legend, marker, table_significance
 from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
 from toolsense.comparison.stats import drift_ratio
@@ -262,14 +262,26 @@ def comparison_table(comp: dict[str, Any]) -> str:
     sig = (comp.get("statistics") or {}).get("significance")
     rows = [[label] + [comparison_cell(col, comp["cells"][label].get(col)) + marker(sig, label, col) for col in comp["columns"]]
             for label in comp["rows"]]
-    table = markdown_table(header, rows) + legend(sig)
-    d = (comp.get("statistics") or {}).get("cohens_d")
-    if d and d.get("d") is not None:
-        ci = f" [{d['lo']:.2f}, {d['hi']:.2f}]" if d.get("lo") is not None else ""
-        table += (f"\nCohen's d ({d['metric']}, flat − hierarchical; unit: {d['unit']}): d = {d['d']:.2f}{ci} "
-                  f"(n = {len(d['flat'])} flat, {len(d['hierarchical'])} hierarchical"
-                  + (f"; {len(d['excluded'])} few-hit IS left out" if d.get("excluded") else "") + ")\n")
-    return table
+    effect = cohens_d_text((comp.get("statistics") or {}).get("cohens_d"))
+    return markdown_table(header, rows) + legend(sig) + (f"\n{effect}\n" if effect else "")
+
+
+def cohens_d_text(d: Mapping[str, Any] | None) -> str:
+    """The Cohen's d line under a comparison table ('' without a d)."""
+    if not d or d.get("d") is None:
+        return ""
+    ci = f" [{d['lo']:.2f}, {d['hi']:.2f}]" if d.get("lo") is not None else ""
+    return (f"Cohen's d ({d['metric']}, flat − hierarchical; unit: {d['unit']}): d = {d['d']:.2f}{ci} "
+            f"(n = {len(d['flat'])} flat, {len(d['hierarchical'])} hierarchical"
+            + (f"; {len(d['excluded'])} few-hit IS left out" if d.get("excluded") else "") + ")")
+
+
+def report_notes(comp: Mapping[str, Any]) -> dict[str, Any]:
+    """What the comparison page (reporting/compare_report.py) shows from the statistics, as text:
+    each row's letter, each cell's significance superscript, their legend, the Cohen's d line."""
+    sig = (comp.get("statistics") or {}).get("significance") or {}
+    return {"letters": sig.get("letters") or {}, "legend": legend(sig), "cohens_d": cohens_d_text((comp.get("statistics") or {}).get("cohens_d")),
+            "markers": {row: {col: marker(sig, row, col) for col in comp["columns"]} for row in comp["rows"]}}
 
 
 def write_csv(comp: dict[str, Any], path: Path) -> Path:
@@ -311,7 +323,8 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
 
         comp["plots"] = [str(p) for p in render_all(comp, out, prefix="comparison_")]
     write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": metrics, **comp})
-    write_html_report(cfg.roots, out / "report.html", title="toolsense comparison")  # every evaluation compared (html_report.py)
+    write_comparison_report(comp, out / "report.html", report_notes(comp), comp.get("plots", []), title="toolsense comparison",
+                            meta=f"{len(results)} results under {', '.join(map(str, cfg.roots))}; {len(comp['rows'])} rows")
     print(table)
     print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")
     return comp
