@@ -101,7 +101,8 @@ def config_tables(comp: Mapping[str, Any], notes: Mapping[str, Any]) -> str:
     letters, markers = notes.get("letters") or {}, notes.get("markers") or {}
     out = []
     for caption, cols in column_groups(comp["columns"]).items():
-        head = "".join(f'<th>{html.escape(c.rsplit(" ", 1)[-1])}</th>' for c in cols)
+        base = caption.removesuffix(" by tier")
+        head = "".join(f'<th>{html.escape(c[len(base):].strip() if c.startswith(base) else c)}</th>' for c in cols)
         body = []
         for row in comp["rows"]:
             n = n_seeds(comp, row)
