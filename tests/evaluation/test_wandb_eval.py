@@ -12,7 +12,6 @@ import pytest
 from tests.training.test_tracking import _offline_run, _wandb_records
 from toolsense.evaluation.runner import run
 
-pytest.importorskip("wandb", reason="wandb is not installed")
 SENTINEL = "sentinel-wandb-key-must-not-leak-eval-0123456789"
 
 
