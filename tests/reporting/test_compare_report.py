@@ -197,3 +197,17 @@ def test_side_by_side_filters_keep_exactly_the_right_items(compared):
     assert [i for _, i in dom.items] == want and 0 < len(want) < N
     dom = _dom(compared / "report.html", "bench=mcq&a=tg-lora&b=tg_h-lora&outcome=A+right%2C+B+wrong&k=1")
     assert [i for _, i in dom.items] == expect("mcq", "tg-lora", "tg_h-lora", "1")
+
+
+def test_each_probe_gets_its_own_chance_line_in_the_evaluation_page():
+    """report.html's probe plot dashes chance over each probe's bar: 25% for an MCQ, 50% for a QA
+    probe (one 25% line across both was wrong for the QA bars)."""
+    import re
+
+    from toolsense.reporting.html_report import plots
+
+    est = {"value": 0.6, "lo": 0.4, "hi": 0.8}
+    svg = plots([{"kind": "mcq", "benchmark": "mcq", "system": "token", "metrics": {"accuracy": est}},
+                 {"kind": "qa", "benchmark": "qa", "system": "token", "metrics": {"accuracy": est}},
+                 {"kind": "qa", "benchmark": "qa2", "system": "token", "chance": 0.4, "metrics": {"accuracy": est}}])
+    assert re.findall(r'data-chance="([0-9.]+)"', svg) == ["0.25", "0.5", "0.4"]

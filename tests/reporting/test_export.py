@@ -150,6 +150,18 @@ def test_ranx_rrf_of_the_exported_runs_is_our_rrf_hybrid(tiny_eval, tmp_path):
         assert all(s <= mine[-1][1] + 1e-6 for d, s in theirs if d not in dict(mine))
 
 
+def test_trec_command_keeps_padding_only_when_asked(tiny_eval, tmp_path):
+    from toolsense.export import trec
+
+    shutil.copytree(tiny_eval / "realistic" / "bm25", tmp_path / "bm25")
+    assert trec(["--keep-padding", str(tmp_path)]) == [tmp_path / "bm25"]
+    assert len((tmp_path / "bm25" / MODES["constrained"]).read_text().splitlines()) == 10 * 12
+    trec([str(tmp_path)])
+    assert len((tmp_path / "bm25" / MODES["constrained"]).read_text().splitlines()) < 10 * 12
+    with pytest.raises(SystemExit, match="unknown option --keep"):
+        trec(["--keep", str(tmp_path)])
+
+
 def test_export_tree_rewrites_the_files_of_existing_results(tiny_eval):
     model_dir = tiny_eval / "realistic" / "model"
     before = (model_dir / MODES["free"]).read_text()
