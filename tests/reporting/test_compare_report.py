@@ -15,7 +15,7 @@ import pytest
 
 from tests.reporting.test_html_report import CHROMIUM, dump_dom, needs_chromium
 from toolsense.comparison.compare import CompareConfig, report_notes, run_compare
-from toolsense.reporting.compare_report import column_groups, query_records, _source_folders
+from toolsense.reporting.compare_report import column_groups, query_records, source_folders
 
 TOOLS = [f"Svc{i}&&api{i}" for i in range(30)]
 N = 24
@@ -175,7 +175,7 @@ def test_dom_numbers_equal_comparison_json(compared):
 @needs_chromium
 def test_side_by_side_filters_keep_exactly_the_right_items(compared):
     comp = json.loads((compared / "comparison.json").read_text())
-    records = query_records(_source_folders(comp), [1, 5])
+    records = query_records(source_folders(comp), [1, 5])
     assert len(records) == N + 12 + 12 and set(records[0]["sys"]) >= {"tg-lora", "tg_h-lora"}
     tg = next(r for r in records if r["id"] == "q0")["sys"]["tg-lora"]
     assert len(tg["hits"]["1"]) == 2 and tg["run"] == "0_tg, 1_tg"  # both seeds, named by their runs

@@ -128,7 +128,7 @@ def embedded_plots(paths: Sequence[str | Path]) -> str:
     return '<div class="plots">' + "".join(figs) + "</div>" if figs else "<p>No plots (compare.py plots=false).</p>"
 
 
-def _source_folders(comp: Mapping[str, Any]) -> dict[tuple[str, str], list[tuple[Path, dict]]]:
+def source_folders(comp: Mapping[str, Any]) -> dict[tuple[str, str], list[tuple[Path, dict]]]:
     """``(row, benchmark) -> [(folder, result)]``: the evaluation folders behind each row's cells
     (several for pooled seeds), from comparison.json's ``sources``."""
     found: dict[tuple[str, str], dict[str, tuple[Path, dict]]] = {}
@@ -163,7 +163,7 @@ def _run_name(folder: Path, res: Mapping[str, Any]) -> str:
 
 def query_records(sources: Mapping[tuple[str, str], list[tuple[Path, dict]]], ks: Sequence[int]) -> list[dict[str, Any]]:
     """The items of every benchmark, each with every configuration's entry (:func:`_system_entry`);
-    ``sources``: :func:`_source_folders`."""
+    ``sources``: :func:`source_folders`."""
     items: dict[tuple[str, str], dict[str, Any]] = {}
     for (row, bench), evals in sources.items():
         per_item: dict[str, list[dict]] = {}
@@ -191,7 +191,7 @@ def _select(ident: str, label: str, values: Sequence[str], blank: str | None = "
 def side_by_side(comp: Mapping[str, Any]) -> str:
     """The per-query view's filters, its container and its data (a JSON block); k runs over the
     cut-offs the evaluations scored."""
-    sources = _source_folders(comp)
+    sources = source_folders(comp)
     ks = ks_of([res for evals in sources.values() for _, res in evals]) or [1]
     records = query_records(sources, ks)
     rows = [r for r in comp["rows"] if any(r in rec["sys"] for rec in records)]
