@@ -94,6 +94,8 @@ CONCEPTS: dict[str, str] = {
     "holm": "comparison/significance.py",
     "write_trec": "reporting/export.py",
     "write_html_report": "reporting/html_report.py",
+    "write_comparison_report": "reporting/compare_report.py",
+    "samples_table": "reporting/sample_table.py",
     "toolgen_document": "models/encoders/documents.py",
     "encode_progressively": "models/encoders/progressive.py",
     "LossTotalCallback": "training/resume.py",

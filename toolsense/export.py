@@ -2,17 +2,20 @@
 
     python -m toolsense.export beir catalog=toolbench benchmark=toolbench_g1 output_dir=outputs/beir
     python -m toolsense.export beir suite=demo                  # every retrieval benchmark of a suite
+    python -m toolsense.export beir --title catalog=demo benchmark=demo_standard   # titles "service / API" filled
     python -m toolsense.export trec outputs/demo/eval           # run files + qrels of existing results
+    python -m toolsense.export trec --keep-padding outputs/demo/eval   # ... keeping baselines' zero-score padding
     python -m toolsense.export lmeval run=<run> benchmark=demo_mcq output_dir=outputs/lmeval   # probes as lm-eval tasks
 
 ``beir`` composes ``conf/evaluate.yaml`` with the overrides given (the same ``catalog=`` /
 ``benchmark=`` / ``suite=`` groups and dotted keys as evaluate.py) and writes, per retrieval
 benchmark, ``<output_dir>/<benchmark>/{corpus.jsonl, queries.jsonl, qrels/test.tsv}``
-(reporting/export.py: write_beir). ``trec`` writes ``run.constrained.trec``, ``run.free.trec``
+(reporting/export.py: write_beir; titles empty unless ``--title``). ``trec`` writes ``run.constrained.trec``, ``run.free.trec``
 and ``qrels.trec`` beside every retrieval ``samples.jsonl`` under the folders given
 (reporting/export.py: export_tree); evaluations made now write them themselves. ``lmeval``
 loads the model under test as evaluate.py does (``run=`` or ``model=``) and writes each MCQ / QA
-benchmark, in each ``probe.modes``, as an lm-eval task into ``output_dir`` (interop/lmeval.py).
+benchmark, in each ``probe.modes``, as an lm-eval task into ``output_dir``, and the model with its
+virtual tokens into ``<output_dir>/model`` (interop/lmeval.py).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
     from toolsense.evaluation.benchmarks import load_benchmark
     from toolsense.reporting.export import write_beir
 
+    title = "--title" in overrides
+    overrides = [o for o in overrides if o != "--title"]
     cfg, out = _compose(overrides, "outputs/beir")
     catalog = load_from_config(cfg.catalog)
     where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
@@ -53,7 +58,7 @@ def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
         if bench.kind != "retrieval":
             print(f"{label}: a {bench.kind} probe, not a retrieval benchmark; BEIR has no layout for it (skipped)")
             continue
-        written[label] = write_beir(catalog, bench.items, out / label)
+        written[label] = write_beir(catalog, bench.items, out / label, title=title)
         c = written[label]
         print(f"wrote {out / label}: {c['corpus']} tools, {c['queries']} queries, {c['qrels']} qrels")
     if not written:
@@ -61,12 +66,16 @@ def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
     return written
 
 
-def trec(roots: Sequence[str]) -> list[Path]:
+def trec(args: Sequence[str]) -> list[Path]:
     from toolsense.reporting.export import export_tree
 
+    keep = "--keep-padding" in args
+    roots = [a for a in args if a != "--keep-padding"]
+    if bad := [a for a in roots if a.startswith("-")]:
+        raise SystemExit(f"trec: unknown option {bad[0]} (the one option is --keep-padding)")
     if not roots:
         raise SystemExit("trec: name the results folders to export, e.g. python -m toolsense.export trec outputs/demo/eval")
-    done = [d for root in roots for d in export_tree(root)]
+    done = [d for root in roots for d in export_tree(root, keep_padding=keep)]
     for d in done:
         print(f"wrote {d}/{{run.constrained.trec,run.free.trec,qrels.trec}}")
     if not done:
@@ -76,7 +85,7 @@ def trec(roots: Sequence[str]) -> list[Path]:
 
 def lmeval(overrides: Sequence[str]) -> list[Path]:
     from toolsense.evaluation.benchmarks import load_benchmark
-    from toolsense.interop.lmeval import write_lmeval_task
+    from toolsense.interop.lmeval import write_lmeval_model, write_lmeval_task
     from toolsense.evaluation.runner import load_model_under_test
 
     cfg, out = _compose(overrides, "outputs/lmeval")
@@ -92,7 +101,9 @@ def lmeval(overrides: Sequence[str]) -> list[Path]:
         for mode in cfg.probe.modes:
             written.append(write_lmeval_task(ev, bench, mode, cfg.probe, out))
             print(f"wrote {written[-1]}")
-    print(f"run: lm_eval --model hf --model_args pretrained=<checkpoint> --include_path {out} --tasks {written[0].stem}")
+    model = write_lmeval_model(ev, out)
+    print(f"wrote {model} (the model under test, with its virtual tokens)")
+    print(f"run: lm_eval --model hf --model_args pretrained={model} --include_path {out} --tasks toolsense --apply_chat_template")
     return written
 
 

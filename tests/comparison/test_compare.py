@@ -73,6 +73,31 @@ def test_headline_columns_are_the_default():
     assert CompareConfig().metrics == ["Rc@50", "Rf@50", "IS@50"]
 
 
+def test_beam10_results_get_at_10_columns_not_dashes(tmp_path, capsys):
+    """A decoding=beam10 sweep holds @1/@5/@10 metrics: the default @50 columns become @10 (the
+    largest k evaluated below 50), Cohen's d follows (IS@10), and the substitution is said."""
+    from toolsense.comparison.compare import available_metrics
+
+    for name, builder, v in (("tg", "flat", 0.9), ("tg_h", "clustered", 0.5)):
+        run = tmp_path / "sweep" / name
+        (run).mkdir(parents=True)
+        (run / "config.yaml").write_text(f"experiment: {name}\ntuning:\n  method: lora\nindex:\n  builder: {builder}\n")
+        for bench, w in (("g1", v), ("g2", v - 0.2)):
+            _write(run / "eval" / bench / "model" / "results.json", {
+                "benchmark": bench, "system": "m", "kind": "retrieval", "source": {"run": str(run), "stage": "stage2"},
+                "metrics": {f"{m}@{k}": _est(w) for m in ("Rc", "Rf", "IS") for k in (1, 5, 10)}})
+    results = collect([tmp_path / "sweep"])
+    assert available_metrics(results, ["Rc@50", "IS@3", "Rf@1", "Rc@0", "NDCG@10"]) == {
+        "Rc@50": "Rc@10", "IS@3": "IS@1", "Rf@1": "Rf@1", "Rc@0": "Rc@1", "NDCG@10": "NDCG@10"}
+    comp = run_compare(CompareConfig(roots=[str(tmp_path / "sweep")], plots=False), tmp_path / "out")
+    assert comp["columns"][:3] == ["g1 Rc@10", "g1 Rf@10", "g1 IS@10"]
+    assert comp["cells"]["tg-lora"]["g1 IS@10"]["value"] == 0.9
+    assert comp["statistics"]["cohens_d"]["metric"] == "IS@10" and comp["statistics"]["cohens_d"]["flat"] == [0.9, 0.7]
+    assert "—" not in (tmp_path / "out" / "comparison.md").read_text().split("\n\n")[0]
+    assert "no result holds Rc@50; showing Rc@10 instead" in capsys.readouterr().out
+    assert json.loads((tmp_path / "out" / "comparison.json").read_text())["metrics"] == ["Rc@10", "Rf@10", "IS@10"]
+
+
 def _hits(n, k):
     return [{"item_id": f"q{i}", "metrics": {"c_hit@1": float(i < k), "f_hit@1": float(i < k // 2)}} for i in range(n)]
 

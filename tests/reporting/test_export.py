@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
 
-from toolsense.reporting.export import (INVALID, MODES, QRELS, REPEAT, doc_id, export_tree, from_doc_id, read_qrels,
-                                         read_run, run_lines, write_beir)
+from toolsense.reporting.export import (INVALID, MODES, QRELS, REPEAT, TIE_STEP, doc_id, export_tree, from_doc_id,
+                                         read_qrels, read_run, run_lines, strictly_decreasing, without_padding, write_beir,
+                                         write_trec)
 from toolsense.evaluation.metrics import item_metrics
 from toolsense.evaluation.runner import run
+from toolsense.utils.io import DataError
 
 pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec-eval-terrier is not installed (the dev extra)")
 
@@ -27,11 +30,12 @@ def trec_measures(qrels, run_, ks=KS) -> dict[str, dict[str, float]]:
 
 @pytest.fixture(scope="module")
 def tiny_eval(tiny_run, tmp_path_factory) -> Path:
-    """A real evaluation: tiny_random's run on 12 realistic demo queries (beam 10), and BM25."""
+    """A real evaluation: tiny_random's run on 12 realistic demo queries (beam 10), BM25, and the
+    RRF hybrid of the two (k = 60, each cut at the beam width)."""
     out = tmp_path_factory.mktemp("export_eval")
     run({"run": str(tiny_run), "stage": "stage2", "device": "cpu", "task": "evaluate", "parametric": True,
          "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 12}},
-         "baselines": {"bm25": {"kind": "bm25"}},
+         "baselines": {"bm25": {"kind": "bm25"}}, "systems": {"rrf_bm25": {"kind": "rrf", "candidates": {"kind": "bm25"}}},
          "decoding": {"beam_width": 10, "batch_size": 4}, "metrics": {"ks": list(KS), "resamples": 50},
          "logger": {"kind": "none"}, "output_dir": str(out)})
     return out
@@ -75,16 +79,87 @@ def _assert_trec_equals_ours(eval_dir: Path, modes) -> dict[str, dict[str, dict[
     return out
 
 
-def test_trec_export_of_a_real_evaluation_equals_our_metrics(tiny_eval):
+def test_tied_scores_are_separated_in_the_rankings_order():
+    assert strictly_decreasing([3.5, 2.0, 2.0, 2.0, 1.0, -0.5]) == [3.5, 2.0, 2.0 - TIE_STEP, 2.0 - 2 * TIE_STEP, 1.0, -0.5]
+    # a tie run long enough to reach the next score pushes it down too: the order never flips
+    assert strictly_decreasing([1e-6, 1e-6, 0.0]) == [1e-6, 0.0, -1e-6]
+    assert run_lines("q", ["a", "b", "c"], "t", [-0.25, -0.25, -1.5]) == ["q Q0 a 1 -0.25 t", "q Q0 b 2 -0.250001 t", "q Q0 c 3 -1.5 t"]
+    padded = [{"tool": "a", "score": 2.5}, {"tool": "b", "score": 0.0}, {"tool": "c", "score": 0.0}]
+    assert without_padding(padded) == padded[:1]
+    beams = [{"tool": "a", "score": 0.0, "logprob": 0.0}]  # a beam of probability ~1 is no padding
+    assert without_padding(beams) == beams
+
+
+def _samples(eval_dir: Path) -> dict[str, dict]:
+    return {doc_id(r["item_id"]): r for r in map(json.loads, (eval_dir / "samples.jsonl").read_text().splitlines())}
+
+
+def test_run_files_carry_the_systems_scores_and_cut_zero_score_padding(tiny_eval):
+    model_dir, bm25_dir = tiny_eval / "realistic" / "model", tiny_eval / "realistic" / "bm25"
+    for eval_dir, mode in ((model_dir, "constrained"), (model_dir, "free"), (bm25_dir, "constrained")):
+        samples, run_ = _samples(eval_dir), read_run(eval_dir / MODES[mode])
+        for qid, docs in run_.items():
+            ranking = without_padding(samples[qid][mode])
+            assert len(docs) == len(ranking)
+            for (doc, score), beam, shown in zip(docs.items(), ranking, strictly_decreasing([b["score"] for b in ranking])):
+                assert score == pytest.approx(shown, abs=1e-9) and abs(score - beam["score"]) < 50 * TIE_STEP
+    beams = [b["score"] for r in _samples(model_dir).values() for b in r["constrained"]]
+    assert max(beams) <= 0 and len(set(beams)) > 10  # log-probabilities, not ranks
+    bm25_rows = _samples(bm25_dir).values()
+    padded = sum(b["score"] == 0 for r in bm25_rows for b in r["constrained"])
+    lines = (bm25_dir / MODES["constrained"]).read_text().splitlines()
+    assert padded > 0 and len(lines) == 10 * 12 - padded  # the demo's short queries leave BM25 padding: cut
+    assert all(float(ln.split()[4]) > 0 for ln in lines)
+
+
+def test_trec_export_of_a_real_evaluation_equals_our_metrics(tiny_eval, tmp_path):
     model_dir, bm25_dir = tiny_eval / "realistic" / "model", tiny_eval / "realistic" / "bm25"
     assert {p.name for p in model_dir.glob("*.trec")} == {*MODES.values(), QRELS}
     assert {p.name for p in bm25_dir.glob("*.trec")} == {MODES["constrained"], QRELS}
     _assert_trec_equals_ours(model_dir, [("constrained", "c_", "Rc"), ("free", "f_", "Rf")])
     # the random model's free-form beams hold non-tools: the placeholder path is exercised
     assert INVALID in (model_dir / MODES["free"]).read_text()
-    bm25 = _assert_trec_equals_ours(bm25_dir, [("constrained", "c_", "Rc")])["constrained"]
+    # BM25's zero-score padding counts in our metrics: with it kept, trec_eval's measures are ours
+    kept = tmp_path / "bm25"
+    shutil.copytree(bm25_dir, kept)
+    write_trec(kept, keep_padding=True)
+    bm25 = _assert_trec_equals_ours(kept, [("constrained", "c_", "Rc")])["constrained"]
     # BM25 finds gold tools, some below rank 1: NDCG strictly between 0 and 1 is compared too
     assert any(0 < m["ndcg_cut_10"] < 1 for m in bm25.values()) and any(m["success_1"] == 1 for m in bm25.values())
+
+
+def test_ranx_rrf_of_the_exported_runs_is_our_rrf_hybrid(tiny_eval, tmp_path):
+    """ranx's reciprocal-rank fusion (k = 60) of the model's and BM25's exported runs (BM25's
+    padding kept: our hybrid fuses those slots too) ranks each query's tools as our rrf_bm25
+    system did, with the same fused scores."""
+    ranx = pytest.importorskip("ranx", reason="ranx is not installed (the dev extra)")
+    runs = {}
+    for name in ("model", "bm25"):
+        shutil.copytree(tiny_eval / "realistic" / name, tmp_path / name)
+        write_trec(tmp_path / name, keep_padding=True)
+        runs[name] = ranx.Run.from_file(str(tmp_path / name / MODES["constrained"]), kind="trec")
+    fused = ranx.fuse(runs=[runs["model"], runs["bm25"]], norm=None, method="rrf", params={"k": 60}).to_dict()
+    ours = _samples(tiny_eval / "realistic" / "rrf_bm25")
+    assert set(fused) == set(ours) and len(ours) == 12
+    for qid, row in ours.items():
+        mine = [(doc_id(b["tool"]), b["score"]) for b in row["constrained"]]
+        theirs = sorted(fused[qid].items(), key=lambda kv: -kv[1])
+        assert [round(s, 6) for _, s in theirs[: len(mine)]] == [s for _, s in mine]
+        for doc, score in mine:  # each tool's fused score; tied tools may only swap among themselves
+            assert fused[qid][doc] == pytest.approx(score, abs=1e-6)
+        assert all(s <= mine[-1][1] + 1e-6 for d, s in theirs if d not in dict(mine))
+
+
+def test_trec_command_keeps_padding_only_when_asked(tiny_eval, tmp_path):
+    from toolsense.export import trec
+
+    shutil.copytree(tiny_eval / "realistic" / "bm25", tmp_path / "bm25")
+    assert trec(["--keep-padding", str(tmp_path)]) == [tmp_path / "bm25"]
+    assert len((tmp_path / "bm25" / MODES["constrained"]).read_text().splitlines()) == 10 * 12
+    trec([str(tmp_path)])
+    assert len((tmp_path / "bm25" / MODES["constrained"]).read_text().splitlines()) < 10 * 12
+    with pytest.raises(SystemExit, match="unknown option --keep"):
+        trec(["--keep", str(tmp_path)])
 
 
 def test_export_tree_rewrites_the_files_of_existing_results(tiny_eval):
@@ -93,7 +168,7 @@ def test_export_tree_rewrites_the_files_of_existing_results(tiny_eval):
     for p in model_dir.glob("*.trec"):
         p.unlink()
     done = export_tree(tiny_eval)
-    assert set(done) == {model_dir, tiny_eval / "realistic" / "bm25"}
+    assert set(done) == {model_dir, tiny_eval / "realistic" / "bm25", tiny_eval / "realistic" / "rrf_bm25"}
     assert (model_dir / MODES["free"]).read_text() == before
 
 
@@ -108,13 +183,20 @@ def test_beir_layout_round_trips(demo_catalog, tmp_path):
     qs = [json.loads(x) for x in (tmp_path / "queries.jsonl").read_text().splitlines()]
     assert [c["metadata"]["name"] for c in corpus] == list(demo_catalog.names)
     assert {c["_id"] for c in corpus}.isdisjoint({q["_id"] for q in qs})
+    assert [q["_id"] for q in qs] == ["1", "g/2"] and {c["title"] for c in corpus} == {""}  # the TREC files' ids
     assert corpus[0]["text"] == demo_catalog[demo_catalog.names[0]].text()
     header, *rows = (tmp_path / "qrels" / "test.tsv").read_text().splitlines()
     assert header == "query-id\tcorpus-id\tscore" and len(rows) == 3
     qrels = read_qrels(tmp_path / "qrels" / "test.tsv")
     ids = {c["_id"]: c["metadata"]["name"] for c in corpus}
-    assert {from_doc_id(q["_id"][2:]): {ids[d] for d in qrels[q["_id"]]} for q in qs} == \
+    assert {from_doc_id(q["_id"]): {ids[d] for d in qrels[q["_id"]]} for q in qs} == \
         {q.query_id: set(q.tools) for q in queries}
+    write_beir(demo_catalog, queries[:1], tmp_path / "titled", title=True)
+    first = json.loads((tmp_path / "titled" / "corpus.jsonl").read_text().splitlines()[0])
+    tool = demo_catalog[demo_catalog.names[0]]
+    assert first["title"] == f"{tool.tool_title or tool.service} / {tool.api_title or tool.api}" and first["text"] == tool.text()
+    with pytest.raises(DataError, match=r"query 'SkyCast Weather&&current_weather': its id is also a tool's id"):
+        write_beir(demo_catalog, [Query(demo_catalog.names[0], "x", (demo_catalog.names[1],))], tmp_path / "clash")
 
 
 def test_beir_cli_writes_what_beirs_own_loader_reads(tmp_path, demo_catalog):
@@ -135,6 +217,43 @@ def test_beir_cli_writes_what_beirs_own_loader_reads(tmp_path, demo_catalog):
     corpus, queries, qrels = loader.GenericDataLoader(data_folder=str(folder)).load(split="test")
     bench = load_benchmark(BenchmarkConfig(loader="demo", split="test", style="verbose", limit=7))
     assert len(corpus) == len(demo_catalog) and len(queries) == 7
-    assert {from_doc_id(q[2:]): queries[q] for q in queries} == {q.query_id: q.text for q in bench.items}
-    assert {from_doc_id(q[2:]): {from_doc_id(d) for d in rel} for q, rel in qrels.items()} == \
+    assert {from_doc_id(q): queries[q] for q in queries} == {q.query_id: q.text for q in bench.items}
+    assert {from_doc_id(q): {from_doc_id(d) for d in rel} for q, rel in qrels.items()} == \
         {q.query_id: set(q.tools) for q in bench.items}
+
+
+def test_beirs_dense_retriever_and_evaluator_on_the_export_give_our_dense_numbers(tmp_path, demo_catalog):
+    """BEIR's own path on the exported folder — GenericDataLoader, its SentenceBERT + exact search
+    (cosine) with the same embedded MiniLM, EvaluateRetrieval.evaluate / top_k_accuracy — gives
+    the Rc@k, recall@k and NDCG@k of our dense baseline on the same 40 queries; its query ids are
+    the ones in our TREC files."""
+    pytest.importorskip("beir.retrieval.evaluation", reason="the beir package is not installed (the dev extra)")
+    from beir.datasets.data_loader import GenericDataLoader
+    from beir.retrieval import models
+    from beir.retrieval.evaluation import EvaluateRetrieval
+    from beir.retrieval.search.dense import DenseRetrievalExactSearch
+
+    from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
+    from toolsense.models.encoders.loading import embedded_minilm_dir
+
+    bench_cfg = {"loader": "demo", "split": "test", "style": "short", "limit": 40}
+    out = tmp_path / "eval"
+    run({"run": None, "catalog": {"path": None}, "parametric": False, "device": "cpu", "task": "evaluate",
+         "benchmarks": {"realistic": bench_cfg}, "baselines": {"dense": {"kind": "dense"}},
+         "decoding": {"beam_width": 10}, "metrics": {"ks": list(KS), "resamples": 10}, "logger": {"kind": "none"},
+         "output_dir": str(out)})
+    ours = json.loads((out / "realistic" / "dense" / "results.json").read_text())["metrics"]
+    bench = load_benchmark(BenchmarkConfig(**bench_cfg))
+    write_beir(demo_catalog, bench.items, tmp_path / "beir")
+    corpus, queries, qrels = GenericDataLoader(data_folder=str(tmp_path / "beir")).load(split="test")
+    assert set(queries) == set(read_qrels(out / "realistic" / "dense" / QRELS)) == set(read_run(out / "realistic" / "dense" / MODES["constrained"]))
+    retriever = EvaluateRetrieval(DenseRetrievalExactSearch(models.SentenceBERT(str(embedded_minilm_dir())), batch_size=64,
+                                                            show_progress_bar=False), score_function="cos_sim", k_values=list(KS))
+    results = retriever.retrieve(corpus, queries)
+    ndcg, _, recall, _ = retriever.evaluate(qrels, results, list(KS))
+    acc = retriever.evaluate_custom(qrels, results, list(KS), metric="top_k_accuracy")
+    for k in KS:
+        assert acc[f"Accuracy@{k}"] == pytest.approx(ours[f"Rc@{k}"]["value"], abs=1e-5)
+        assert recall[f"Recall@{k}"] == pytest.approx(ours[f"recall_c@{k}"]["value"], abs=1e-5)
+        assert ndcg[f"NDCG@{k}"] == pytest.approx(ours[f"ndcg_c@{k}"]["value"], abs=1e-5)
+    assert 0 < ours["Rc@1"]["value"] < ours["Rc@10"]["value"] < 1  # numbers that can disagree

@@ -111,10 +111,16 @@ def test_sweep_logs_comparable_wandb_runs_without_the_key(tmp_path):
     labels = {"experiment": "tg_3fm", "index_scheme": "flat", "formats": "desc2tok+tok2desc+mcts", "tuning": "lora", "seed": "7",
               "model": "tiny_random"}
     stage1 = _offline_run(run_dir, "train")  # the first train run: stage 1
-    for w, tag in ((stage1, "stage:stage1"), (_offline_run(run_dir / "eval", "evaluate"), "job:evaluate")):
+    evaluation = _offline_run(run_dir / "eval", "evaluate")
+    for w, tag in ((stage1, "stage:stage1"), (evaluation, "job:evaluate")):
         assert w["group"] == "sweep"  # the sweep directory's name
         assert {f"{k}:{v}" for k, v in labels.items()} | {tag} <= set(w["tags"])
-        assert w["config"]["labels"] == labels and w["config"]["experiment"] == "tg_3fm" and w["config"]["trainer"]["seed"] == 7
+        assert w["config"]["labels"] == labels
+    assert stage1["config"]["experiment"] == "tg_3fm" and stage1["config"]["trainer"]["seed"] == 7
+    # the evaluation's run carries the evaluation's own config, not the training config
+    ev_cfg = evaluation["config"]
+    assert ev_cfg["trained_experiment"] == "tg_3fm" and ev_cfg["stage"] == "stage2" and ev_cfg["task"] == "evaluate"
+    assert ev_cfg["decoding"]["beam_width"] == 10 and ev_cfg["metrics"]["resamples"] == 100 and "trainer" not in ev_cfg
     assert [r["train/stage1/loss"] for r in stage1["history"] if "train/stage1/loss" in r] == [
         r["train/stage1/loss"] for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines()) if "train/stage1/loss" in r]
     ev = _offline_run(run_dir / "eval", "evaluate")["summary"]

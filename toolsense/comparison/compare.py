@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from toolsense.evaluation.outputs import write_json
 from toolsense.comparison.cell_stats import combine_seeds, effect_size, retention, stage2_schemes
-from toolsense.reporting.html_report import write_html_report
+from toolsense.reporting.compare_report import write_comparison_report
 from toolsense.comparison.significance import legend, marker, table_significance
 from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
 from toolsense.comparison.stats import drift_ratio
@@ -52,7 +53,9 @@ class CompareConfig:
     roots: list[str] = field(default_factory=list)
     """Directories searched recursively for results.json (sweep dirs, run dirs, eval dirs)."""
     metrics: list[str] = field(default_factory=lambda: list(HEADLINE))
-    """Retrieval metrics, one column each per retrieval benchmark (e.g. [Rc@1,Rf@1,IS@1,Rc@10])."""
+    """Retrieval metrics, one column each per retrieval benchmark (e.g. [Rc@1,Rf@1,IS@1,Rc@10]). A
+    metric@k that no result holds is replaced by the same metric at the largest k evaluated below k
+    (else the smallest above), said on stdout: a beam-10 sweep gets @10 columns, not a table of "—"."""
     resamples: int = 1000
     """Bootstrap resamples of the pooled-seed and retention intervals."""
     seed: int = 0
@@ -159,6 +162,27 @@ def _probe_extras(res: dict[str, Any]) -> dict[str, Any]:
     if majority is None:
         majority = gold_majority_rate(res["_path"])
     return {"chance": chance, "majority_rate": majority}
+
+
+_AT = re.compile(r"^(.+)@(\d+)$")
+
+
+def available_metrics(results: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dict[str, str]:
+    """``requested -> used`` for each retrieval metric: itself when some retrieval result holds it,
+    else the same metric at the largest k below the requested one that some result holds (else the
+    smallest above); a metric no result holds at any k is kept (its column reads "—")."""
+    held = {m for r in results if r["kind"] == "retrieval" for m in r["metrics"]}
+    out = {}
+    for m in metrics:
+        match = _AT.match(m)
+        if m in held or not match:
+            out[m] = m
+            continue
+        name, k = match.group(1), int(match.group(2))
+        ks = sorted(int(a.group(2)) for h in held if (a := _AT.match(h)) and a.group(1) == name)
+        below = [x for x in ks if x <= k]
+        out[m] = f"{name}@{below[-1] if below else ks[0]}" if ks else m
+    return out
 
 
 def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple[str | None, dict | None]]:
@@ -279,13 +303,26 @@ def comparison_table(comp: dict[str, Any]) -> str:
     table = markdown_table(header, rows) + legend(sig) + seed_legend(comp)
     for col, by in mixed.items():  # cells side by side on other items: said, not hidden
         table += f"\n≠ {col!r} mixes item sets, its cells are not comparable: " + "; ".join(f"{lb}: {t}" for lb, t in by.items()) + "\n"
-    d = (comp.get("statistics") or {}).get("cohens_d")
-    if d and d.get("d") is not None:
-        ci = f" [{d['lo']:.2f}, {d['hi']:.2f}]" if d.get("lo") is not None else ""
-        table += (f"\nCohen's d ({d['metric']}, flat − hierarchical; unit: {d['unit']}): d = {d['d']:.2f}{ci} "
-                  f"(n = {len(d['flat'])} flat, {len(d['hierarchical'])} hierarchical"
-                  + (f"; {len(d['excluded'])} few-hit IS left out" if d.get("excluded") else "") + ")\n")
-    return table
+    effect = cohens_d_text((comp.get("statistics") or {}).get("cohens_d"))
+    return table + (f"\n{effect}\n" if effect else "")
+
+
+def cohens_d_text(d: Mapping[str, Any] | None) -> str:
+    """The Cohen's d line under a comparison table ('' without a d)."""
+    if not d or d.get("d") is None:
+        return ""
+    ci = f" [{d['lo']:.2f}, {d['hi']:.2f}]" if d.get("lo") is not None else ""
+    return (f"Cohen's d ({d['metric']}, flat − hierarchical; unit: {d['unit']}): d = {d['d']:.2f}{ci} "
+            f"(n = {len(d['flat'])} flat, {len(d['hierarchical'])} hierarchical"
+            + (f"; {len(d['excluded'])} few-hit IS left out" if d.get("excluded") else "") + ")")
+
+
+def report_notes(comp: Mapping[str, Any]) -> dict[str, Any]:
+    """What the comparison page (reporting/compare_report.py) shows from the statistics, as text:
+    each row's letter, each cell's significance superscript, their legend, the Cohen's d line."""
+    sig = (comp.get("statistics") or {}).get("significance") or {}
+    return {"letters": sig.get("letters") or {}, "legend": legend(sig), "cohens_d": cohens_d_text((comp.get("statistics") or {}).get("cohens_d")),
+            "markers": {row: {col: marker(sig, row, col) for col in comp["columns"]} for row in comp["rows"]}}
 
 
 def seed_legend(comp: dict[str, Any]) -> str:
@@ -319,7 +356,12 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     results = collect(cfg.roots)
     if not results:
         raise FileNotFoundError(f"roots: no results.json with metrics under {cfg.roots}")
-    comp = comparison(results, cfg.metrics, cfg.resamples, cfg.seed, cfg.effect_metric, cfg.min_hits)
+    used = available_metrics(results, [*cfg.metrics, cfg.effect_metric])
+    for want, got in used.items():
+        if want != got:
+            print(f"compare: no result holds {want}; showing {got} instead (the k the evaluations used)")
+    metrics = list(dict.fromkeys(used[m] for m in cfg.metrics))
+    comp = comparison(results, metrics, cfg.resamples, cfg.seed, used[cfg.effect_metric], cfg.min_hits)
     table = comparison_table(comp)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -329,8 +371,9 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
         from toolsense.comparison.plots import render_all
 
         comp["plots"] = [str(p) for p in render_all(comp, out, prefix="comparison_")]
-    write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": list(cfg.metrics), **comp})
-    write_html_report(cfg.roots, out / "report.html", title="toolsense comparison")  # every evaluation compared (html_report.py)
+    write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": metrics, **comp})
+    write_comparison_report(comp, out / "report.html", report_notes(comp), comp.get("plots", []), title="toolsense comparison",
+                            meta=f"{len(results)} results under {', '.join(map(str, cfg.roots))}; {len(comp['rows'])} rows")
     print(table)
     print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")
     return comp

@@ -3,11 +3,9 @@
 A trained model can only be expected to retrieve a tool that its retrieval fine-tuning showed
 it; a benchmark whose gold tools Stage 2 never saw measures something else (App. E trained on
 the demo's short split: 95 of 126 tools, the gold of 22 of the 54 realistic test queries). So
-every evaluation of a trained run records, per item, ``covered`` (every gold tool is among the
-Stage-2 tools: an item with two gold tools of which Stage 2 saw one is not covered) and
-``covered_any`` (at least one is), and, in results.json, ``coverage`` = ``{covered, covered_any, n,
-fraction, trained_tools}``. (Before 2026-12-03 ``covered`` meant "any"; rows without
-``covered_any`` are of that time, and study/coverage.py recomputes them.)
+every evaluation of a trained run records, per item, ``covered`` (every gold tool is a Stage-2 tool)
+and ``covered_any`` (one is), and, in results.json, ``coverage`` = ``{covered, covered_any, n, fraction,
+trained_tools}``. (Before 2026-12-03 ``covered`` meant "any"; study/coverage.py recomputes such rows.)
 
 The Stage-2 tools are rebuilt from the run's saved ``config.yaml`` — its ``stage2.sources``
 through the query-source registry (``data/sources.py: QUERY_SOURCES``), the first
@@ -77,8 +75,7 @@ def is_covered(gold: Sequence[str], trained: Optional[Stage2Tools]) -> Optional[
 
 
 def is_covered_any(gold: Sequence[str], trained: Optional[Stage2Tools]) -> Optional[bool]:
-    """Whether Stage 2 trained on at least one gold tool of one item; None when not applicable."""
-    return None if trained is None else any(t in trained.tools for t in gold)
+    return None if trained is None else any(t in trained.tools for t in gold)  # one gold tool trained (None: n/a)
 
 
 def coverage_summary(golds: Sequence[Sequence[str]], trained: Optional[Stage2Tools]) -> Optional[dict[str, Any]]:

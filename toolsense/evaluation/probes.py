@@ -71,7 +71,9 @@ def tool_reference(ev: EvalModel, item: ProbeItem, mode: str) -> str:
     return ref
 
 
-def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Sequence[int], cfg: ProbeConfig) -> str:
+def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Sequence[int], cfg: ProbeConfig,
+                 chat: bool = True) -> str | list[dict]:
+    """The chat-templated prompt; ``chat=False``: its messages (what lm-eval's --apply_chat_template renders)."""
     if kind == "mcq":
         options = "\n".join(f"{LETTERS[j]}. {item.options[p]}" for j, p in enumerate(perm))
         choices = ", ".join(LETTERS[: len(perm) - 1]) + f" or {LETTERS[len(perm) - 1]}"
@@ -79,9 +81,8 @@ def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Seq
         options, choices = "", "Yes or No"
     text = cfg.template.format(tool=tool_reference(ev, item, mode), question=item.question, options=options, choices=choices)
     messages = [{"role": "user", "content": text.replace("\n\n", "\n")}]
-    if cfg.use_system_prompt:
-        messages = with_system(messages, ev.prompts)
-    return render_prompt(ev.tokenizer, messages)
+    messages = with_system(messages, ev.prompts) if cfg.use_system_prompt else messages
+    return render_prompt(ev.tokenizer, messages) if chat else messages
 
 
 @torch.no_grad()

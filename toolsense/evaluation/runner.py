@@ -31,6 +31,7 @@ from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.reporting.html_report import write_html_report
+from toolsense.reporting.sample_table import log_evaluation
 from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identity, claim, decoding_identity,
                                               model_identity)
 from toolsense.evaluation.outputs import write_json
@@ -208,8 +209,8 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
         (out / "table.md").write_text(table, encoding="utf-8")
         summary = {"results": results, "config": plain, "git_sha": git_sha(), "seconds": round(time.time() - t0, 1)}
         write_json(out / "results.json", summary)
-        track(eval_metrics(results))
-    report = write_html_report(out)  # report.html: tables, plots, a per-sample browser (html_report.py)
+        report = write_html_report(out)  # report.html: tables, plots, a per-sample browser (html_report.py)
+        log_evaluation(track, out, eval_metrics(results))  # metrics, the samples table, the files (sample_table.py)
     print(table)
     print(f"wrote {out / 'table.md'}, {out / 'results.json'} and {report} ({summary['seconds']} s)")
     return summary

@@ -13,9 +13,15 @@ this existed). The files are built so that trec_eval's measures are *ours*, exac
 - ``success_k`` = hit@k (Rc@k / Rf@k), ``recall_k`` = recall@k, ``ndcg_cut_k`` = NDCG@k
   (binary gains, log2(rank + 1) discount, the ideal DCG over all min(k, |gold|) gold tools: the
   same definition as :func:`toolsense.evaluation.metrics.ndcg_at`).
-- trec_eval ranks by *score*, not by the rank column (ties broken by docid), so the score is
-  derived from the rank (``len(ranking) - rank + 1``, strictly decreasing); the beams' own
-  log-probabilities stay in ``samples.jsonl``.
+- The score column is the system's own score: a beam's ranking score (its log-probability,
+  length-normalised as the search ranks it: ``decoding.length_penalty``), BM25's or the dense
+  cosine, a hybrid's fused score. trec_eval and ranx order by *score*, not by the rank column
+  (trec_eval breaks ties by docid), so tied scores are separated by steps of :data:`TIE_STEP`
+  in our ranking's order: the order read back is ours, and score-based fusion (ranx's wsum,
+  min-max normalisation) sees the real scores.
+- A baseline fills its top-k with zero-score tools (no query term in them) in catalog order;
+  that padding is cut by default (``keep_padding=True``, ``trec --keep-padding``, keeps it, and
+  then the measures equal ours exactly, since our metrics count those slots).
 - An output that is not a tool (free-form text) keeps its rank slot as ``_invalid_r<rank>``, and
   a tool repeated lower in the same ranking as ``_repeat_r<rank>``: both are unjudged, so they
   earn no gain but push what follows down, as in our metrics (a run file may hold a docid once).
@@ -56,11 +62,33 @@ def from_doc_id(docid: str) -> str:
     return unquote(docid)
 
 
-def run_lines(qid: str, ranking: Sequence[str | None], tag: str) -> list[str]:
+TIE_STEP = 1e-6
+"""What separates tied scores in a run file (scores are written with 7 decimals)."""
+
+
+def strictly_decreasing(scores: Sequence[float]) -> list[float]:
+    """``scores`` (best first, non-increasing) with each tie lowered by :data:`TIE_STEP` below
+    the score before it, so ordering by score gives back this order; distinct scores stay."""
+    out: list[float] = []
+    for s in scores:
+        s = float(s)
+        out.append(round(s if not out or s < out[-1] - TIE_STEP / 2 else out[-1] - TIE_STEP, 7))
+    return out
+
+
+def _score_text(x: float) -> str:
+    return f"{x:.7f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
+
+
+def run_lines(qid: str, ranking: Sequence[str | None], tag: str, scores: Sequence[float] | None = None) -> list[str]:
     """The TREC run lines of one ranking: every slot kept (a non-tool as ``_invalid_r<rank>``,
-    a repeated tool as ``_repeat_r<rank>``), scores strictly decreasing with the rank."""
+    a repeated tool as ``_repeat_r<rank>``), with ``scores`` (the system's, best first; ties
+    separated: :func:`strictly_decreasing`), or ``len - rank + 1`` when none are given."""
     seen: set[str] = set()
     lines, n = [], len(ranking)
+    if scores is not None and len(scores) != n:
+        raise ValueError(f"run_lines: {n} tools but {len(scores)} scores")
+    shown = strictly_decreasing(scores) if scores is not None else [float(n - r) for r in range(n)]
     q = doc_id(qid)
     for rank, tool in enumerate(ranking, start=1):
         if tool is None:
@@ -70,8 +98,18 @@ def run_lines(qid: str, ranking: Sequence[str | None], tag: str) -> list[str]:
         else:
             seen.add(tool)
             docid = doc_id(tool)
-        lines.append(f"{q} Q0 {docid} {rank} {n - rank + 1} {tag}")
+        lines.append(f"{q} Q0 {docid} {rank} {_score_text(shown[rank - 1])} {tag}")
     return lines
+
+
+def without_padding(entries: Sequence[dict]) -> list[dict]:
+    """A ranking without its trailing zero-score entries that are not beams (no ``logprob``): a
+    baseline's padding of tools it found no evidence for, in catalog order. A beam's score of 0
+    (probability ~1) is kept."""
+    end = len(entries)
+    while end and "logprob" not in entries[end - 1] and float(entries[end - 1].get("score", 1.0)) == 0.0:
+        end -= 1
+    return list(entries[:end])
 
 
 def qrels_lines(qid: str, gold: Iterable[str]) -> list[str]:
@@ -85,10 +123,12 @@ def retrieval_rows(samples: str | Path) -> list[dict[str, Any]]:
     return [r for r in rows if "constrained" in r and "gold" in r]
 
 
-def write_trec(eval_dir: str | Path, tag: str | None = None) -> dict[str, str]:
+def write_trec(eval_dir: str | Path, tag: str | None = None, keep_padding: bool = False) -> dict[str, str]:
     """Write the run files and qrels of the retrieval evaluation in ``eval_dir`` from its
-    ``samples.jsonl``; ``tag`` (the run-name column) defaults to results.json's system. Returns
-    ``{mode or "qrels": file name}`` of what was written ({} for a probe or an empty folder)."""
+    ``samples.jsonl``, with the system's scores; ``tag`` (the run-name column) defaults to
+    results.json's system; a baseline's zero-score padding is cut unless ``keep_padding``
+    (:func:`without_padding`). Returns ``{mode or "qrels": file name}`` of what was written
+    ({} for a probe or an empty folder)."""
     eval_dir = Path(eval_dir)
     samples = eval_dir / "samples.jsonl"
     if not samples.is_file():
@@ -104,7 +144,10 @@ def write_trec(eval_dir: str | Path, tag: str | None = None) -> dict[str, str]:
     for mode, fname in MODES.items():
         if any(r.get(mode) is None for r in rows):
             continue  # a baseline has no free-form ranking
-        lines = [ln for r in rows for ln in run_lines(r["item_id"], [x["tool"] for x in r[mode]], tag)]
+        lines = []
+        for r in rows:
+            ranking = r[mode] if keep_padding else without_padding(r[mode])
+            lines += run_lines(r["item_id"], [x["tool"] for x in ranking], tag, [float(x.get("score", 0.0)) for x in ranking])
         atomic_write_text(eval_dir / fname, "\n".join(lines) + "\n")
         written[mode] = fname
     atomic_write_text(eval_dir / QRELS, "\n".join(ln for r in rows for ln in qrels_lines(r["item_id"], r["gold"])) + "\n")
@@ -112,12 +155,12 @@ def write_trec(eval_dir: str | Path, tag: str | None = None) -> dict[str, str]:
     return written
 
 
-def export_tree(root: str | Path) -> list[Path]:
+def export_tree(root: str | Path, keep_padding: bool = False) -> list[Path]:
     """:func:`write_trec` in every folder under ``root`` that holds a retrieval samples.jsonl;
     returns those folders."""
     done = []
     for samples in sorted(Path(root).rglob("samples.jsonl")):
-        if write_trec(samples.parent):
+        if write_trec(samples.parent, keep_padding=keep_padding):
             done.append(samples.parent)
     return done
 
@@ -153,30 +196,34 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 
 # ---- BEIR ------------------------------------------------------------------------------------
 
-QUERY_PREFIX = "q:"
-"""BEIR query ids carry this prefix: tool ids and query ids never meet (BEIR's evaluation drops
-a retrieved doc whose id equals its query's id, ``ignore_identical_ids``)."""
 
-
-def write_beir(catalog: Catalog, queries: Sequence[Any], out_dir: str | Path, split: str = "test") -> dict[str, int]:
+def write_beir(catalog: Catalog, queries: Sequence[Any], out_dir: str | Path, split: str = "test",
+               title: bool = False) -> dict[str, int]:
     """``catalog`` and retrieval ``queries`` (``catalog.Query``) in BEIR's layout under ``out_dir``:
-    ``corpus.jsonl`` ({_id, title, text}: the tool's id, "service / API" and :meth:`Tool.text`,
-    the text our baselines index), ``queries.jsonl`` ({_id, text}) and ``qrels/<split>.tsv``
-    (header ``query-id corpus-id score``). Tool ids are :func:`doc_id` of the name, as in the
-    TREC files; query ids are ``q:`` + :func:`doc_id` of the query id. A gold tool not in the
-    catalog is a DataError naming the query (its qrels would point at no document)."""
+    ``corpus.jsonl`` ({_id, title, text}: the tool's id and :meth:`Tool.text`, the text our
+    baselines index), ``queries.jsonl`` ({_id, text}) and ``qrels/<split>.tsv`` (header
+    ``query-id corpus-id score``). ``title`` is empty unless ``title=True`` ("service / API"):
+    BEIR's encoders prepend a title to the text, and Tool.text already opens with those names, so a
+    filled title makes BEIR score another document than toolsense does. Tool ids are :func:`doc_id`
+    of the name and query ids :func:`doc_id` of the query id: the ids of the TREC files. A query id
+    equal to a tool id is a DataError (BEIR drops a retrieved document whose id is its query's), as
+    is a gold tool not in the catalog (its qrels would point at no document)."""
     out = Path(out_dir)
     (out / "qrels").mkdir(parents=True, exist_ok=True)
-    corpus = [{"_id": doc_id(t.name), "title": f"{t.tool_title or t.service} / {t.api_title or t.api}", "text": t.text(),
-               "metadata": {"name": t.name, "category": t.category}} for t in catalog]
+    corpus = [{"_id": doc_id(t.name), "title": f"{t.tool_title or t.service} / {t.api_title or t.api}" if title else "",
+               "text": t.text(), "metadata": {"name": t.name, "category": t.category}} for t in catalog]
     known = {t.name for t in catalog}
+    tool_ids = {c["_id"] for c in corpus}
     qrows, qrels = [], []
     for q in queries:
         missing = [t for t in q.tools if t not in known]
         if missing:
             raise DataError(f"query {q.query_id!r}: gold tool {missing[0]!r} is not in the catalog; "
                             "export it with the catalog the benchmark was written for")
-        qid = QUERY_PREFIX + doc_id(q.query_id)
+        qid = doc_id(q.query_id)
+        if qid in tool_ids:
+            raise DataError(f"query {q.query_id!r}: its id is also a tool's id; BEIR would drop that tool from the "
+                            "query's results (ignore_identical_ids). Rename the query")
         qrows.append({"_id": qid, "text": q.text, "metadata": {"query_id": q.query_id}})
         qrels += [f"{qid}\t{doc_id(t)}\t1" for t in sorted(set(q.tools))]
     if len({r["_id"] for r in qrows}) != len(qrows):

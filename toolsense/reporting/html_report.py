@@ -91,10 +91,12 @@ def metrics_tables(rows: Sequence[tuple[str, dict]]) -> str:
 COLOURS = ["#2563eb", "#f59e0b", "#15803d", "#9333ea", "#dc2626", "#0891b2"]
 
 
-def svg_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[dict | None]], ref: float | None = None) -> str:
+def svg_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[dict | None]],
+             ref: float | Sequence[float | None] | None = None) -> str:
     """A grouped bar chart as inline SVG: one group per label in ``groups``, one bar per series
-    (values in [0, 1] with their 95% interval as a whisker), an optional dashed reference line
-    (chance). Missing estimates leave a gap."""
+    (values in [0, 1] with their 95% interval as a whisker), an optional dashed reference (chance):
+    one line across, or one per group (an MCQ's 25% and a QA's 50% in one chart). Missing
+    estimates leave a gap."""
     n_s = max(len(series), 1)
     w_bar, gap, h, top, left = max(16, 64 // n_s), 18, 170, 24, 34
     width = left + len(groups) * (n_s * w_bar + gap) + 10
@@ -116,7 +118,11 @@ def svg_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[dict 
                 cx = x + (w_bar - 2) / 2
                 parts.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(est["lo"]):.1f}" y2="{y(est["hi"]):.1f}" stroke="#111" stroke-width="1.2"/>')
         parts.append(f'<text x="{x0 + n_s * w_bar / 2:.1f}" y="{top + h + 14}" font-size="10" text-anchor="middle">{html.escape(g[-14:])}</text>')
-    if ref is not None:
+        r = ref[gi] if isinstance(ref, (list, tuple)) else None
+        if r is not None:
+            parts.append(f'<line class="chance" data-chance="{r!r}" x1="{x0 - 4:.1f}" x2="{x0 + n_s * w_bar + 2:.1f}" y1="{y(r):.1f}" '
+                         f'y2="{y(r):.1f}" stroke="#b91c1c" stroke-dasharray="4 3"/>')
+    if ref is not None and not isinstance(ref, (list, tuple)):
         parts.append(f'<line x1="{left}" x2="{width}" y1="{y(ref):.1f}" y2="{y(ref):.1f}" stroke="#b91c1c" stroke-dasharray="4 3"/>')
     legend = "".join(f'<rect x="{left + i * 90}" y="{top + h + 22}" width="10" height="10" fill="{COLOURS[i % len(COLOURS)]}"/>'
                      f'<text x="{left + i * 90 + 14}" y="{top + h + 31}" font-size="10">{html.escape(s)}</text>' for i, s in enumerate(series))
@@ -135,8 +141,8 @@ def plots(results: Sequence[dict]) -> str:
         series = {f"{m}@{k}": [r["metrics"].get(f"{m}@{k}") for r in rows] for k in show for m in ("Rc", "Rf")}
         figs.append(svg_bars(f"{bench}: recall (%)", [str(r["system"]) for r in rows], series))
     probes = [r for r in results if r["kind"] != "retrieval"]
-    if probes:
-        chance = probes[0].get("chance")
+    if probes:  # chance per probe: 1 / answers (25% MCQ, 50% QA) unless results.json states it
+        chance = [r.get("chance", 0.25 if r["kind"] == "mcq" else 0.5) for r in probes]
         figs.append(svg_bars("probe accuracy (%), chance dashed", [f"{benchmark_label(r)}/{r['system']}" for r in probes],
                              {"accuracy": [r["metrics"].get("accuracy") for r in probes]}, chance))
     return '<div class="plots">' + "".join(f"<figure>{f}</figure>" for f in figs) + "</div>"

@@ -5,7 +5,9 @@ The one tracking module of training (``train/``), evaluation (``eval/``) and gen
 A tracker never sees secrets: W&B reads its key from the environment itself, and the config we
 log is passed through :func:`redact`. Callers use ``finish()`` in ``finally``. W&B runs are made
 comparable by :func:`run_labels` (experiment, index scheme, formats, tuning, seed, model), logged
-both as ``key:value`` tags and as the ``labels`` config section; a sweep is one W&B group.
+both as ``key:value`` tags and as the ``labels`` config section; a sweep is one W&B group. An
+evaluation's run carries the evaluation's own config (the trained run's labels beside it), its
+samples as a ``wandb.Table`` and its ``results.json`` / ``report.html`` as an artifact.
 """
 
 from __future__ import annotations
@@ -89,7 +91,18 @@ class Tracker(Protocol):
     def finish(self) -> None: ...
 
 
-class JsonlTracker:
+class Files:
+    """What a tracker may keep beside numbers: a table and files. Trackers without a place for
+    them (the JSONL file, which sits beside those files already) inherit these no-ops."""
+
+    def log_table(self, key: str, columns: list[str], rows: list[list[Any]]) -> None:
+        """A table under ``key`` (W&B: a ``wandb.Table``)."""
+
+    def log_files(self, name: str, kind: str, paths: list[Path]) -> None:
+        """Files as one named artifact of type ``kind`` (the paths that exist)."""
+
+
+class JsonlTracker(Files):
     """Appends one JSON object per ``log`` call (``{"step", "time", **metrics}``), flushed at once,
     so an interrupted run keeps every line it logged and a resumed run continues the file."""
 
@@ -126,13 +139,14 @@ def forget_rows(path: str | Path, drop: Callable[[dict], bool]) -> int:
 
 class WandbTracker:
     """One W&B run under ``<run_dir>/wandb`` (offline unless ``mode`` says otherwise). On finish an
-    offline run prints the ``wandb sync`` command that uploads it."""
+    offline run prints the ``wandb sync`` command that uploads it. ``labels`` default to those of
+    ``config`` (a training config); an evaluation passes its trained run's."""
 
     def __init__(self, *, project: str, entity: str | None, mode: str, group: str, name: str, tags: list[str], config: dict,
-                 run_dir: Path, job_type: str = "train"):
+                 run_dir: Path, job_type: str = "train", labels: dict[str, str] | None = None):
         import wandb
 
-        labels = run_labels(config)
+        labels = run_labels(config) if labels is None else labels
         tags = list(dict.fromkeys([*tags, *(f"{k}:{v}" for k, v in labels.items())]))
         self._run = wandb.init(
             project=project, entity=entity, mode=mode, group=group, name=name, tags=tags, job_type=job_type,
@@ -142,6 +156,20 @@ class WandbTracker:
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         self._run.log(metrics, step=step)
+
+    def log_table(self, key: str, columns: list[str], rows: list[list[Any]]) -> None:
+        import wandb
+
+        self._run.log({key: wandb.Table(columns=columns, data=rows)})
+
+    def log_files(self, name: str, kind: str, paths: list[Path]) -> None:
+        import wandb
+
+        art = wandb.Artifact(re.sub(r"[^\w.-]", "-", name), type=kind)
+        for p in paths:
+            if Path(p).is_file():
+                art.add_file(str(p), name=Path(p).name)
+        self._run.log_artifact(art)
 
     def finish(self) -> None:
         run_dir = Path(self._run.dir).parent  # <dir>/wandb/offline-run-<time>-<id>
@@ -157,6 +185,16 @@ class MultiTracker:
     def log(self, metrics: dict[str, float], step: int) -> None:
         for t in self.trackers:
             t.log(metrics, step)
+
+    def log_table(self, key: str, columns: list[str], rows: list[list[Any]]) -> None:
+        for t in self.trackers:
+            if hasattr(t, "log_table"):
+                t.log_table(key, columns, rows)
+
+    def log_files(self, name: str, kind: str, paths: list[Path]) -> None:
+        for t in self.trackers:
+            if hasattr(t, "log_files"):
+                t.log_files(name, kind, paths)
 
     def finish(self) -> None:
         for t in self.trackers:
@@ -175,17 +213,20 @@ def _none(**_: Any) -> list[Tracker]:
 
 
 @TRACKERS.register("wandb")
-def _wandb(*, logger, name: str, tags: list[str], config: dict, run_dir: Path, group: str, job_type: str) -> list[Tracker]:
+def _wandb(*, logger, name: str, tags: list[str], config: dict, run_dir: Path, group: str, job_type: str,
+           labels: dict[str, str] | None = None) -> list[Tracker]:
     return [WandbTracker(project=logger.project, entity=logger.entity, mode=wandb_mode(logger.mode), group=logger.group or group,
-                         name=getattr(logger, "name", None) or name, tags=list(logger.tags) + tags, config=config, run_dir=run_dir, job_type=job_type)]
+                         name=getattr(logger, "name", None) or name, tags=list(logger.tags) + tags, config=config, run_dir=run_dir,
+                         job_type=job_type, labels=labels)]
 
 
 def make_tracker(logger, *, run_dir: Path, name: str, group: str, tags: list[str], config: dict, extra: dict | None = None,
-                 job_type: str = "train") -> MultiTracker:
+                 job_type: str = "train", labels: dict[str, str] | None = None) -> MultiTracker:
     """The run's JSONL tracker plus the one ``logger.kind`` names (``logger`` has kind, project,
-    entity, mode, group, tags: ``LoggerConfig``); ``group`` applies when ``logger.group`` is None."""
+    entity, mode, group, tags: ``LoggerConfig``); ``group`` applies when ``logger.group`` is None;
+    ``labels`` (default: read from ``config``) tag the run."""
     others = TRACKERS.get(str(logger.kind))(logger=logger, name=name, tags=tags, config=config, run_dir=run_dir, group=group,
-                                            job_type=job_type)
+                                            job_type=job_type, **({"labels": labels} if labels is not None else {}))
     return MultiTracker([JsonlTracker(run_dir / "metrics.jsonl", extra), *others])
 
 
@@ -207,18 +248,44 @@ def eval_metrics(results: list[dict]) -> dict[str, float]:
     return out
 
 
+class JobLog(Files):
+    """What :func:`job_tracker` yields: ``log(metrics)`` (one step), and the tracker's table and
+    files; without a tracker (kind=none) every call does nothing."""
+
+    def __init__(self, tracker: MultiTracker | None = None):
+        self.tracker = tracker
+
+    @property
+    def active(self) -> bool:
+        """A tracker is behind it (kind != none)."""
+        return self.tracker is not None
+
+    def __call__(self, metrics: dict[str, float]) -> None:
+        if self.tracker is not None:
+            self.tracker.log(metrics, 0)
+
+    def log_table(self, key: str, columns: list[str], rows: list[list[Any]]) -> None:
+        if self.tracker is not None:
+            self.tracker.log_table(key, columns, rows)
+
+    def log_files(self, name: str, kind: str, paths: list[Path]) -> None:
+        if self.tracker is not None:
+            self.tracker.log_files(name, kind, paths)
+
+
 @contextmanager
 def job_tracker(logger: LoggerConfig, *, out: str | Path, name: str, group: str, tags: list[str], config: dict,
-                job_type: str) -> Iterator[Callable[[dict], None]]:
-    """Yields ``log(metrics)`` for one evaluate.py / generate.py job: a no-op for kind=none (the
+                job_type: str, labels: dict[str, str] | None = None) -> Iterator[JobLog]:
+    """Yields a :class:`JobLog` for one evaluate.py / generate.py job: no-ops for kind=none (the
     job's own files are the record), else a W&B run in ``out/wandb`` (config redacted) whose
     ``finish()`` runs however the job ends."""
     if str(logger.kind) == "none":
-        yield lambda metrics: None
+        yield JobLog()
         return
-    track = make_tracker(logger, run_dir=Path(out), name=name, group=group, tags=tags, config=config, job_type=job_type)
+    track = make_tracker(logger, run_dir=Path(out), name=name, group=group, tags=tags, config=config, job_type=job_type,
+                         labels=labels)
     try:
-        yield lambda metrics: track.log(metrics, 0)
+        yield JobLog(track)
     finally:
         track.finish()
 
@@ -236,14 +303,16 @@ def log_job_summary(logger: LoggerConfig, summary: dict[str, Any], *, prefix: st
 
 
 def evaluation_tracker(logger: LoggerConfig, config: dict[str, Any], out: str | Path, run: str | Path | None):
-    """:func:`job_tracker` for evaluate.py: labelled and grouped like the training run ``run``
-    (when given), whose config it reads through :class:`~toolsense.utils.rundir.RunDir`."""
+    """:func:`job_tracker` for evaluate.py: the run's config is the evaluation's own (``config``),
+    labelled, tagged and grouped like the training run ``run`` (when given, its config read through
+    :class:`~toolsense.utils.rundir.RunDir`), whose labels sit under ``labels`` and whose
+    experiment under ``trained_experiment``."""
     from toolsense.utils.rundir import RunDir
 
     trained = RunDir(run).config() if run else {}
-    labels = run_labels(trained)
+    labels = run_labels(trained) if trained else run_labels({"model": config.get("model")})
     group = (trained.get("logger") or {}).get("group") or labels.get("experiment") or "evaluate"
     name = "-".join([*(labels[k] for k in ("experiment", "tuning") if k in labels), "eval"])
-    base = trained or {"model": config.get("model")}
-    return job_tracker(logger, out=out, name=name, group=group, tags=["job:evaluate"], config={**base, "evaluate": config},
-                       job_type="evaluate")
+    extra = {"trained_experiment": trained["experiment"]} if trained.get("experiment") else {}
+    return job_tracker(logger, out=out, name=name, group=group, tags=["job:evaluate"], config={**config, **extra},
+                       job_type="evaluate", labels=labels)
