@@ -16,7 +16,9 @@ from toolsense.comparison.compare import comparison_table
 from toolsense.evaluation.outputs import write_json
 from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_table
 from toolsense.utils.paths import portable_text
+from toolsense.study.config import AnalysisPlan
 from toolsense.study.design import catalog_section, registration_section
+from toolsense.study.sensitivity import lift_sensitivity, sensitivity_markdown
 from toolsense.study.findings import FINDINGS, RULES
 from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
@@ -288,6 +290,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "## Analysis plan (registered before the data)\n", registration_section(cfg.root),
         "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
         "## Findings\n", _findings_table(main, labelled),
+        "\n## How finding 1 moves with k and with the scale\n", _sensitivity(cfg, sweeps),
         "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes), seconds),
         "\n## Knowledge retention (Stage 2 − Stage 1 probes)\n", retention_section(sweeps),
         "\n## What ran\n", _setup(cfg, sweeps, wall, untimed),
@@ -300,6 +303,19 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
     if plots:
         parts += ["\n## Plots\n", "\n".join(plots)]
     return "\n".join(parts) + "\n"
+
+
+def _sensitivity(cfg, sweeps: dict[str, Sweep]) -> str:
+    """Finding 1 at every k x scale of the plan (study/sensitivity.py), or why it cannot be shown."""
+    g = sweeps.get("grid")
+    plan = getattr(cfg, "analysis", None) or AnalysisPlan()
+    rows = g.rows() if g else []
+    if not rows or not any(g.cell(f"{r}:stage1", f"standard Rc@{cfg.k}") for r in rows):
+        return "No Stage-1 evaluations of the grid's runs: nothing to show.\n"
+    sens = lift_sensitivity(g, rows, list(plan.sensitivity_ks), list(plan.sensitivity_scales), plan.retrieval_floor,
+                            cfg.resamples, cfg.k)
+    return ("Intervals here resample queries (each with all its seeds), not seeds: a map of where the verdict moves, "
+            "not a verdict.\n\n" + sensitivity_markdown(sens, list(plan.sensitivity_ks), list(plan.sensitivity_scales), rows))
 
 
 def write_report(cfg) -> dict[str, Any]:
