@@ -111,3 +111,19 @@ def test_app_e_split_of_conf_stage2_demo_short_covers_every_realistic_item(tmp_p
     assert trained.tools == DEMO_TOOLS
     golds = [q.tools for q in load_demo_queries(split="test", style="short")]
     assert coverage_summary(golds, trained)["covered"] == 54 == len(golds)
+
+
+def test_an_archived_configs_portable_paths_are_made_local(tmp_path, monkeypatch):
+    """A config read back from a committed archive says ``$TOOLSENSE_CACHE/...``: coverage rebuilds
+    its Stage-2 sources from this machine's cache (utils.paths.local_path, portable_text's inverse)."""
+    from toolsense.utils.paths import local_path, portable_text
+    monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path / "cache"))
+    qfile = tmp_path / "cache" / "q.jsonl"
+    qfile.parent.mkdir()
+    qfile.write_text(json.dumps({"query": "weather", "tools": ["SkyCast Weather&&current_weather"]}) + "\n")
+    assert portable_text(str(qfile)) == "$TOOLSENSE_CACHE/q.jsonl" and local_path("$TOOLSENSE_CACHE/q.jsonl") == str(qfile)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    OmegaConf.save(OmegaConf.create({"stage2": {"sources": [{"kind": "jsonl", "path": "$TOOLSENSE_CACHE/q.jsonl"}]}}),
+                   run_dir / "config.yaml")
+    assert stage2_tools(run_dir, DEMO_TOOLS).tools == {"SkyCast Weather&&current_weather"}

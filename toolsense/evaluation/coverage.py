@@ -25,6 +25,7 @@ from typing import Any, Collection, Optional, Sequence
 from toolsense.catalog import Query
 from toolsense.data.sources import QUERY_SOURCES, QuerySource
 from toolsense.utils.config import to_config
+from toolsense.utils.paths import local_path
 from toolsense.utils.rundir import RunDir
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,8 @@ def stage2_tools(run_dir: str | Path, index_tools: Collection[str]) -> Optional[
         log.info("%s has no stage2 section: coverage not recorded", rd.config_path)
         return None
     where = f"{rd.config_path}: stage2"
-    sources = [to_config(QuerySource, s, f"{where}.sources[{i}]", ignore_unknown=True)
-               for i, s in enumerate(raw.get("sources") or [])]
+    sources = [to_config(QuerySource, {**s, "path": local_path(s.get("path"))}, f"{where}.sources[{i}]", ignore_unknown=True)
+               for i, s in enumerate(raw.get("sources") or [])]  # an archived config's paths are portable (utils.paths)
     if raw.get("enabled", True) is False:
         return Stage2Tools(frozenset(), list(raw.get("sources") or []), enabled=False)
     queries: list[Query] = []

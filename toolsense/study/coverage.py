@@ -54,6 +54,9 @@ def item_coverage(result_path: str, rule: str = "all") -> dict[str, bool] | None
     key = "covered" if rule == "all" else "covered_any"
     if rows and all("covered_any" in r for r in rows):
         return {str(r["item_id"]): bool(r[key]) for r in rows}
+    old = rows and all("covered" in r and r["covered"] is not None for r in rows)
+    if old and (rule == "any" or all(not r["covered"] or len(r.get("gold") or ()) == 1 for r in rows)):
+        return {str(r["item_id"]): bool(r["covered"]) for r in rows}  # "any" and "all" agree on these rows
     run = _run_of(Path(result_path))
     tools = trained_tools(str(run)) if run else None
     if tools is None:

@@ -21,6 +21,15 @@ def portable_text(text: str) -> str:
     return text
 
 
+def local_path(path: str | None) -> str | None:
+    """The inverse of :func:`portable_text` for one path: ``$TOOLSENSE_CACHE`` and a leading ``~/``
+    made this machine's (a config read back from a committed archive)."""
+    if not path:
+        return path
+    path = path.replace("$TOOLSENSE_CACHE", str(cache_root()), 1)
+    return str(Path.home() / path[2:]) if path.startswith("~/") else path
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary sibling and a rename: readers (and other
     processes building the same file) see the old file or the whole new one, never a torn one."""
