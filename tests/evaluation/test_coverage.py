@@ -124,6 +124,6 @@ def test_an_archived_configs_portable_paths_are_made_local(tmp_path, monkeypatch
     assert portable_text(str(qfile)) == "$TOOLSENSE_CACHE/q.jsonl" and local_path("$TOOLSENSE_CACHE/q.jsonl") == str(qfile)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    OmegaConf.save(OmegaConf.create({"stage2": {"sources": [{"kind": "jsonl", "path": "$TOOLSENSE_CACHE/q.jsonl"}]}}),
+    OmegaConf.save(OmegaConf.create({"stage2": {"sources": [{"kind": "jsonl", "path": "$TOOLSENSE_CACHE/q.jsonl", "split": None}]}}),
                    run_dir / "config.yaml")
     assert stage2_tools(run_dir, DEMO_TOOLS).tools == {"SkyCast Weather&&current_weather"}
