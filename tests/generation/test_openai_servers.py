@@ -187,3 +187,21 @@ def test_scrubber_masks_values_keys_and_key_shapes():
            "n": 3, "t": ("wandb0123456789", "/root", "abc")}
     assert scrub(row) == {"reason": "bad key ***", "***": ["Bearer ***", "***"], "n": 3, "t": ("***", "/root", "abc")}
     assert scrub("task rrb-easy-00001 on a desk-top-machine") == "task rrb-easy-00001 on a desk-top-machine"
+
+
+def test_scrubbed_logs_masks_every_record_while_the_block_runs(caplog):
+    import logging
+
+    from toolsense.utils.secrets import scrubbed_logs
+
+    log = logging.getLogger("toolsense.generation.some_module")
+    with caplog.at_level(logging.INFO), scrubbed_logs(Scrubber(["the-secret-value"])):
+        log.info("refused: %s", "Authorization: Bearer the-secret-value")
+        try:
+            raise RuntimeError("echoed the-secret-value")
+        except RuntimeError:
+            log.exception("failed")
+    log.warning("after: the-secret-value")
+    assert [r.getMessage() for r in caplog.records[:2]] == ["refused: Authorization: Bearer ***", "failed"]
+    assert "RuntimeError: echoed ***" in caplog.text and "the-secret-value" not in caplog.text.split("after:")[0]
+    assert caplog.records[-1].getMessage() == "after: the-secret-value"  # the filter is gone after the block
