@@ -157,7 +157,7 @@ def test_a_key_echoed_by_the_endpoint_never_reaches_disk(tmp_path, demo_catalog)
     env = {**os.environ, "ECHO_TEST_KEY": SENTINEL, "WANDB_MODE": "offline", "WANDB_DIR": str(wandb_dir),
            "WANDB_SILENT": "true"}
     wandb_dir.mkdir()
-    cli = [sys.executable, "generate.py", "tasks=[mcq]", "n_probes=2", "max_attempts=1", "writer.backend=openai",
+    cli = [sys.executable, "generate.py", "tasks=[rrb]", "rrb_per_tier={easy:2,medium:0,hard:0}", "max_attempts=1", "writer.backend=openai",
            f"writer.base_url={server.base_url}", "writer.openai_model=scripted", "writer.api_key_env=ECHO_TEST_KEY",
            "writer.max_retries=0", "logger=wandb", f"output_dir={out}", f"hydra.run.dir={logs}"]
     try:

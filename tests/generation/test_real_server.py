@@ -60,7 +60,7 @@ def _rows(path: Path) -> list[dict]:
 def test_generate_py_through_the_openai_backend_on_llama_cpp_server(llama_cpp_server, tmp_path):
     out = tmp_path / "gen"
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    cli = [sys.executable, "generate.py", "tasks=[rrb,qa]", "rrb_per_tier={easy:1}", "n_probes=2", "max_attempts=1",
+    cli = [sys.executable, "generate.py", "tasks=[rrb,qa]", "rrb_per_tier={easy:1,medium:0,hard:0}", "n_probes=2", "max_attempts=1",
            "writer.backend=openai", f"writer.base_url={llama_cpp_server}", "writer.openai_model=smollm2",
            "writer.max_new_tokens=48", "writer.timeout_s=120", f"output_dir={out}", f"hydra.run.dir={tmp_path / 'logs'}"]
     t0 = time.monotonic()
