@@ -36,8 +36,8 @@ def server_factory():
         s.close()
 
 
-def _llm(server, **kw) -> LLMConfig:
-    return LLMConfig(backend="openai", base_url=server.base_url, openai_model="scripted", api_key_env="NO_KEY_SET_HERE",
+def _llm(server, key_env="NO_KEY_SET_HERE", **kw) -> LLMConfig:
+    return LLMConfig(backend="openai", base_url=server.base_url, openai_model="scripted", api_key_env=key_env,
                      timeout_s=5.0, max_new_tokens=200, **kw)
 
 
@@ -45,9 +45,9 @@ def test_a_500_naming_json_schema_is_asked_once_per_server_then_json_object(serv
                                                                             monkeypatch):
     """llama-cpp-python's server answers json_schema with a 500: before, that was retried as a
     transient error (max_retries times per call) and every item was left for a rerun."""
-    monkeypatch.delenv("NO_KEY_SET_HERE", raising=False)
+    monkeypatch.setenv("FAKE_KEY", "sk-fake-test-key")
     server = server_factory(refuse={"json_schema": 500})
-    cfg = GenerateConfig(tasks=["qa"], n_probes=3, max_attempts=1, writer=_llm(server, max_retries=4),
+    cfg = GenerateConfig(tasks=["qa"], n_probes=3, max_attempts=1, writer=_llm(server, "FAKE_KEY", max_retries=4),
                          output_dir=str(tmp_path / "gen"))
     summary = run(cfg, catalog=demo_catalog, embeddings=nb.emb)
     formats = [(r["body"].get("response_format") or {}).get("type") for r in server.requests]
@@ -56,7 +56,7 @@ def test_a_500_naming_json_schema_is_asked_once_per_server_then_json_object(serv
     assert summary["gen/qa/accepted"] == 3 and "gen/left_for_rerun" not in summary
     # remembered for the server, not the client: a new client (another run, a judge) starts at json_object
     n = len(server.requests)
-    llm = build_llm(_llm(server))
+    llm = build_llm(_llm(server, "FAKE_KEY"))
     obj, reply = ask_json(llm, prompts.qa_writer(demo_catalog[0], "Yes"), stage="qa_writer", schema=prompts.SCHEMAS["qa_writer"])
     assert [r["body"]["response_format"]["type"] for r in server.requests[n:]] == ["json_object"]
     assert reply.response_format == "json_object" and obj["answer"] == "Yes"
@@ -165,16 +165,16 @@ def test_a_key_echoed_by_the_endpoint_never_reaches_disk(tmp_path, demo_catalog)
     finally:
         server.close()
     assert server.requests and all(r["auth"] == f"Bearer {SENTINEL}" for r in server.requests)
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    assert proc.stderr.strip().splitlines()[-1] == (
-        "generate.py: made nothing: all 2 items were rejected for good (most often, 2x: API refused the request: "
-        "HTTP 400: Error code: 400 - Incorrect API key provided: ***. Request headers: {'Authorization': 'Bearer ***'}); "
-        "see rejected.jsonl")
     written = [f for f in tmp_path.rglob("*") if f.is_file()]
     names = {f.name for f in written}
     assert {"rejected.jsonl", "summary.json", "data_card.md", "generate.log"} <= names and any(".wandb" in n for n in names)
     assert [str(f) for f in written if SENTINEL.encode() in f.read_bytes()] == []
     assert SENTINEL not in proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "generate.py: made nothing: all 2 items were rejected for good (most often, 2x: API refused the request: "
+        "HTTP 400: Error code: 400 - Incorrect API key provided: ***. Request headers: {'Authorization': 'Bearer ***'}); "
+        "see rejected.jsonl")
     reasons = json.loads((out / "summary.json").read_text())["rejection_reasons"]
     assert list(reasons) == ["API refused the request: HTTP 400: Error code: 400 - Incorrect API key provided: ***. "
                              "Request headers: {'Authorization': 'Bearer ***'}"]
