@@ -183,10 +183,12 @@ def test_a_key_echoed_by_the_endpoint_never_reaches_disk(tmp_path, demo_catalog)
 def test_scrubber_masks_values_keys_and_key_shapes():
     scrub = Scrubber.from_env(["MY_VAR"], environ={"MY_VAR": "plain-secret-value", "WANDB_API_KEY": "wandb0123456789",
                                                    "HOME": "/root", "SHORT_TOKEN": "abc"})
-    row = {"reason": "bad key plain-secret-value", "plain-secret-value": ["Bearer abcdef123456", "sk-proj-ABCDEFGH1234"],
-           "n": 3, "t": ("wandb0123456789", "/root", "abc")}
-    assert scrub(row) == {"reason": "bad key ***", "***": ["Bearer ***", "***"], "n": 3, "t": ("***", "/root", "abc")}
-    assert scrub("task rrb-easy-00001 on a desk-top-machine") == "task rrb-easy-00001 on a desk-top-machine"
+    row = {"reason": "bad key plain-secret-value", "plain-secret-value": ["Bearer abcdef1234567890", "sk-proj-ABCDEFGH12345678"],
+           "n": 3, "t": ("wandb0123456789", "/root", "abc"), "hf": "token hf_abcdefghij0123456789"}
+    assert scrub(row) == {"reason": "bad key ***", "***": ["Bearer ***", "***"], "n": 3, "t": ("***", "/root", "abc"),
+                          "hf": "token ***"}
+    prose = "Supports Bearer authentication (Bearer token) for task rrb-easy-00001 via sk-learn-compatible-models"
+    assert scrub(prose) == prose  # tool descriptions and queries that only talk about keys are left alone
 
 
 def test_scrubbed_logs_masks_every_record_while_the_block_runs(caplog):

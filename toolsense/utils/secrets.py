@@ -33,9 +33,11 @@ SECRET_ENV = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD)", re.I)
 MIN_SECRET_LEN = 8
 """Shorter values are not scrubbed: they cannot be told from ordinary words ("1", "true")."""
 
-_SHAPED = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{6,}|\bsk-[A-Za-z0-9_-]{8,}|\bhf_[A-Za-z0-9]{16,}")
+_TOKEN = r"(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,}"
+_SHAPED = re.compile(rf"(?i)\bbearer\s+{_TOKEN}|\b(?:sk-|hf_){_TOKEN}")
 """Key-shaped text, whatever its value: ``Bearer <token>``, ``sk-...`` (OpenAI, and most
-OpenAI-compatible services), ``hf_...`` (Hugging Face)."""
+OpenAI-compatible services), ``hf_...`` (Hugging Face), where the token has 16+ characters and
+a digit — so prose such as "Bearer authentication" in a tool's description is left alone."""
 
 MASK = "***"
 
