@@ -5,10 +5,13 @@
     TOOLSENSE_BUSY=wait python generate.py ...             # another process holds the folder: wait (skip: move on; default: stop)
 """
 
+import sys
+
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from toolsense.generation.config import GenerateConfig, register_configs
+from toolsense.generation.outputs import nothing_made
 from toolsense.generation.runner import run
 from toolsense.tracking import log_job_summary
 from toolsense.utils.config import as_plain, to_config
@@ -25,6 +28,9 @@ def main(dict_cfg: DictConfig) -> None:
         return
     log_job_summary(cfg.logger, summary, prefix="gen", out=summary["output_dir"], config=as_plain(cfg), job_type="generate")
     print(OmegaConf.to_yaml(OmegaConf.create(summary)))
+    why = nothing_made(summary)
+    if why:  # an empty benchmark is a failure, said in one line; a partial run exits 0 with its counts
+        sys.exit(f"generate.py: {why}")
 
 
 if __name__ == "__main__":

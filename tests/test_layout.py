@@ -56,6 +56,8 @@ CONCEPTS: dict[str, str] = {
     "QUERY_SOURCES": "data/sources.py",
     "CATALOG_FORMATS": "catalog/loaders.py",
     "LLM_BACKENDS": "generation/llm.py",
+    "SERVER_FORMATS": "generation/structured.py",
+    "Scrubber": "utils/secrets.py",
     "MEMORIZATION_FORMATS": "data/memorization/base.py",
     "make_probes": "generation/probe_gen.py",
     "JsonlStore": "utils/jsonl.py",

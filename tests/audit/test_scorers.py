@@ -118,8 +118,10 @@ def test_openai_endpoint_scorer_key_from_env_only(endpoint, demo_traces, tmp_pat
         if f.is_file():
             assert secret not in f.read_text()
     monkeypatch.delenv("AUDIT_TEST_KEY")
-    with pytest.raises(RuntimeError, match="environment variable AUDIT_TEST_KEY is not set"):
-        build_scorer(cfg)
+    assert build_scorer(cfg).client.api_key == "no-key"  # a loopback server needs no key: a placeholder is sent
+    remote = ScorerConfig(kind="openai", base_url="https://api.example.com/v1", model="judge", api_key_env="AUDIT_TEST_KEY")
+    with pytest.raises(RuntimeError, match="scorer.api_key_env='AUDIT_TEST_KEY': set that environment variable"):
+        build_scorer(remote)
 
 
 def test_hf_scorer_on_tiny_random_counts_unparseable_and_caches(tiny_model_dir, demo_traces, tmp_path, monkeypatch):

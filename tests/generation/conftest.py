@@ -2,6 +2,14 @@ import numpy as np
 import pytest
 
 from toolsense.generation.pools import Neighbourhoods
+from toolsense.generation.structured import SERVER_FORMATS
+
+
+@pytest.fixture(autouse=True)
+def _fresh_server_formats():
+    """Each test negotiates from scratch: a fake server's port may be reused by a later one."""
+    SERVER_FORMATS.forget()
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -85,14 +85,19 @@ class FakeOpenAIServer:
     (context length, always), ``timeout_once`` (sleeps past the client time-out once),
     ``truncated`` (``finish_reason=length``, half a JSON object), ``leak`` (the query names
     the service), ``copy:<title>`` (the last reply given for that title's prompt: a duplicate), ``wrong_count`` (an MCQ with two wrong answers);
+    ``echo_key`` (400 whose body echoes the request's ``Authorization`` header and bare key, as
+    some endpoints do: "Incorrect API key provided");
     ``judge_garbled=True`` makes every temperature-0 judge reply prose (the retry parses).
-    ``no_schema`` answers 400 to any request carrying ``response_format``.
+    ``refuse`` maps a ``response_format`` type to the status it is refused with (a body naming
+    it, as llama-cpp-python's 500 to ``json_schema``); ``no_schema`` refuses both with 400.
     ``gate`` (an Event) holds every reply until it is set; ``waiting`` counts the requests held.
     Every request body is recorded (``requests``) with its status."""
 
     def __init__(self, faults: dict[str, str] | None = None, *, no_schema: bool = False, judge_garbled: bool = False,
-                 delay_s: float = 0.0, sleep_s: float = 2.0, gate: threading.Event | None = None):
-        self.faults, self.no_schema, self.judge_garbled = faults or {}, no_schema, judge_garbled
+                 delay_s: float = 0.0, sleep_s: float = 2.0, gate: threading.Event | None = None,
+                 refuse: dict[str, int] | None = None):
+        self.faults, self.judge_garbled = faults or {}, judge_garbled
+        self.refuse = {"json_schema": 400, "json_object": 400} if no_schema else dict(refuse or {})
         self.delay_s, self.sleep_s = delay_s, sleep_s
         self.gate, self.waiting = gate, 0
         self.llm = ScriptedLLM()
@@ -112,7 +117,7 @@ class FakeOpenAIServer:
                     with server.lock:
                         server.waiting += 1
                     server.gate.wait()
-                status, payload = server.reply(body)
+                status, payload = server.reply(body, self.headers.get("Authorization", ""))
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -131,7 +136,7 @@ class FakeOpenAIServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def reply(self, body: dict) -> tuple[int, dict]:
+    def reply(self, body: dict, auth: str = "") -> tuple[int, dict]:
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         text = body["messages"][-1]["content"]
         judging = text.startswith("Request:") or "Which option is correct" in text or "Reply as JSON: {\"answer\": \"Yes\"|\"No\"}" in text
@@ -140,9 +145,10 @@ class FakeOpenAIServer:
             self.seen[digest] += 1
             first = self.seen[digest] == 1
         status, content, finish = 200, None, "stop"
-        if self.no_schema and "response_format" in body:
-            status = 400
-        elif fault == "http400":
+        refused = self.refuse.get((body.get("response_format") or {}).get("type"))
+        if refused:
+            status = refused
+        elif fault in ("http400", "echo_key"):
             status = 400
         elif fault == "http500_once" and first:
             status = 500
@@ -154,10 +160,15 @@ class FakeOpenAIServer:
             if fault == "truncated":
                 content, finish = content[: len(content) // 2], "length"
         with self.lock:
-            self.requests.append({"digest": digest, "status": status, "fault": fault, "body": body})
+            self.requests.append({"digest": digest, "status": status, "fault": fault, "body": body, "auth": auth})
+        if refused:
+            kind = body["response_format"]["type"]
+            return status, {"error": {"message": f"response_format type {kind} is not supported", "type": "invalid_request_error"}}
+        if fault == "echo_key":
+            return 400, {"error": {"message": f"Incorrect API key provided: {auth.split()[-1]}. Request headers: "
+                                              f"{{'Authorization': '{auth}'}}", "type": "invalid_request_error"}}
         if status == 400:
-            return 400, ({"error": {"message": "response_format json_schema is not supported", "type": "invalid_request_error"}}
-                         if self.no_schema and "response_format" in body else CONTEXT_400)
+            return 400, CONTEXT_400
         if status == 500:
             return 500, {"error": {"message": "internal error", "type": "server_error"}}
         return 200, {"id": "cmpl-" + digest[:8], "object": "chat.completion", "created": 0, "model": body["model"],

@@ -181,13 +181,13 @@ def test_the_corrected_command_after_a_failed_start_runs(tmp_path, monkeypatch, 
     server = FakeOpenAIServer()
     out = tmp_path / "gen"
 
-    def cfg(n, key):
-        llm = LLMConfig(backend="openai", base_url=server.base_url, openai_model="scripted", api_key_env=key, timeout_s=30)
+    def cfg(n, key, url=None):
+        llm = LLMConfig(backend="openai", base_url=url or server.base_url, openai_model="scripted", api_key_env=key, timeout_s=30)
         return GenerateConfig(tasks=["rrb"], rrb_per_tier={"easy": n}, max_attempts=1, writer=llm, output_dir=str(out))
 
     try:
         with pytest.raises(RuntimeError, match="llm.api_key_env='NO_SUCH_KEY'"):
-            run(cfg(3, "NO_SUCH_KEY"), catalog=demo_catalog, embeddings=nb.emb)
+            run(cfg(3, "NO_SUCH_KEY", "https://api.example.com/v1"), catalog=demo_catalog, embeddings=nb.emb)  # a remote server needs a key
         assert not (out / "generation_config.json").exists()
         summary = run(cfg(2, "FAKE_OPENAI_KEY"), catalog=demo_catalog, embeddings=nb.emb)  # another config: it runs
         assert summary["gen/rrb/easy/accepted"] + summary.get("gen/rrb/easy/rejected", 0) == 2

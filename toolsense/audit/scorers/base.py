@@ -48,7 +48,8 @@ class ScorerConfig:
     model: Optional[str] = None
     """openai: model name sent to the endpoint."""
     api_key_env: str = "OPENAI_API_KEY"
-    """openai: NAME of the environment variable holding the key (the key itself is never in config)."""
+    """openai: NAME of the environment variable holding the key (the key itself is never in config);
+    unset is fine for a server on loopback or a private network (a placeholder is sent)."""
     timeout_s: float = 60.0
     max_retries: int = 2
     path: Optional[str] = None

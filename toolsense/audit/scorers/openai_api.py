@@ -1,24 +1,23 @@
 """Score with any OpenAI-compatible chat-completions endpoint (vLLM, TGI, a hosted API).
 
 The API key is read from the environment variable *named* by ``scorer.api_key_env``; it is
-never part of the config, the cache key, the logs or the results."""
+never part of the config, the cache key, the logs or the results. A server on loopback or a
+private network needs none: with the variable unset it is sent a placeholder
+(:func:`toolsense.utils.secrets.api_key`)."""
 
 from __future__ import annotations
-
-import os
 
 from tqdm.auto import tqdm
 
 from toolsense.audit.scorers.base import SCORERS, ScoreItem, ScorerConfig
+from toolsense.utils.secrets import api_key
 
 
 class OpenAIScorer:
     def __init__(self, cfg: ScorerConfig):
         import openai
 
-        key = os.environ.get(cfg.api_key_env)
-        if not key:
-            raise RuntimeError(f"scorer.kind=openai: environment variable {cfg.api_key_env} is not set")
+        key = api_key(cfg.api_key_env, cfg.base_url, "scorer.api_key_env")
         self.client = openai.OpenAI(base_url=cfg.base_url, api_key=key, timeout=cfg.timeout_s, max_retries=cfg.max_retries)
         self.model = cfg.model
         self.identity = {"kind": "openai", "base_url": cfg.base_url, "model": cfg.model}
