@@ -112,7 +112,7 @@ def main() -> None:
     model.eval()
     print(f"{len(index.paths)} tools, {len(index.tokens())} new tokens ({args.index}) added in {time.time() - t0:.1f}s; device={device}")
     queries = load_toolbench_queries(os.path.join(DATA, "toolbench_queries", "G1_instruction.json"))[: args.queries]
-    dec = DecodingConfig(beam_width=args.beam, ks=sorted({1, min(10, args.beam), args.beam}), batch_size=args.batch, free_form=False)
+    dec = DecodingConfig(beam_width=args.beam, batch_size=args.batch, free_form=False)
     retriever = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), dec)
     ids = encode(tok, [retriever.prompt(q) for q in queries])
     batches = length_batches([len(s) for s in ids], args.batch)
