@@ -17,6 +17,7 @@ cached catalog embeddings when they exist, else the encoded slice tiled to the c
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-CATALOG = ROOT.parent / "shared" / "data" / "catalogs" / "toolenv2404.jsonl.gz"
+CATALOG = Path(os.environ.get("TOOLSENSE_DATA", ROOT.parent / "shared" / "data")) / "catalogs" / "toolenv2404.jsonl.gz"
 
 
 def main() -> None:

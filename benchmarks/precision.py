@@ -52,13 +52,18 @@ LOAD_TIMEOUT_S = 900
 
 
 def study_overrides(model: str, mode: str, steps: int) -> list[str]:
-    """train.py overrides of the study's grid run (its ``common`` and ``sweeps.grid``, experiment=tg),
-    less what only evaluation, checkpoints and Stage 2 read, with this benchmark's model, precision
-    and step count."""
+    """train.py overrides of the study's grid run (its ``common`` and the first job of ``sweeps.grid``,
+    experiment=tg), less what only evaluation, checkpoints and Stage 2 read, with this benchmark's
+    model, precision and step count. The grid is a sweep (``trainer.seed=0,1``, ``experiment=tg,tg_h``):
+    Hydra's own sweeper expands it and its first job is taken, as ``python train.py -m`` runs it first."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
     study = OmegaConf.load(STUDY)
-    keep = [o for o in [*study.common, *study.sweeps.grid]
+    parsed = OverridesParser.create().parse_overrides([*study.common, *study.sweeps.grid])
+    first_job = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0][0]
+    keep = [o for o in first_job
             if not o.startswith(("evaluate.", "trainer.save_steps", "trainer.logging_steps", "stage2.", "model=", "experiment="))]
     return keep + [f"model={model}", "experiment=tg", f"trainer.precision={mode}", f"stage1.max_steps={steps}", "stage1.warmup_ratio=0.0",
                    "stage2.enabled=false", "trainer.save_steps=100000", "trainer.logging_steps=100000", "logger=none"]
