@@ -21,7 +21,7 @@ Trainer's own autocast). A step that takes longer than ``--timeout-per-step`` se
 which is then reported as "slower than X s/step, stopped".
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/precision.py --steps 2 --repeats 2
-    python benchmarks/precision.py --model tiny_random --steps 2 --repeats 1      # a quick check of the script
+    python benchmarks/precision.py --smoke     # a quick check of the script: tiny_random, 2 steps, one run per mode
 """
 
 from __future__ import annotations
@@ -40,12 +40,14 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from timing import stats  # noqa: E402  (benchmarks/timing.py, beside this script)
+from timing import parse_args, stats  # noqa: E402  (benchmarks/timing.py, beside this script)
 from tqdm.auto import tqdm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "conf" / "study" / "tools.yaml"
 MODES = ("fp32", "bf16")
+SMOKE = {"model": "tiny_random", "steps": 2, "repeats": 1, "timeout_per_step": 300.0}
+"""``--smoke``: both modes and the logits check on the tiny random model."""
 FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")
 LOAD_TIMEOUT_S = 900
 """Seconds a child may take to load the catalog and model before its first step starts."""
@@ -228,7 +230,7 @@ def main() -> None:
                     help="seconds one step (or one forward of the logits check) may take before its run is stopped")
     ap.add_argument("--no-logits", action="store_true", help="skip the fp32-vs-bf16 logits check")
     ap.add_argument("--one", help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    a = parse_args(ap, SMOKE)
     if a.steps < 1 or a.repeats < 1:
         ap.error("--steps and --repeats must be >= 1")
     if a.one:
