@@ -46,18 +46,18 @@ from tqdm.auto import tqdm  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "conf" / "study" / "tools.yaml"
 MODES = ("fp32", "bf16")
-SMOKE = {"model": "tiny_random", "steps": 2, "repeats": 1, "timeout_per_step": 300.0}
-"""``--smoke``: both modes and the logits check on the tiny random model."""
 FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")
 LOAD_TIMEOUT_S = 900
 """Seconds a child may take to load the catalog and model before its first step starts."""
+SMOKE = {"model": "tiny_random", "steps": 2, "repeats": 1, "timeout_per_step": 300.0}
+"""``--smoke``: both modes and the logits check on the tiny random model."""
 
 
 def study_overrides(model: str, mode: str, steps: int) -> list[str]:
     """train.py overrides of the study's grid run (its ``common`` and the first job of ``sweeps.grid``,
     experiment=tg), less what only evaluation, checkpoints and Stage 2 read, with this benchmark's
     model, precision and step count. The grid is a sweep (``trainer.seed=0,1``, ``experiment=tg,tg_h``):
-    Hydra's own sweeper expands it and its first job is taken, as ``python train.py -m`` runs it first."""
+    Hydra's own sweeper expands it and its first job (seed 0) is taken."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf

@@ -180,6 +180,30 @@ def test_smoke_defaults_give_way_to_explicit_arguments():
         timing.parse_args(parser(), {"steps": 2}, ["--smoke"])
 
 
+def test_precision_trains_the_study_grids_first_job(monkeypatch):
+    """precision.py's overrides compose to study=tools' first grid job (the grid is a sweep:
+    ``trainer.seed=0,1``, ``experiment=tg,tg_h``), with the benchmark's model, precision and steps."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from toolsense.training.config import register_configs, to_train_config
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    spec = importlib.util.spec_from_file_location("benchmarks_precision", BENCH / "precision.py")
+    precision = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(precision)
+    overrides = precision.study_overrides("tiny_random", "bf16", 2)
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = to_train_config(compose("train", overrides=overrides))
+    GlobalHydra.instance().clear()
+    assert (cfg.trainer.seed, cfg.trainer.effective_batch, cfg.trainer.per_device_batch, cfg.trainer.max_length) == (0, 16, 8, 192)
+    assert str(cfg.trainer.precision) == "bf16" and cfg.stage1.max_steps == 2 and not cfg.stage2.enabled
+    assert cfg.catalog.build == "study_tools" and cfg.experiment == "tg"
+    assert cfg.tuning.embedding_lr_scale == 2.5 and cfg.model.name_or_path == "tiny_random"
+
+
 @pytest.mark.parametrize("script,extra,check", SMOKES)
 def test_smoke(script: str, extra: tuple[str, ...], check: Callable[[str], None], shared_data):
     check(run_smoke(script, shared_data, *extra))
