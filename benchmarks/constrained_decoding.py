@@ -3,6 +3,7 @@
     python benchmarks/constrained_decoding.py                       # flat tokens, SmolLM2, B=50
     python benchmarks/constrained_decoding.py --index structural    # hierarchical tokens
     python benchmarks/constrained_decoding.py --queries 8 --ref-queries 4 --tokens 5000   # quick CPU check
+    python benchmarks/constrained_decoding.py --smoke                # tiny_random, 300 tools: seconds
 
 Measured side by side in one run, on the same model, prompts and beam width:
 - floor: one batched prefill of the prompts (forward only, no decoding);
@@ -25,7 +26,7 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
-from timing import interleaved, line, ratio  # noqa: E402  (benchmarks/timing.py, beside this script)
+from timing import interleaved, line, parse_args, ratio  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 from toolsense.catalog import load_catalog, load_toolbench_queries  # noqa: E402
 from toolsense.data.prompts import PromptConfig  # noqa: E402
@@ -35,6 +36,8 @@ from toolsense.decoding.retrieval import Retriever, encode, length_batches  # no
 from toolsense.index import add_index_tokens, build_index, build_trie  # noqa: E402
 from toolsense.models import ModelConfig, load_model_and_tokenizer  # noqa: E402
 
+SMOKE = {"model": "tiny_random", "tokens": 300, "queries": 8, "ref_queries": 4, "beam": 8, "batch": 4, "repeats": 2}
+"""``--smoke``: every side, the identical-lists check included, on the tiny random model."""
 DATA = os.environ.get("TOOLSENSE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
 
 
@@ -99,7 +102,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs of each side, interleaved")
-    args = ap.parse_args()
+    args = parse_args(ap, SMOKE)
 
     catalog = load_catalog(os.path.join(DATA, "toolbench_virtual_tokens.txt"))
     if args.tokens:
@@ -112,7 +115,7 @@ def main() -> None:
     model.eval()
     print(f"{len(index.paths)} tools, {len(index.tokens())} new tokens ({args.index}) added in {time.time() - t0:.1f}s; device={device}")
     queries = load_toolbench_queries(os.path.join(DATA, "toolbench_queries", "G1_instruction.json"))[: args.queries]
-    dec = DecodingConfig(beam_width=args.beam, ks=sorted({1, min(10, args.beam), args.beam}), batch_size=args.batch, free_form=False)
+    dec = DecodingConfig(beam_width=args.beam, batch_size=args.batch, free_form=False)
     retriever = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), dec)
     ids = encode(tok, [retriever.prompt(q) for q in queries])
     batches = length_batches([len(s) for s in ids], args.batch)

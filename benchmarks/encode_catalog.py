@@ -1,6 +1,7 @@
 """Encoding a large catalog: exact fp32 vs int8 dynamic quantisation, and the cached rerun.
 
     python benchmarks/encode_catalog.py [--n 4000] [--repeats 2] [--batch-size 256]
+    python benchmarks/encode_catalog.py --smoke     # 32 tools, one run per backend: seconds
 
 On a fixed slice of the 46,803-API ToolEnv2404 catalog (the G1_instruction gold tools it holds,
 then the catalog's first tools, up to ``--n``), prints texts/s of each backend (runs
@@ -15,6 +16,7 @@ side-by-side columns of one run, not runs.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -24,8 +26,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+DATA = Path(os.environ.get("TOOLSENSE_DATA", ROOT.parent / "shared" / "data"))
 sys.path.insert(0, str(ROOT))
+
+from timing import parse_args  # noqa: E402  (benchmarks/timing.py, beside this script)
+
+SMOKE = {"n": 32, "repeats": 1, "batch_size": 32}
+"""``--smoke``: both backends, the cache and recall@10 on the 32 gold tools of the first G1 queries."""
 
 
 def fixed_slice(catalog, queries, n: int):
@@ -55,7 +62,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="timed runs per backend (interleaved)")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--backends", nargs="+", default=["torch", "int8"])
-    args = ap.parse_args()
+    args = parse_args(ap, SMOKE)
 
     from toolsense.catalog import load_catalog, load_toolbench_queries
     from toolsense.models.encoders import SentenceEncoder, catalog_embeddings
@@ -64,6 +71,8 @@ def main() -> None:
     all_queries = load_toolbench_queries(args.queries)
     catalog = fixed_slice(full, all_queries, args.n)
     queries = [q for q in all_queries if set(q.tools) <= set(catalog.names)]
+    if not queries:
+        raise SystemExit(f"no query of {args.queries} has all its gold tools among the slice's {len(catalog)} tools: raise --n")
     texts = [t.text() for t in catalog]
     encoders = {b: SentenceEncoder(None, b, args.batch_size) for b in args.backends}
     for enc in encoders.values():

@@ -1,6 +1,7 @@
 """The second baseline evaluation over the paper's catalog reuses the first one's tool embeddings.
 
     python benchmarks/eval_rerun.py [--benchmark rrb_sample | --rrb <released rrb.jsonl>] [--warm-repeats 2]
+    python benchmarks/eval_rerun.py --smoke     # the demo catalog (126 tools), one warm run: about a minute
 
 Runs ``evaluate.py catalog=toolbench parametric=false`` with the BM25 and dense (MiniLM) baselines
 on the Realistic Retrieval Benchmark, as a user would (one process per evaluation, a fresh output
@@ -26,6 +27,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from timing import parse_args  # noqa: E402  (benchmarks/timing.py, beside this script)
+
+SMOKE = {"catalog": "demo", "benchmark": "demo_realistic", "warm_repeats": 1}
+"""``--smoke``: the same three-process comparison on the demo catalog, whose cold run encodes 126 tools."""
 
 
 def evaluate(overrides: list[str], cache: Path, out: Path) -> float:
@@ -57,7 +63,7 @@ def main() -> None:
     ap.add_argument("--rrb", default=None, help="the released RRB file (benchmark=rrb benchmark.path=...)")
     ap.add_argument("--catalog", default="toolbench")
     ap.add_argument("--warm-repeats", type=int, default=2)
-    args = ap.parse_args()
+    args = parse_args(ap, SMOKE)
     bench = ["benchmark=rrb", f"benchmark.path={args.rrb}"] if args.rrb else [f"benchmark={args.benchmark}"]
     overrides = [f"catalog={args.catalog}", *bench, "parametric=false",
                  "+baseline@baselines.bm25=bm25", "+baseline@baselines.dense=dense"]

@@ -21,7 +21,7 @@ Trainer's own autocast). A step that takes longer than ``--timeout-per-step`` se
 which is then reported as "slower than X s/step, stopped".
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/precision.py --steps 2 --repeats 2
-    python benchmarks/precision.py --model tiny_random --steps 2 --repeats 1      # a quick check of the script
+    python benchmarks/precision.py --smoke     # a quick check of the script: tiny_random, 2 steps, one run per mode
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from timing import stats  # noqa: E402  (benchmarks/timing.py, beside this script)
+from timing import parse_args, stats  # noqa: E402  (benchmarks/timing.py, beside this script)
 from tqdm.auto import tqdm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,16 +49,23 @@ MODES = ("fp32", "bf16")
 FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")
 LOAD_TIMEOUT_S = 900
 """Seconds a child may take to load the catalog and model before its first step starts."""
+SMOKE = {"model": "tiny_random", "steps": 2, "repeats": 1, "timeout_per_step": 300.0}
+"""``--smoke``: both modes and the logits check on the tiny random model."""
 
 
 def study_overrides(model: str, mode: str, steps: int) -> list[str]:
-    """train.py overrides of the study's grid run (its ``common`` and ``sweeps.grid``, experiment=tg),
-    less what only evaluation, checkpoints and Stage 2 read, with this benchmark's model, precision
-    and step count."""
+    """train.py overrides of the study's grid run (its ``common`` and the first job of ``sweeps.grid``,
+    experiment=tg), less what only evaluation, checkpoints and Stage 2 read, with this benchmark's
+    model, precision and step count. The grid is a sweep (``trainer.seed=0,1``, ``experiment=tg,tg_h``):
+    Hydra's own sweeper expands it and its first job (seed 0) is taken."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
     study = OmegaConf.load(STUDY)
-    keep = [o for o in [*study.common, *study.sweeps.grid]
+    parsed = OverridesParser.create().parse_overrides([*study.common, *study.sweeps.grid])
+    first_job = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0][0]
+    keep = [o for o in first_job
             if not o.startswith(("evaluate.", "trainer.save_steps", "trainer.logging_steps", "stage2.", "model=", "experiment="))]
     return keep + [f"model={model}", "experiment=tg", f"trainer.precision={mode}", f"stage1.max_steps={steps}", "stage1.warmup_ratio=0.0",
                    "stage2.enabled=false", "trainer.save_steps=100000", "trainer.logging_steps=100000", "logger=none"]
@@ -223,7 +230,7 @@ def main() -> None:
                     help="seconds one step (or one forward of the logits check) may take before its run is stopped")
     ap.add_argument("--no-logits", action="store_true", help="skip the fp32-vs-bf16 logits check")
     ap.add_argument("--one", help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    a = parse_args(ap, SMOKE)
     if a.steps < 1 or a.repeats < 1:
         ap.error("--steps and --repeats must be >= 1")
     if a.one:

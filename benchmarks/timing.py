@@ -3,13 +3,15 @@ interleaved (a, b, c, a, b, c, ...), so a burst of load from elsewhere hits all 
 instead of one; each side reports min, median and spread ((max - min) / median) and the ratios
 use the minimum (the least-disturbed run) with the medians beside them. A progress bar shows
 which side and repeat is running. Used by the scripts in this folder (run them from the repo
-root: ``python benchmarks/<script>.py``)."""
+root: ``python benchmarks/<script>.py``), as is :func:`parse_args`, which gives each its
+``--smoke`` flag."""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from tqdm.auto import tqdm
 
@@ -61,3 +63,26 @@ def line(name: str, ts: list[float], scale: float = 1.0, unit: str = "s") -> str
 def ratio(a: list[float], b: list[float]) -> str:
     """``a / b`` on the minima, and on the medians."""
     return f"{min(a) / min(b):.2f}x (medians {statistics.median(a) / statistics.median(b):.2f}x)"
+
+
+SMOKE_NOTE = "SMOKE RUN (--smoke): tiny sizes; the numbers show that the script runs, not whether a target is met"
+
+
+def parse_args(ap: argparse.ArgumentParser, smoke: Mapping[str, object],
+               argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """``ap``'s arguments plus ``--smoke``, which swaps the defaults for ``smoke`` (model=tiny_random, a
+    few items, one repeat: end to end in seconds, every ratio still printed); arguments given on the
+    command line still win. tests/benchmarks/test_smoke.py runs every script this way. A key of
+    ``smoke`` that is not one of ``ap``'s arguments is refused."""
+    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in smoke.items())
+    ap.add_argument("--smoke", action="store_true", help=f"tiny sizes that run in seconds ({flags}); explicit arguments still win")
+    args = ap.parse_args(argv)
+    unknown = sorted(set(smoke) - set(vars(args)))
+    if unknown:
+        raise ValueError(f"smoke defaults name no argument of {ap.prog}: {unknown}")
+    if not args.smoke:
+        return args
+    ap.set_defaults(**smoke)
+    args = ap.parse_args(argv)
+    print(SMOKE_NOTE, flush=True)
+    return args

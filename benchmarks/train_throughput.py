@@ -18,6 +18,7 @@ tokens; the rest must come from not projecting unlabelled positions through the 
 
     python benchmarks/train_throughput.py                 # SmolLM2, 8 steps of 16
     python benchmarks/train_throughput.py --model tiny_random --steps 4
+    python benchmarks/train_throughput.py --smoke       # tiny_random, 3 steps of 4, one run per mode
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from timing import stats  # noqa: E402  (benchmarks/timing.py, beside this script)
+from timing import parse_args, stats  # noqa: E402  (benchmarks/timing.py, beside this script)
 from tqdm.auto import tqdm  # noqa: E402
+
+SMOKE = {"model": "tiny_random", "steps": 3, "batch": 4, "repeats": 1}
+"""``--smoke``: both modes, each in its own process, on the tiny random model."""
 
 
 def measure(model_name: str, batching: str, steps: int, batch: int) -> dict:
@@ -96,7 +100,7 @@ def main() -> None:
     ap.add_argument("--baseline", choices=["longest", "max_length"], default="longest")
     ap.add_argument("--repeats", type=int, default=3, help="runs of each mode, interleaved")
     ap.add_argument("--one", help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    a = parse_args(ap, SMOKE)
     if a.one:
         print("RESULT " + json.dumps(measure(a.model, a.one, a.steps, a.batch)))
         return
