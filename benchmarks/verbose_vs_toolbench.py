@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import random
 from pathlib import Path
 
+from timing import parse_args  # benchmarks/timing.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared/data"
+DATA = Path(os.environ.get("TOOLSENSE_DATA") or ROOT.parent / "shared/data")
 G1 = ("G1_instruction", "G1_category", "G1_tool")
 KS = (1, 5, 50)
 
@@ -56,10 +59,7 @@ def main() -> None:
     ap.add_argument("--n-tools", type=int, default=1000)
     ap.add_argument("--catalog", default=None, help="default: the 46,984-tool catalog (catalog=toolbench, built on first use)")
     ap.add_argument("--queries", type=int, default=None, help="keep the first N G1 queries (and their tools)")
-    ap.add_argument("--smoke", action="store_true", help="150 tools of ToolEnv2404, 40 queries")
-    args = ap.parse_args()
-    if args.smoke:
-        args.catalog, args.n_tools, args.queries = str(DATA / "catalogs/toolenv2404.jsonl.gz"), 150, 40
+    args = parse_args(ap, {"catalog": str(DATA / "catalogs/toolenv2404.jsonl.gz"), "n_tools": 150, "queries": 40})
 
     import toolsense.data.verbose as verbose
     from toolsense.catalog import load_catalog

@@ -24,7 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 NOT_SMOKED = {"timing.py": "the helpers the scripts share (tested below)",
-              "gpu_check.py": "needs a CUDA device; gpu_check.sh runs it"}
+              "gpu_check.py": "needs a CUDA device; gpu_check.sh runs it (its --smoke: tests/test_gpu_check.py)",
+              "gpu_wheels.py": "builds the GPU wheelhouse (make gpu-wheels); gpu_check.sh --smoke installs from one"}
 SLOW = pytest.mark.slow
 NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 
@@ -139,7 +140,21 @@ def check_eval_rerun(out: str) -> None:
     assert re.search(r"embeddings of 126 tools from cache", out), "the warm run did not read the cold run's embeddings"
 
 
+def check_verbose_vs_toolbench(out: str) -> None:
+    n_tools, n_gold, _, n_g1 = numbers(rf"^catalog: {NUM} tools \({NUM} G1 gold, {NUM} distractors\); {NUM} G1 queries", out)
+    assert n_tools == 150 and 0 < n_gold <= n_tools and n_g1 == 40
+    rows = {}
+    for label in ("ToolBench G1 \\(real\\)", "generated v2 \\(shipped\\)", "always named, whole clause \\(v1 style\\)"):
+        n, api, svc, *hits = numbers(rf"^{label}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}$", out)
+        assert hits[:3] == sorted(hits[:3]) and all(0 <= h <= 100 for h in hits)  # any-hit grows with k
+        rows[label.split(" ")[0]] = (n, api, svc, hits)
+    assert rows["always"][1] == rows["always"][2] == 100.0 and rows["generated"][1] < 60  # v2 names far less often
+    assert rows["generated"][0] == n_gold  # one held-out query per gold tool
+    ratio(rf"^ratio generated v2 / G1, BM25 any@5: {NUM}; always named / G1: {NUM}$", out)
+
+
 SMOKES = [
+    pytest.param("verbose_vs_toolbench.py", (), check_verbose_vs_toolbench, id="verbose_vs_toolbench"),
     pytest.param("constrained_decoding.py", (), lambda out: check_constrained(out, "flat"), id="constrained_decoding-flat"),
     pytest.param("constrained_decoding.py", ("--index", "structural"), lambda out: check_constrained(out, "structural"),
                  id="constrained_decoding-structural"),
