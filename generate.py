@@ -2,6 +2,7 @@
 
     python generate.py                                   # demo catalog, embedded SmolLM2 writes and judges
     python generate.py catalog=toolsense_release writer.backend=openai writer.openai_model=gpt-4o-mini
+    python generate.py judge=openai judge.openai_model=gpt-4o judge.base_url=http://127.0.0.1:8000/v1   # another judge
     TOOLSENSE_BUSY=wait python generate.py ...             # another process holds the folder: wait (skip: move on; default: stop)
 """
 
@@ -10,7 +11,7 @@ import sys
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from toolsense.generation.config import GenerateConfig, register_configs
+from toolsense.generation.config import GenerateConfig, check_judge_overrides, register_configs
 from toolsense.generation.outputs import nothing_made
 from toolsense.generation.runner import run
 from toolsense.tracking import log_job_summary
@@ -34,4 +35,5 @@ def main(dict_cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_judge_overrides(sys.argv[1:])
     main()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.generation.llm import LLMConfig
@@ -161,3 +162,12 @@ def register_configs() -> None:
     from toolsense.utils.hydra import register_schema
 
     register_schema("generate_schema", GenerateConfig)
+
+
+def check_judge_overrides(argv: Sequence[str]) -> None:
+    """Refuse ``judge.<field>=...`` without ``judge=<backend>``: with no judge chosen the writer judges,
+    and Hydra cannot set a field of an unset section (its error names no field)."""
+    fields = [a for a in argv if re.match(r"^\+{0,2}judge\.", a)]
+    if fields and not any(re.match(r"^\+{0,2}judge=", a) for a in argv):
+        raise SystemExit(f"{fields[0]}: no judge is chosen (by default the writer judges); choose one first, "
+                         f"e.g. judge=openai {fields[0].lstrip('+')} (conf/judge/: openai, hf, local)")

@@ -1,0 +1,40 @@
+"""Choosing a judge from the command line (issue 38, item 7): ``judge=<backend>`` then its fields;
+a field without a judge is refused naming it, and a bad value names the dotted field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from toolsense.generation.config import GenerateConfig, check_judge_overrides, register_configs
+from toolsense.utils.config import to_config
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def _compose(overrides: list[str]) -> GenerateConfig:
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return to_config(GenerateConfig, compose("generate", overrides=overrides))
+
+
+def test_no_judge_by_default_and_another_model_by_group():
+    assert _compose([]).judge is None  # the writer judges
+    cfg = _compose(["judge=openai", "judge.openai_model=m", "judge.base_url=http://127.0.0.1:9/v1", "judge.timeout_s=5"])
+    assert (cfg.judge.backend, cfg.judge.openai_model, cfg.judge.timeout_s, cfg.judge.temperature) == ("openai", "m", 5, 0.0)
+    assert _compose(["judge=hf"]).judge.backend == "hf" and _compose(["judge=local"]).judge.backend == "local"
+
+
+def test_a_bad_judge_value_names_the_field():
+    with pytest.raises(ValueError, match=r"judge\.timeout_s=0\.0: must be > 0"):
+        _compose(["judge=openai", "judge.timeout_s=0"])
+
+
+def test_a_judge_field_without_a_judge_is_refused_naming_it():
+    for arg in ("judge.timeout_s=0", "+judge.backend=openai"):
+        with pytest.raises(SystemExit, match=r"^\+?judge\.\w+=\w+: no judge is chosen .* choose one first, e\.g\. judge=openai"):
+            check_judge_overrides(["catalog=demo", arg])
+    check_judge_overrides(["judge=openai", "judge.timeout_s=5"])  # a judge chosen: Hydra sets its fields
+    check_judge_overrides(["writer.timeout_s=5"])
