@@ -86,7 +86,7 @@ def test_every_documented_override_still_lands():
     (["decoding.max_new_tokens=0"], "decoding.max_new_tokens must be >= 1 or null, got 0"),
     (["metrics.resamples=0"], "metrics.resamples must be >= 1"),
     (["probe.batch_size=0"], "probe.batch_size must be >= 1, got 0"),
-    (["probe.modes=[token,tokn]"], "probe.modes may only contain ['token', 'control', 'card'], got ['tokn']"),
+    (["probe.modes=[token,tokn]"], "probe.modes may only contain ['token', 'control', 'card', 'options'], got ['tokn']"),
     (["probe.modes=[token,token]"], "probe.modes repeats a mode"),
     (["probe.flag_share=1.5"], "probe.flag_share must lie in (0, 1], got 1.5"),
     (["probe.template='{question} {options}'"], "probe.template may use ['choices', 'options', 'question', 'tool'] and "

@@ -189,7 +189,7 @@ def test_card_mode_shows_the_tool_description(ev):
 def test_real_probe_path_in_every_mode_reports_consistent_diagnostics(ev, tmp_path, kind):
     bench = load_benchmark(BenchmarkConfig(loader=kind, limit=12))
     answers = "ABCD" if kind == "mcq" else ("Yes", "No")
-    cfg = ProbeConfig(modes=["token", "control", "card"], debias="circular", batch_size=8)
+    cfg = ProbeConfig(modes=["token", "control", "card", "options"], debias="circular", batch_size=8)
     for mode in cfg.modes:
         res = evaluate_probe(ev, bench, mode, cfg, tmp_path / mode, resamples=50)
         rows = [json.loads(x) for x in (tmp_path / mode / "samples.jsonl").read_text().splitlines()]
@@ -269,3 +269,18 @@ def test_untrained_smollm2_answers_a_to_every_demo_mcq_item_and_is_flagged(tmp_p
     assert res["answer_distribution"] == {"A": 8, "B": 0, "C": 0, "D": 0} and res["top_answer"]["flagged"]
     assert res["metrics"]["accuracy"]["value"] == res["gold_distribution"]["A"] / 8
     assert res["metrics"]["circular_mean"]["value"] == 0.25 and res["metrics"]["circular_all"]["value"] == 0.0
+
+
+def test_options_mode_names_no_tool_and_refuses_a_template_that_would_lose_the_question(ev):
+    """``options``: the question and its options alone (the template's {tool} line left out), the
+    floor a token score is compared with; a template whose {tool} line also holds the question is
+    refused when that mode is asked for, and accepted otherwise."""
+    it = load_benchmark(BenchmarkConfig(loader="mcq")).items[0]
+    perm = [2, 0, 3, 1]
+    opt = probe_prompt(ev, it, "mcq", "options", perm, ProbeConfig(), chat=False)[0]["content"]
+    assert opt == f"{it.question}\n" + "\n".join(f"{'ABCD'[j]}. {it.options[p]}" for j, p in enumerate(perm)) + "\nAnswer with A, B, C or D only."
+    assert "SkyCast" not in opt and "<<" not in opt and "Consider this tool" not in opt
+    one_line = "About {tool}: {question}\n{options}\nAnswer with {choices} only."
+    assert ProbeConfig(modes=["token"], template=one_line).template == one_line
+    with pytest.raises(ValueError, match=r"probe mode 'options' drops the line holding \{tool\}, which also holds \{question\}"):
+        ProbeConfig(modes=["token", "options"], template=one_line)

@@ -161,3 +161,27 @@ def test_extrapolation_is_log_linear_in_the_non_gold_tools():
     assert extrapolate([(1, 0.9), (2, 0.8), (4, 0.7)], 16) == pytest.approx(0.5)  # -0.1 per doubling, two more
     assert extrapolate([(10, 0.9), (40, 0.7)], 40) == pytest.approx(0.7)
     assert extrapolate([(10, 0.9), (40, 0.7)], 160) == pytest.approx(0.5)  # the last step spans two doublings
+
+
+def test_a_fully_encoded_catalog_is_said_measured_and_the_search_column_is_said_a_search(tmp_path):
+    """Where every tool is encoded the dense section speaks of the full catalog, measured (no sample,
+    no extrapolated row), and the paper's rows say their last column searched up to 18 cells a row."""
+    from toolsense.paper.dense import FULL_INTRO, SAMPLE_INTRO, intro, is_full, sample_section
+    from toolsense.paper.page import paper_rows_table
+
+    items = {"Rc@50": [1.0, 1.0, 0.0, 1.0], "Rc@5": [1.0, 0.0, 0.0, 1.0], "ToolGen NDCG@5": [0.5, 0.0, 0.0, 1.0]}
+    cells = {b: {sys_: items for sys_ in ("dense", "bm25", "bm25_toolgen")} for b in ("G1", "rrb")}
+    curve = [{"n_distractors": n, "dense": {"G1": v, "rrb": v}, "bm25": {"G1": v, "rrb": v}} for n, v in ((25, 0.9), (50, 0.8))]
+    full = {"dense": {"document": "tool_text", "n_gold": 10, "n_distractors": 100, "n_catalog": 110, "n_tools": 110,
+                      "cells": cells, "curve": curve}}
+    assert is_full(full) and intro(full) == FULL_INTRO and "uniform random" not in FULL_INTRO and "upper estimate" not in FULL_INTRO
+    section = sample_section(full, {})
+    assert "on the full catalog: all 110 tools (10 gold tools + 100 others):" in section
+    assert "| 100 (measured: the full catalog) | 75.0 | 75.0 | 75.0 | 75.0 |" in section
+    assert "extrapolated" not in section and "not encoded" not in section and "same catalog" in section
+    assert "catalog size: measured on the full catalog (Rc@50 75.0; no extrapolation)" in section
+    part = {"dense": {**full["dense"], "n_catalog": 210}}  # half the others encoded: a sample, extrapolated
+    assert not is_full(part) and intro(part) == SAMPLE_INTRO and "| 200 (extrapolated) |" in sample_section(part, {})
+    rows = paper_rows_table(Grid(tmp_path, SETTINGS, ["G1", "rrb"]))
+    assert "holds the paper's number (a search: below) |" in rows
+    assert "per row it tries up to 18 (setting, metric) cells (3 settings × 6 metrics), so some 95% interval" in rows

@@ -95,9 +95,62 @@ def test_flat_vs_hierarchical_is_is_cohens_d_over_configurations():
     cells, schemes = _grid_cells(is_flat=(0.3, 0.4), is_hier=(0.8, 0.7))
     assert F.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, S).verdict == "no"
     cells, schemes = _grid_cells()
-    cells["tg_h-lora"]["realistic IS@5"].update(hits=3, few_hits=True)
+    for row in ("tg_h-lora", "tg_5fm-full"):
+        cells[row]["realistic IS@5"].update(hits=3, few_hits=True)
     f = F.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, S)
-    assert f.verdict == "untestable" and "tg_h-lora | realistic IS@5 (3 hits)" in f.why
+    assert f.verdict == "untestable" and "tg_h-lora | realistic IS@5 (3 hits)" in f.why and "0 hierarchical" in f.why
+    assert F.d_power(2, 2)["mdd"] == pytest.approx((1.959964 + 0.841621) * (1 / 2 + 1 / 2) ** 0.5)
+
+
+def _unpack_tools(tmp_path: Path, prefix: str) -> Path:
+    import tarfile
+
+    with tarfile.open(ROOT / "docs" / "reproduction_tools_results.tar.xz") as tar:
+        tar.extractall(tmp_path, members=[m for m in tar.getmembers() if m.name.startswith(f"reproduce_tools/{prefix}/")])
+    return tmp_path / "reproduce_tools" / prefix
+
+
+def test_finding_3_reports_direction_and_power_where_each_group_has_one_configuration_with_hits(tmp_path):
+    """study=tools' grid: flat TG IS@5 0.27 on 212 constrained hits (2 seeds), TG-H 0.96 on 24 (1 seed): no
+    Cohen's d over one configuration a group, but both rest on >= min_hits, so the runs' own difference
+    is reported, -0.69 with a normal interval from each cell's (se 0.063: by hand sqrt(0.038² + 0.050²)),
+    pointing away from the paper, and the minimum detectable difference at 80% power, 2.80 se = 0.18."""
+    g = Sweep("grid", _unpack_tools(tmp_path, "grid"), 5, 100)
+    f = F.flat_vs_hierarchical_is({"grid": g}, S)
+    diff = f.details["difference"]
+    assert diff["value"] == pytest.approx(57 / 212 - 23 / 24) and diff["se"] == pytest.approx(0.0627, abs=5e-4)
+    assert f.details["power"]["mdd"] == pytest.approx(0.1757, abs=1e-3) and diff["hi"] < 0
+    assert f.verdict == "no" and "it points the other way" in f.ours and "≥ 0.18 IS" in f.ours
+    gated = F.flat_vs_hierarchical_is({"grid": g}, Settings(k=5, resamples=200))
+    assert gated.verdict.startswith("not enough seeds") and "tg_h-lora has 1" in gated.verdict
+
+
+def test_finding_5_compares_only_runs_whose_card_ceilings_are_close(tmp_path):
+    """study=tools' probe_model: MCQ card ceilings (position-balanced) TG-LoRA 93.3%, TG-3FM-LoRA 58.3%,
+    TG-FFT 73.3%: at the 10 pp default both halves are confounded by the ceiling; there is no TG-3FM FFT
+    run, so LoRA − FFT is on TG and says so. With a 50 pp margin both halves are estimated, raw and
+    balanced side by side (TG-3FM − TG balanced 17.5 − 41.7 = -24.2 pp, raw 28.3 − 28.3 = 0)."""
+    g = Sweep("probe_model", _unpack_tools(tmp_path, "probe_model"), 5, 100)
+    f = F.formats_and_lora_retain({"grid": g}, S)
+    assert f.details["card_ceiling"] == pytest.approx({"tg-lora": 56 / 60, "tg_3fm-lora": 35 / 60, "tg-full": 44 / 60})
+    assert f.verdict == "confounded by card ceiling (58.3% vs 93.3%)" and f.details["tuning_on"] == "tg"
+    assert "tg-lora − tg-full confounded by card ceiling (93.3% vs 73.3%)" in f.why and "LoRA − FFT on TG:" in f.why
+    wide = F.formats_and_lora_retain({"grid": g}, Settings(k=5, resamples=200, min_seeds=1, ceiling_margin=0.5))
+    assert wide.details["formats"]["value"] == pytest.approx(0.175 - 50 / 120)
+    assert wide.details["raw"]["formats"]["value"] == pytest.approx(0.0) and wide.verdict == "no"
+    assert "position-balanced -24.2 pp" in wide.ours and "raw +0.0 pp" in wide.ours
+
+
+def test_finding_4_judges_the_token_score_against_the_options_only_control():
+    """A token score of 40% (balanced) is 15 pp above chance but equal to what the options alone give
+    (40%): against chance it is "no", against the options-only control it is "yes"."""
+    cells = {"tg-lora": _probe_cells((0.4, 0.3, 0.5), (0.4, 0.37, 0.43), (0.8, 0.7, 0.9))}
+    assert F.probes_near_chance({"grid": fake_sweep(cells, {"tg-lora": "flat"})}, S).details["per_benchmark"]["mcq"] == "no"
+    cells["tg-lora"].update({"mcq options acc": {"value": 0.3, "lo": 0.2, "hi": 0.4, "chance": 0.25},
+                             "mcq options bal": {"value": 0.4, "lo": 0.3, "hi": 0.5}})
+    f = F.probes_near_chance({"grid": fake_sweep(cells, {"tg-lora": "flat"})}, S)
+    assert f.details["per_benchmark"]["mcq"] == "yes" and f.details["per_row"][0]["against"] == "options only"
+    assert f.details["per_row"][0]["baseline"] == 0.4 and "options only 30.0% [20.0, 40.0]" in f.ours
 
 
 def _drift_file(path: Path, virtual: float, base: float, n: int = 60, rows: bool = True, seed: int = 0) -> str:
@@ -217,7 +270,9 @@ def test_published_probe_model_results_are_judged_on_balanced_scores(tmp_path):
     f4 = F.probes_near_chance({"grid": sweep}, S)
     assert f4.details["per_benchmark"] == {"mcq": "inconclusive (too few items)", "qa": "untestable"}
     assert f4.verdict == "inconclusive (too few items)" and f4.details["judged_on"] == ["debiased", "debiased"]
-    f5 = F.formats_and_lora_retain({"grid": sweep}, S)
+    f5 = F.formats_and_lora_retain({"grid": sweep}, S)  # card ceilings far apart: confounded at the 10 pp default
+    assert f5.verdict.startswith("confounded by card ceiling") and f5.details["formats"] is None
+    f5 = F.formats_and_lora_retain({"grid": sweep}, Settings(k=5, resamples=200, min_seeds=1, ceiling_margin=0.99))
     assert f5.details["formats"]["value"] == pytest.approx(0.0) and f5.details["raw"]["formats"]["value"] == pytest.approx(6 / 32)
     assert f5.details["ceiling_above_chance"] == {"tg-lora": True, "tg_3fm-lora": False}
     assert f5.verdict == "untestable" and "at chance: tg_3fm-lora" in f5.why

@@ -117,7 +117,7 @@ def test_the_cut_tools_study_composes_in_epochs_with_app_e_on_realistic_template
     assert (grid.stage1.epochs, grid.stage1.max_steps, grid.stage2.epochs) == (1.0, -1, 1.0)
     assert [(s.kind, s.split) for s in grid.stage2.sources] == [("verbose", "train")]
     assert [(s.kind, s.path) for s in app_e.stage2.sources] == [("realistic_template", grid.catalog.path)]
-    assert qwen.stage1.epochs == qwen.stage2.epochs == 2.0 and "probe.modes=[token,card]" in qwen.evaluate.overrides
+    assert qwen.stage1.epochs == qwen.stage2.epochs == 2.0 and "probe.modes=[token,control,card,options]" in qwen.evaluate.overrides
     assert qwen.catalog.build == "study_probe_tools_120" and qwen.trainer.per_device_batch == 4
     from toolsense.catalog.study_tools import PROBE_ITEMS  # the catalog holds the tools of exactly the items scored
 

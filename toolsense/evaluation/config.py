@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import string
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional, Union
 
 from toolsense.catalog.config import CatalogConfig
-from toolsense.data.prompts import PromptConfig
+from toolsense.data.prompts import PromptConfig, check_probe_template
 from toolsense.decoding.batching import check_batch_size
 from toolsense.decoding.length import QueryLengthConfig
 from toolsense.decoding.beam import HeadPrecision
@@ -109,13 +108,15 @@ class MetricsConfig:
 class ProbeConfig:
     modes: list[str] = field(default_factory=lambda: ["token", "control"])
     """token: the tool is named only by its virtual token(s); control: by its name instead;
-    card: by its name and descriptions (the ceiling: is the probe answerable at all?)."""
+    card: by its name and descriptions (the ceiling: is the probe answerable at all?); options: not
+    at all, the template's {tool} line dropped (what the question and options alone give away)."""
     seed: int = 0
     """Seed of the per-item option shuffles (the permutation is recorded in samples.jsonl)."""
     batch_size: int = 16
     """Prompts per forward pass (circular MCQ packs batch_size // n_options items per batch)."""
     template: str = "Consider this tool: {tool}\n{question}\n{options}\nAnswer with {choices} only."
-    """User turn; {tool} is the token(s) or, in control / card mode, the tool's name (and card)."""
+    """User turn; {tool} is the token(s) or, in control / card mode, the tool's name (and card); its
+    line is left out in options mode, so it must hold no other field there."""
     use_system_prompt: bool = False
     """Prepend the run's retrieval system prompt (off: probes are not retrieval requests)."""
     debias: Literal["none", "circular"] = "none"
@@ -131,11 +132,7 @@ class ProbeConfig:
             raise ValueError(f"probe.modes may only contain {list(PROBE_MODES)}, got {bad}")
         if len(set(self.modes)) < len(self.modes):
             raise ValueError(f"probe.modes repeats a mode: {list(self.modes)}")
-        fields = {f for _, f, _, _ in string.Formatter().parse(self.template) if f is not None}
-        unknown, absent = fields - TEMPLATE_FIELDS, {"tool", "question", "options"} - fields
-        if unknown or absent:
-            raise ValueError(f"probe.template may use {sorted(TEMPLATE_FIELDS)} and needs {{tool}}, {{question}} and "
-                             f"{{options}}; unknown {sorted(unknown)}, absent {sorted(absent)}")
+        check_probe_template(self.template, self.modes)
         if self.debias not in ("none", "circular"):
             raise ValueError(f"probe.debias must be 'none' or 'circular', got {self.debias!r}")
         if not 0 < self.flag_share <= 1:
@@ -144,8 +141,7 @@ class ProbeConfig:
             raise ValueError(f"probe.batch_size must be >= 1, got {self.batch_size}")
 
 
-PROBE_MODES = ("token", "control", "card")
-TEMPLATE_FIELDS = {"tool", "question", "options", "choices"}
+PROBE_MODES = ("token", "control", "card", "options")
 
 
 @dataclass

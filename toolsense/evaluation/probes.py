@@ -5,7 +5,8 @@ are shuffled per item with a seeded RNG (the permutation is logged) and the answ
 highest-scoring of the allowed answers (A/B/C/D, or Yes/No) — decoding constrained to them.
 The ``control`` mode shows the tool's name instead of its token, separating knowledge of the
 tool from knowledge carried by the token; ``card`` shows its name and descriptions, the
-ceiling that tells whether the model can answer the probe at all. Accuracy comes with a
+ceiling that tells whether the model can answer the probe at all; ``options`` names no tool
+(the template's {tool} line left out), the floor of what the question and options give away. Accuracy comes with a
 bootstrap interval, chance, the majority rate, the answer distributions and a flag for a
 one-answer probe; ``debias=circular`` adds rotation-averaged (MCQ) and prior-free (QA)
 accuracies (probe_stats.py).
@@ -30,7 +31,7 @@ from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_cove
 from toolsense.evaluation.metrics import accuracy
 from toolsense.evaluation.outputs import SampleLog, write_json
 from toolsense.decoding.retrieval import encode
-from toolsense.data.prompts import LETTERS, probe_answers
+from toolsense.data.prompts import LETTERS, options_only, probe_answers
 from toolsense.evaluation.probe_stats import centred_predictions, debiased_correct, distribution, majority_rate, rotation, top_answer
 from toolsense.utils.warnings import summarise
 from toolsense.utils.io import git_sha
@@ -79,7 +80,8 @@ def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Seq
         choices = ", ".join(LETTERS[: len(perm) - 1]) + f" or {LETTERS[len(perm) - 1]}"
     else:
         options, choices = "", "Yes or No"
-    text = cfg.template.format(tool=tool_reference(ev, item, mode), question=item.question, options=options, choices=choices)
+    template, tool = (options_only(cfg.template), "") if mode == "options" else (cfg.template, tool_reference(ev, item, mode))
+    text = template.format(tool=tool, question=item.question, options=options, choices=choices)
     messages = [{"role": "user", "content": text.replace("\n\n", "\n")}]
     messages = with_system(messages, ev.prompts) if cfg.use_system_prompt else messages
     return render_prompt(ev.tokenizer, messages) if chat else messages

@@ -196,6 +196,22 @@ the sample is an upper estimate of the full catalog's, not a measurement of it.
 
 """
 
+FULL_INTRO = SAMPLE_INTRO[: SAMPLE_INTRO.index(" Where the whole")] + """ The whole catalog is
+encoded: every dense row below is measured over all of its tools (every gold tool of G1/G2/G3 and the
+RRB part and every other tool), not a sample, and needs no extrapolation.
+
+"""
+
+
+def is_full(sample: Mapping[str, Any]) -> bool:
+    """Whether every encoding in ``sample`` holds every tool of the catalog (the "sample" is the catalog)."""
+    return bool(sample) and all(s["n_distractors"] >= s["n_catalog"] - s["n_gold"] for s in sample.values())
+
+
+def intro(sample: Mapping[str, Any]) -> str:
+    """The dense section's opening: a sample's caveats, or (the whole catalog encoded) that it is measured."""
+    return FULL_INTRO if is_full(sample) else SAMPLE_INTRO
+
 
 def load_sample(out: Path) -> dict[str, Any]:
     path = out / "dense_sample.json"
@@ -241,6 +257,10 @@ def curve_table(sample: Mapping[str, Any], setting: str, full_bm25: Mapping[tupl
     pts = {c: curve_points(sample, setting, *c) for c in cols}
     rows = [[f"{n:,}", *(f"{100 * pts[c][i][1]:.1f}" for c in cols)] for i, (n, _) in enumerate(pts[cols[0]])]
     n_full = s["n_catalog"] - s["n_gold"]
+    if is_full(sample):  # the last point is the whole catalog: measured, nothing to extrapolate
+        rows[-1][0] = f"{n_full:,} (measured: the full catalog)"
+        return markdown_table(["non-gold tools", "dense G1 Rc@50", "dense RRB part Rc@50", "`bm25` G1 Rc@50",
+                               "`bm25` RRB part Rc@50"], rows)
     rows.append([f"{n_full:,} (extrapolated)", *(f"{100 * extrapolate(pts[c], n_full):.1f}" for c in cols)])
     full = [full_bm25.get(("bm25", b)) for b in CURVE_BENCHES]
     rows.append([f"{n_full:,} (measured: the full catalog)", "not encoded", "not encoded",
@@ -251,6 +271,8 @@ def curve_table(sample: Mapping[str, Any], setting: str, full_bm25: Mapping[tupl
 
 def sample_label(sample: Mapping[str, Any], setting: str) -> str:
     s = sample[setting]
+    if is_full(sample):
+        return f"the full catalog: all {s['n_catalog']:,} tools ({s['n_gold']:,} gold tools + {s['n_distractors']:,} others)"
     return (f"every gold tool ({s['n_gold']:,}) + a uniform sample of {s['n_distractors']:,} of the "
             f"{s['n_catalog'] - s['n_gold']:,} others ({sample_share(s):.0f}%): {s['n_tools']:,} of {s['n_catalog']:,} tools")
 
@@ -279,13 +301,16 @@ def sample_section(sample: Mapping[str, Any], full_bm25: Mapping[tuple[str, str]
                          pct(sample_est(sample, setting, b, "bm25", "Rc@50")) + f" (full: {pct(full[0])})",
                          pct(sample_est(sample, setting, b, "bm25_toolgen", "Rc@50")) + f" (full: {pct(full[1])})",
                          signed(sample_est(sample, setting, b, "dense", "Rc@50", minus="bm25"))])
+        same = "catalog" if is_full(sample) else "sample"
         parts.append(f"`{setting}` (MiniLM over `{sample[setting]['document']}`), on {sample_label(sample, setting)}:\n\n"
                      + markdown_table(["benchmark", "dense Rc@50", "dense Rc@5", "dense ToolGen NDCG@5",
-                                       "`bm25` Rc@50, same sample", "`bm25_toolgen` Rc@50, same sample",
+                                       f"`bm25` Rc@50, same {same}", f"`bm25_toolgen` Rc@50, same {same}",
                                        "dense − `bm25` Rc@50 (paired)"], rows))
         if len(sample[setting].get("curve", [])) >= 2:
-            parts.append("How the sample's size moves Rc@50 (a quarter, a half and all of its non-gold tools, "
-                         "nested), and the log-linear extrapolation to the whole catalog:\n\n"
+            parts.append(("How the catalog's size moves Rc@50 (a quarter, a half and all of its non-gold tools, nested; "
+                          "the last row is the full catalog, measured):\n\n" if is_full(sample) else
+                          "How the sample's size moves Rc@50 (a quarter, a half and all of its non-gold tools, "
+                          "nested), and the log-linear extrapolation to the whole catalog:\n\n")
                          + curve_table(sample, setting, full_bm25))
     return "\n".join(parts) + "\n" + dense_reasons(sample, full_bm25)
 
@@ -300,12 +325,14 @@ def dense_reasons(sample: Mapping[str, Any], full_bm25: Mapping[tuple[str, str],
         rc, nd = (sample_est(sample, setting, b, "dense", m) for m in ("Rc@50", "ToolGen NDCG@5"))
         x, xb = extrapolated_rc50(sample, setting, "dense", b), extrapolated_rc50(sample, setting, "bm25", b)
         full = full_bm25.get(("bm25", b))
-        size = (f"catalog size: the sample's Rc@50 {100 * rc.value:.1f} extrapolates to ≈ {100 * x:.1f} on the whole catalog "
+        size = (f"catalog size: measured on the full catalog (Rc@50 {100 * rc.value:.1f}; no extrapolation)" if is_full(sample) else
+                f"catalog size: the sample's Rc@50 {100 * rc.value:.1f} extrapolates to ≈ {100 * x:.1f} on the whole catalog "
                 f"(the same extrapolation gives `bm25` {100 * xb:.1f} against its measured {100 * full.value:.1f}, "
                 f"an error of {100 * (xb - full.value):+.1f})" if x is not None and xb is not None and full is not None
                 else f"catalog size: the sample's Rc@50 is {100 * rc.value:.1f}, an upper estimate (no size curve yet)")
         lines.append(f"- {b if b == 'G1' else 'RRB part'} (paper {paper}): {size}; metric: ToolGen's NDCG@5 (its top-5 window) "
-                     f"of the same rankings is {100 * nd.value:.1f}, {100 * (nd.value - rc.value):+.1f} from Rc@50 on the sample.")
+                     f"of the same rankings is {100 * nd.value:.1f}, {100 * (nd.value - rc.value):+.1f} from Rc@50 on the "
+                     f"{'full catalog' if is_full(sample) else 'sample'}.")
     lines.append("- Not measurable here: te3l itself (no API key; MiniLM is a smaller, older encoder), and ToolBench's own "
                  "G1 test split (ours is StableToolBench's 474 solvable queries).\n")
     return "\n".join(lines)

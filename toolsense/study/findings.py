@@ -29,7 +29,10 @@ RULES = {
     2: "both parts by the sign rule: the collapse (standard − realistic Rc@k over configurations, over seeds and queries) "
        "and dense − best parametric run on realistic Rc@k (paired per query); the collapse's verdict where it is not yes",
     3: f"sign rule on Cohen's d of realistic IS@k, flat − hierarchical, over {EFFECT_UNIT}, with a bootstrap interval over "
-       "configurations; untestable when either group keeps fewer than 2 configurations with at least `min_hits` constrained hits",
+       "configurations, beside the smallest d it detects with 80% power; where a group keeps fewer than 2 configurations with at least "
+       "`min_hits` constrained hits, the sign rule on flat − hierarchical IS of those runs (a normal interval from each cell's "
+       "own, over its queries and seeds) with the minimum detectable difference at 80% power; untestable only where a group "
+       "keeps none",
     4: PROBE_RULE,
     5: RETAIN_RULE,
     6: DRIFT_RULE,
@@ -152,23 +155,69 @@ def flat_vs_hierarchical_is(sw: dict[str, Sweep], s: Settings) -> Finding:
     col = f"realistic IS@{k}"
     rows = g.rows() if g else []
     schemes = {r: g.comp["schemes"].get(r) for r in rows if g.comp["schemes"].get(r) in ("flat", "hierarchical")} if g else {}
-    if sum(v == "flat" for v in schemes.values()) < 2 or sum(v == "hierarchical" for v in schemes.values()) < 2:
-        f.why = "needs ≥ 2 flat and ≥ 2 hierarchical configurations"
+    if not all(sum(v == sc for v in schemes.values()) for sc in ("flat", "hierarchical")):
+        f.why = "needs a flat and a hierarchical configuration"
         return f
     d = effect_size(g.comp["cells"], schemes, [col], f"IS@{k}", s.resamples)
     flat, hier = d["flat"], d["hierarchical"]
     f.details = {**d, "rule": RULES[3]}
-    if len(flat) < 2 or len(hier) < 2 or d.get("d") is None:
+    gate = {r: (g.cell(r, col) or {}).get("n_seeds") or 1 for r in schemes}
+    if not flat or not hier:
         f.verdict = "untestable"
-        f.why = (f"too few configurations whose IS rests on ≥ {s.min_hits} constrained hits ({len(flat)} flat, {len(hier)} "
-                 f"hierarchical; left out: {'; '.join(d['excluded']) or 'none'})")
+        f.why = (f"a group has no configuration whose IS rests on ≥ {s.min_hits} constrained hits ({len(flat)} flat, "
+                 f"{len(hier)} hierarchical; left out: {'; '.join(d['excluded']) or 'none'})")
         f.ours = f"IS@{k} {_range(flat, 1, '', 2)} flat vs {_range(hier, 1, '', 2)} hierarchical (usable configurations)"
         return f
+    if len(flat) < 2 or len(hier) < 2 or d.get("d") is None:  # no d over configurations: the runs' own difference
+        diff = is_difference(g, schemes, col, s.min_hits)
+        f.details.update(difference=diff, power=diff["power"])
+        f.ours = (f"IS@{k} flat − hierarchical {diff['value']:+.2f} [{diff['lo']:.2f}, {diff['hi']:.2f}] ({diff['text']}); "
+                  f"it points {'the paper’s way' if diff['value'] > 0 else 'the other way'}; {diff['power']['text']}")
+        f.verdict = verdict(diff)
+        f.why = (f"{len(flat)} flat and {len(hier)} hierarchical configuration(s) with ≥ {s.min_hits} hits: no Cohen's d over "
+                 "configurations; the interval covers the queries of these runs only, not other configurations")
+        return seed_gate(f, gate, s.min_seeds)
     ci = f" [{d['lo']:.2f}, {d['hi']:.2f}]" if d.get("lo") is not None else ""
+    power = d_power(len(flat), len(hier))
+    f.details["power"] = power
     f.ours = (f"IS@{k} {_range(flat, 1, '', 2)} flat vs {_range(hier, 1, '', 2)} hierarchical; d = {d['d']:.2f}{ci} "
-              f"(n = {len(flat)} + {len(hier)} configurations" + (f"; {len(d['excluded'])} few-hit IS left out" if d["excluded"] else "") + ")")
+              f"(n = {len(flat)} + {len(hier)} configurations" + (f"; {len(d['excluded'])} few-hit IS left out" if d["excluded"] else "")
+              + f"; {power['text']})")
     f.verdict = verdict({"value": d["d"], "lo": d.get("lo"), "hi": d.get("hi")})
-    return seed_gate(f, {r: (g.cell(r, col) or {}).get("n_seeds") or 1 for r in schemes}, s.min_seeds)
+    return seed_gate(f, gate, s.min_seeds)
+
+
+Z_975, Z_80 = 1.959964, 0.841621
+"""Normal quantiles of a two-sided 5% test and of 80% power: the minimum detectable difference is
+(z_.975 + z_.80) standard errors."""
+
+
+def d_power(n_flat: int, n_hier: int) -> dict:
+    """The smallest Cohen's d a two-sided 5% test over ``n_flat`` + ``n_hier`` configurations detects
+    with 80% power (normal approximation: (z_.975 + z_.80) · sqrt(1/n1 + 1/n2))."""
+    mdd = (Z_975 + Z_80) * (1 / n_flat + 1 / n_hier) ** 0.5
+    return {"mdd": mdd, "scale": "d", "text": f"80% power only for |d| ≥ {mdd:.2f} at these n (the paper's d = 1.45)"}
+
+
+def is_difference(g: Sweep, schemes: dict[str, str], col: str, min_hits: int) -> dict:
+    """Flat − hierarchical IS between the configurations whose IS rests on ≥ ``min_hits`` constrained
+    hits (each group's mean), with a normal interval whose standard error comes from each cell's own
+    95% interval ((hi − lo) / 2z, over its queries and seeds), and its power: the minimum detectable
+    difference at 80% power, (z_.975 + z_.80) · se."""
+    groups: dict[str, list[tuple[float, float, int, str]]] = {"flat": [], "hierarchical": []}
+    for r, sc in sorted(schemes.items()):
+        c = g.cell(r, col) or {}
+        if c.get("value") is None or c.get("few_hits") or (c.get("hits") is not None and c["hits"] < min_hits):
+            continue
+        se = (c["hi"] - c["lo"]) / (2 * Z_975) if c.get("lo") is not None and c.get("hi") is not None else float("nan")
+        groups[sc].append((c["value"], se, c.get("hits") or 0, r))
+    mean = {sc: sum(x[0] for x in v) / len(v) for sc, v in groups.items()}
+    var = {sc: sum(x[1] ** 2 for x in v) / len(v) ** 2 for sc, v in groups.items()}
+    value, se = mean["flat"] - mean["hierarchical"], (var["flat"] + var["hierarchical"]) ** 0.5
+    mdd = (Z_975 + Z_80) * se
+    text = "; ".join(f"{sc} {', '.join(f'{r} {v:.2f} on {h} hits' for v, _, h, r in xs)}" for sc, xs in groups.items())
+    return {"value": value, "lo": value - Z_975 * se, "hi": value + Z_975 * se, "se": se, "text": text,
+            "power": {"mdd": mdd, "scale": "IS", "text": f"80% power to detect |flat − hierarchical| ≥ {mdd:.2f} IS at these hits"}}
 
 
 def _covered_arms(pairs: list[tuple[Sweep, str, Sweep, str]], col: str, metric: str) -> tuple[Arms, dict]:

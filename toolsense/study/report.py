@@ -89,8 +89,10 @@ def runs_text(sweep: Sweep, name: str) -> str:
 
 def settings_of(cfg) -> Settings:
     """The findings' settings of a StudyConfig."""
+    plan = getattr(cfg, "analysis", None)
+    rule5 = (getattr(plan, "findings", None) or {}).get(5)
     return Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits,
-                    min_seeds=getattr(getattr(cfg, "analysis", None), "min_seeds", 3))
+                    min_seeds=getattr(plan, "min_seeds", 3), ceiling_margin=rule5.margin if rule5 else 0.10)
 
 
 def retention_section(sweeps: dict[str, Sweep]) -> str:

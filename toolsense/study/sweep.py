@@ -41,6 +41,8 @@ class Settings:
     """An IS on fewer constrained hits is flagged and used for no verdict (finding 3)."""
     min_seeds: int = 3
     """No verdict rests on an arm with fewer training seeds: its finding says "not enough seeds" (:func:`seed_gate`)."""
+    ceiling_margin: float = 0.10
+    """Finding 5 compares two runs only where their MCQ card ceilings differ by at most this (a proportion)."""
 
 
 @dataclass
