@@ -34,10 +34,11 @@ from toolsense.comparison.cell_stats import combine_seeds, effect_size, retentio
 from toolsense.reporting.compare_report import write_comparison_report
 from toolsense.comparison.significance import legend, marker, table_significance
 from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
+from toolsense.comparison.item_sets import item_set, items_text, same_evaluation, why_different
 from toolsense.comparison.stats import drift_ratio
 from toolsense.reporting.tables import (ONE_SEED_LEGEND, SEED_LEGEND, benchmark_label, comparison_cell, flag_text,
                                         markdown_table)
-from toolsense.utils.config import differences, to_config
+from toolsense.utils.config import to_config
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
 from toolsense.utils.rundir import holding
@@ -240,7 +241,7 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
                 if is_baseline and same_evaluation(first, res, est == entries[(label, col)][0][0]):
                     continue  # the same baseline evaluated again next to another run
                 raise DataError(f"{res['_path']}: a second, different result for {label!r} / {col!r} "
-                                f"(first: {first['_path']}{_why_different(first, res)}); give roots one evaluation per run")
+                                f"(first: {first['_path']}{why_different(first, res)}); give roots one evaluation per run")
             seen[(label, col, run)] = res
             entries.setdefault((label, col), []).append((est, res))
             items.setdefault(col, {}).setdefault(label, set()).add(item_set(res))
@@ -258,39 +259,8 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
                            "significance": table_significance(entries, col_metric, rows, resamples, seed)},
             "sources": {f"{lb} | {col}": [r["_path"] for _, r in ents] if len(ents) > 1 else ents[0][1]["_path"]
                         for (lb, col), ents in entries.items()},
-            "mixed_items": {col: {lb: " + ".join(sorted(map(_items_text, s))) for lb, s in by.items()}
+            "mixed_items": {col: {lb: " + ".join(sorted(map(items_text, s))) for lb, s in by.items()}
                             for col, by in items.items() if len(set().union(*by.values())) > 1}}
-
-
-def item_set(res: dict[str, Any]) -> tuple:
-    """What items a result rests on: its benchmark file(s), the selection that shapes the items (split,
-    style, missing gold: the fingerprint's ``benchmark``) and their number (a ``limit`` or a drop shows there)."""
-    bench = (res.get("fingerprint") or {}).get("benchmark") or {}
-    files = (res.get("hashes") or {}).get("benchmark_sha256") or res.get("benchmark_path")
-    return files, bench.get("split"), bench.get("style"), bench.get("missing"), res.get("n")
-
-
-def _items_text(s: tuple) -> str:
-    return f"n={s[-1]}, benchmark {str(s[0])[:12]}" + "".join(f", {v}" for v in s[1:-1] if v)
-
-
-def _ranked(res: dict[str, Any]) -> dict[str, Any] | None:
-    """What a baseline's numbers depend on, from its fingerprint: the ranker with the catalog it ranks
-    (``system``) and the benchmark; None for a result written without a fingerprint."""
-    fp = res.get("fingerprint")
-    return {"system": fp.get("system"), "benchmark": fp.get("benchmark"), "n": res.get("n")} if fp else None
-
-
-def same_evaluation(first: dict[str, Any], again: dict[str, Any], same_numbers: bool) -> bool:
-    """Whether two copies of a baseline's result are one evaluation: equal numbers and, where both
-    have a fingerprint, the same ranker, catalog and items (equal numbers do not make two catalogs one)."""
-    a, b = _ranked(first), _ranked(again)
-    return same_numbers and (a == b if a and b else True)
-
-
-def _why_different(first: dict[str, Any], again: dict[str, Any]) -> str:
-    a, b = _ranked(first), _ranked(again)
-    return f"; {'; '.join(differences(a, b)[:4])}" if a and b and a != b else ""
 
 
 def comparison_table(comp: dict[str, Any]) -> str:
