@@ -38,6 +38,8 @@ def test_the_shipped_grid_depends_on_k_and_the_scale(tmp_path):
     # the normalized gain at k=5 is the number the report's finding 1 gave (+33.5 pp, seeds pooled)
     assert sens["cells"][(5, "normalized")]["pooled"]["value"] == pytest.approx(0.335, abs=0.001)
     assert sens["cells"][(5, "pp")]["verdict"] == "yes" and sens["cells"][(10, "pp")]["verdict"].startswith("inconclusive")
+    odd = lift_sensitivity(g, g.rows(), [5, 7], ["pp"], 0.10, 100)  # k=7 was not evaluated: said, not an error
+    assert odd["not_evaluated"] == [7] and "k = 7 not evaluated" in sensitivity_markdown(odd, [5, 7], ["pp"], g.rows())
     high = lift_sensitivity(g, g.rows(), [5], ["pp"], 0.20, 100)  # TG-H's standard Rc@5 (12.4%) is below 20%
     assert high["below_floor"] == ["tg_h-lora"]
     assert "Below the retrieval floor (standard Rc@5 < 20%; shown, not pooled): tg_h-lora" in sensitivity_markdown(high, [5], ["pp"], g.rows())

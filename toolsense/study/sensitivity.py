@@ -20,6 +20,7 @@ import numpy as np
 from toolsense.comparison.stats import _interval, cluster_draws
 from toolsense.reporting.tables import markdown_table, pct
 from toolsense.study.sweep import Sweep, item_pairs, verdict
+from toolsense.utils.io import DataError
 
 Pairs = Sequence[tuple[Mapping[str, float], Mapping[str, float]]]
 
@@ -74,20 +75,26 @@ def lift_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: S
     cells: dict[tuple[int, str], dict[str, Any]] = {}
     below = [r for r in rows if ((g.cell(r, f"standard Rc@{k_table}") or {}).get("value") or 0.0) < floor]
     keep = [r for r in rows if r not in below]
+    not_evaluated = []
     for k in ks:
-        per_row = {b: {r: item_pairs([(g, f"{r}:stage1", g, r)], f"{b} Rc@{k_table}", f"Rc@{k}") for r in rows}
-                   for b in ("standard", "realistic")}
+        try:
+            per_row = {b: {r: item_pairs([(g, f"{r}:stage1", g, r)], f"{b} Rc@{k_table}", f"Rc@{k}") for r in rows}
+                       for b in ("standard", "realistic")}
+        except DataError:  # the samples hold no hit at this k (metrics.ks did not list it)
+            not_evaluated.append(k)
+            continue
         for scale in scales:
             pooled = gain_contrast({r: per_row["standard"][r] for r in keep}, {r: per_row["realistic"][r] for r in keep},
                                    scale, resamples)
             own = {r: gain_contrast({r: per_row["standard"][r]}, {r: per_row["realistic"][r]}, scale, resamples) for r in rows}
             cells[(k, scale)] = {"pooled": pooled, "verdict": verdict(pooled), "per_row": own,
                                  "per_row_verdict": {r: verdict(e) for r, e in own.items()}}
+    ks = [k for k in ks if k not in not_evaluated]
     by_k = [cells[(k, s)]["verdict"] for s in scales for k in ks]
     depends = [w for w, flips in (("k", any(_flip([cells[(k, s)]["verdict"] for k in ks]) for s in scales)),
                                   ("the scale", any(_flip([cells[(k, s)]["verdict"] for s in scales]) for k in ks))) if flips]
     return {"cells": cells, "below_floor": below, "floor": floor, "k_table": k_table, "depends_on": depends,
-            "stable": not _flip(by_k)}
+            "stable": not _flip(by_k), "not_evaluated": not_evaluated}
 
 
 def _fmt(est: dict[str, Any] | None, scale: str) -> str:
@@ -105,6 +112,8 @@ def sensitivity_markdown(sens: dict[str, Any], ks: Sequence[int], scales: Sequen
              for (k, scale), c in sorted(cells.items(), key=lambda x: (ks.index(x[0][0]), scales.index(x[0][1])))]
     say = ("the verdict depends on " + " and on ".join(sens["depends_on"])) if sens["depends_on"] else "the verdict holds in every cell"
     below = ", ".join(sens["below_floor"])
+    if sens.get("not_evaluated"):
+        say += f" (k = {', '.join(map(str, sens['not_evaluated']))} not evaluated: the samples hold no hits there)"
     return (markdown_table(["k", "scale", "pooled (configurations that retrieve)", *rows], table)
             + f"\nFinding 1 across k and scales: {say}."
             + (f" Below the retrieval floor (standard Rc@{sens['k_table']} < {100 * sens['floor']:.0f}%; shown, not pooled): "
