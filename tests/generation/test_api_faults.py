@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.generation.scripted import FakeOpenAIServer, api_title
+from tests.generation.scripted import api_title
 from toolsense.generation.config import GenerateConfig
 from toolsense.generation.llm import LLMConfig
 from toolsense.generation.rrb import plan_rrb
@@ -23,18 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PER_TIER = {"easy": 7, "medium": 3, "hard": 2}
 
 
-@pytest.fixture
-def server_factory(monkeypatch):
+@pytest.fixture(autouse=True)
+def _fake_key(monkeypatch):
     monkeypatch.setenv("FAKE_OPENAI_KEY", "sk-fake-test-key")
-    servers = []
-
-    def make(**kw):
-        servers.append(FakeOpenAIServer(**kw))
-        return servers[-1]
-
-    yield make
-    for s in servers:
-        s.close()
 
 
 def _cfg(server, out, **kw) -> GenerateConfig:

@@ -23,19 +23,6 @@ from toolsense.utils.secrets import Scrubber, is_local_url
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def server_factory():
-    servers = []
-
-    def make(**kw):
-        servers.append(FakeOpenAIServer(**kw))
-        return servers[-1]
-
-    yield make
-    for s in servers:
-        s.close()
-
-
 def _llm(server, key_env="NO_KEY_SET_HERE", **kw) -> LLMConfig:
     return LLMConfig(backend="openai", base_url=server.base_url, openai_model="scripted", api_key_env=key_env,
                      timeout_s=5.0, max_new_tokens=200, **kw)
