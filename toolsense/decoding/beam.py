@@ -80,12 +80,18 @@ class HeadPrecision(StrEnum):
 def _head_forward(w: torch.Tensor, b: torch.Tensor | None, precision: str):
     """The replacement ``forward`` of the LM head: ``x @ w.T (+ b)`` in fp32 out (:class:`HeadPrecision`)."""
     if precision == "bf16":
+        upcast: list[torch.Tensor] = []  # the fp32 head, made once, where out_dtype is not supported
+
         def forward(x: torch.Tensor) -> torch.Tensor:
             flat = x.to(w.device, torch.bfloat16).reshape(-1, x.shape[-1])
-            try:
-                out = torch.mm(flat, w.T, out_dtype=torch.float32)  # CUDA (torch >= 2.8): fp32 accumulation, fp32 out
-            except (NotImplementedError, TypeError):  # a CPU, or an older torch: the same products upcast
-                out = flat.float() @ w.float().T
+            out = None
+            if not upcast:
+                try:
+                    out = torch.mm(flat, w.T, out_dtype=torch.float32)  # CUDA (torch >= 2.8): fp32 accumulation, fp32 out
+                except (NotImplementedError, TypeError):  # a CPU, or an older torch: the same products upcast
+                    upcast.append(w.float().T)
+            if out is None:
+                out = flat.float() @ upcast[0]
             out = out if b is None else out + b
             return out.reshape(*x.shape[:-1], w.shape[0])
         return forward
