@@ -82,12 +82,7 @@ def main() -> None:
           f"{len(g1)} G1 queries whose gold tools are all in it")
 
     def generated(keep, rates):
-        verbose.KEEP, defaults = keep, verbose.tool_queries.__defaults__
-        verbose.tool_queries.__defaults__ = (verbose.SEED, rates)
-        try:
-            return [q for q in verbose.generate(gold_tools) if q.split == "test"]
-        finally:
-            verbose.KEEP, verbose.tool_queries.__defaults__ = shipped_keep, defaults
+        return [q for q in verbose.generate(gold_tools, rates=rates, keep=keep) if q.split == "test"]
 
     shipped_keep = verbose.KEEP
     always = dataclasses.replace(TOOLBENCH_G1, both=1.0, api_only=0.0, service_only=0.0, neither=0.0, params=1.0)

@@ -113,10 +113,10 @@ def clause(text: str) -> str:
     return " ".join(words)
 
 
-def _cut(desc: str, rng: random.Random) -> str:
-    """The first :data:`KEEP` share of ``desc``'s words, no function word left dangling at the end."""
+def _cut(desc: str, rng: random.Random, keep: tuple[float, float] = KEEP) -> str:
+    """The first ``keep`` share (uniform in that range) of ``desc``'s words, no function word left dangling at the end."""
     words = desc.split()
-    n = max(2, round(len(words) * rng.uniform(*KEEP)))
+    n = max(2, round(len(words) * rng.uniform(*keep)))
     words = words[:n]
     while len(words) > 2 and words[-1].lower() in _DANGLING:
         words.pop()
@@ -133,7 +133,7 @@ def naming_case(rng: random.Random, rates: NamingRates) -> str:
     return "neither"
 
 
-def _fields(tool: Tool, rng: random.Random, split: str, rates: NamingRates) -> dict[str, str]:
+def _fields(tool: Tool, rng: random.Random, split: str, rates: NamingRates, keep: tuple[float, float]) -> dict[str, str]:
     api = tool.api_title or tool.api
     desc = clause(tool.api_description) or clause(tool.tool_description) or f"use {api}"
     service = tool.tool_title or tool.service
@@ -143,26 +143,29 @@ def _fields(tool: Tool, rng: random.Random, split: str, rates: NamingRates) -> d
     if names and rng.random() < rates.params:
         joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         params = rng.choice(PARAM_PHRASES[split]).format(names=joined)
-    return {"ref": ref, "Ref": ref[:1].upper() + ref[1:], "desc": _cut(desc, rng), "params": params}
+    return {"ref": ref, "Ref": ref[:1].upper() + ref[1:], "desc": _cut(desc, rng, keep), "params": params}
 
 
-def tool_queries(tool: Tool, split: str, seed: int = SEED, rates: NamingRates = TOOLBENCH_G1) -> list[str]:
+def tool_queries(tool: Tool, split: str, seed: int = SEED, rates: NamingRates = TOOLBENCH_G1,
+                 keep: tuple[float, float] = KEEP) -> list[str]:
     """``PER_TOOL[split]`` queries for ``tool`` from distinct templates of ``split``, each naming the
     API and the service at ``rates`` (independently per query)."""
     rng = random.Random(f"{seed}:{split}:{tool.name}")
     templates = rng.sample(TEMPLATES[split], PER_TOOL[split])
-    return [" ".join(t.format(**_fields(tool, rng, split, rates)).split()) for t in templates]
+    return [" ".join(t.format(**_fields(tool, rng, split, rates, keep)).split()) for t in templates]
 
 
-def generate(tools: Iterable[Tool], seed: int = SEED) -> list[Query]:
+def generate(tools: Iterable[Tool], seed: int = SEED, rates: NamingRates = TOOLBENCH_G1,
+             keep: tuple[float, float] = KEEP) -> list[Query]:
     """Every split's queries for ``tools``, each split in a seeded order (a benchmark's ``limit``
-    then keeps a random sample); held-out texts equal to a training text (folded) are dropped."""
+    then keeps a random sample); held-out texts equal to a training text (folded) are dropped.
+    ``rates`` / ``keep``: other naming rates or description shares (ablations; the cached file uses the defaults)."""
     tools = list(tools)
     out: list[Query] = []
     train_texts: set[str] = set()
     for split in SPLITS:
         qs = [Query(f"verbose-{split}-{j}:{t.name}", text, (t.name,), "verbose", split)
-              for t in tools for j, text in enumerate(tool_queries(t, split, seed))]
+              for t in tools for j, text in enumerate(tool_queries(t, split, seed, rates, keep))]
         if split == "train":
             train_texts = {fold_text(q.text) for q in qs}
         else:
