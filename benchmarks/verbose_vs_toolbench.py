@@ -45,12 +45,10 @@ def bm25_hits(catalog, queries) -> dict[str, float]:
 
 
 def naming(catalog, queries) -> tuple[float, float]:
-    """Shares of (query, gold) pairs naming the API and the service (data/naming.py's measure)."""
-    from toolsense.data.naming import names
+    """Percentages of (query, gold) pairs naming the API and the service (data/naming.py)."""
+    from toolsense.data.naming import naming_shares
     by = {t.name: t for t in catalog}
-    pairs = [(q.text, by[t]) for q in queries for t in q.tools]
-    api = sum(names(text, t.api_title or t.api) for text, t in pairs) / max(len(pairs), 1)
-    svc = sum(names(text, t.tool_title or t.service) for text, t in pairs) / max(len(pairs), 1)
+    api, svc = naming_shares((q.text, by[t]) for q in queries for t in q.tools)
     return 100 * api, 100 * svc
 
 

@@ -23,7 +23,7 @@ import re
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 G1_FILES = ("G1_instruction.json", "G1_category.json", "G1_tool.json")
 _STOP = frozenset("a an the of to for and or in on with by from is are be this that it its as at api get returns return "
@@ -44,6 +44,14 @@ def names(query: str, name: str) -> bool:
 def content_words(text: str) -> set[str]:
     """Lower-case words of 3+ characters that are not function words (the description's content)."""
     return {w for w in re.findall(r"[a-z0-9]+", (text or "").lower()) if len(w) > 2 and w not in _STOP}
+
+
+def naming_shares(pairs: Iterable[tuple[str, Any]]) -> tuple[float, float]:
+    """Shares of (query text, gold Tool) pairs whose query names the API and the service."""
+    pairs = list(pairs)
+    n = max(len(pairs), 1)
+    return (sum(names(x, t.api_title or t.api) for x, t in pairs) / n,
+            sum(names(x, t.tool_title or t.service) for x, t in pairs) / n)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.catalog.builders import coverage_path
-from toolsense.data.naming import TOOLBENCH_G1, names
+from toolsense.data.naming import TOOLBENCH_G1, naming_shares
 from toolsense.data.verbose import default_output
 from toolsense.reporting.tables import markdown_table
 from toolsense.study.registration import changed_rules, read_registration
@@ -47,10 +47,7 @@ def registration_section(root: str | Path) -> str:
 
 def _naming_rates(catalog_path: Path, queries: list) -> tuple[float, float]:
     by = {t.name: t for t in load_catalog(catalog_path)}
-    pairs = [(q.text, by[t]) for q in queries for t in q.tools if t in by]
-    n = max(len(pairs), 1)
-    return (sum(names(x, t.api_title or t.api) for x, t in pairs) / n,
-            sum(names(x, t.tool_title or t.service) for x, t in pairs) / n)
+    return naming_shares((q.text, by[t]) for q in queries for t in q.tools if t in by)
 
 
 def catalog_section(run_cfg: dict[str, Any]) -> str:
