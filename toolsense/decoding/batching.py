@@ -13,7 +13,7 @@ The rule (:func:`auto_batch_size`) counts what one query of a batch holds at the
   (``4 x hidden + 2 x intermediate`` values each, in the model's dtype).
 
 Of the device's free memory (``torch.cuda.mem_get_info`` plus what PyTorch's allocator holds
-unused), less the LM head's fp32 copy (``beam.fp32_head``), ``MEMORY_FRACTION`` is shared out:
+unused), less the LM head's fp32 copy (``head.fp32_head``), ``MEMORY_FRACTION`` is shared out:
 ``batch = fraction x (free - head) / per_query``, at least 1, at most ``AUTO_MAX``, rounded down to
 a multiple of 8 from 8 up. Should a batch still run out of memory, the Retriever halves ``auto``'s
 size and runs that batch again (a given ``batch_size`` is never changed). Not yet checked on a

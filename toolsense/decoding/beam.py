@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import copy
 import inspect
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import torch
 
+from toolsense.decoding.head import HeadPrecision, fp32_head  # noqa: F401  (re-exported: the search's LM head)
 from toolsense.decoding.trie_tensors import DEAD, TrieTensors
-from toolsense.utils.choices import StrEnum
 
 NEG_INF = float("-inf")
 TREE_MAX_STEPS = 8
@@ -60,84 +59,6 @@ def _cache_kw(model) -> str:
 
 def _log_softmax(logits: torch.Tensor) -> torch.Tensor:
     return torch.log_softmax(logits.float(), dim=-1)
-
-
-class HeadPrecision(StrEnum):
-    """How the LM head's logits are computed in the search (``decoding.head_precision``); the
-    logits come out in fp32 in every mode, so no bf16 rounding ties them."""
-
-    fp32 = "fp32"
-    """fp32 weights (a copy of a bf16 head), fp32 matmul: the reference."""
-    tf32 = "tf32"
-    """fp32 weights, TF32 tensor-core matmul on CUDA (inputs rounded to 10 mantissa bits, fp32
-    accumulation); on a CPU the same as fp32."""
-    bf16 = "bf16"
-    """bf16 weights and hidden state, fp32 accumulation and output (``torch.mm(..., out_dtype=
-    torch.float32)`` on CUDA; on a CPU the same products upcast): no fp32 copy of the head, half
-    its memory traffic — the head is ~40% of decode time at 175k rows and B=50."""
-
-
-def _head_forward(w: torch.Tensor, b: torch.Tensor | None, precision: str):
-    """The replacement ``forward`` of the LM head: ``x @ w.T (+ b)`` in fp32 out (:class:`HeadPrecision`)."""
-    if precision == "bf16":
-        upcast: list[torch.Tensor] = []  # the fp32 head, made once, where out_dtype is not supported
-
-        def forward(x: torch.Tensor) -> torch.Tensor:
-            flat = x.to(w.device, torch.bfloat16).reshape(-1, x.shape[-1])
-            out = None
-            if not upcast:
-                try:
-                    out = torch.mm(flat, w.T, out_dtype=torch.float32)  # CUDA (torch >= 2.8): fp32 accumulation, fp32 out
-                except (NotImplementedError, TypeError):  # a CPU, or an older torch: the same products upcast
-                    upcast.append(w.float().T)
-            if out is None:
-                out = flat.float() @ upcast[0]
-            out = out if b is None else out + b
-            return out.reshape(*x.shape[:-1], w.shape[0])
-        return forward
-    if precision == "tf32":
-        def forward(x: torch.Tensor) -> torch.Tensor:
-            matmul = torch.backends.cuda.matmul
-            old, matmul.allow_tf32 = matmul.allow_tf32, True
-            try:
-                return torch.nn.functional.linear(x.to(w.device, torch.float32), w, b)
-            finally:
-                matmul.allow_tf32 = old
-        return forward
-    return lambda x: torch.nn.functional.linear(x.to(w.device, torch.float32), w, b)
-
-
-@contextmanager
-def fp32_head(model, n_tokens: int | None = None, precision: str = "fp32") -> Iterator[None]:
-    """Within the block the LM head computes logits in fp32, over the first ``n_tokens`` rows only.
-
-    fp32: bf16 logits have 8 bits of mantissa (spacing 0.125 at 20), so among 47k tool tokens
-    the top-50 cut of a beam falls inside runs of exactly tied scores; upcasting after the head
-    does not undo the rounding. The head's fp32 copy costs 4 bytes x rows x hidden while the
-    block runs (2.9 GB for an 8B model with ToolBench's tokens); ``precision`` (a
-    :class:`HeadPrecision`) trades the matmul's input precision for speed, never the output's.
-    ``n_tokens`` (the tokenizer's length): the rows past it pad the matrix to a multiple of 64
-    (``add_index_tokens``) and are no token — they leave the softmax and the free-form search.
-    Restores the head's own ``forward`` (or a hook's) on exit."""
-    head = model.get_output_embeddings()
-    rows = head.weight.shape[0] if head is not None else 0
-    n = rows if n_tokens is None else n_tokens
-    if head is None or (head.weight.dtype == torch.float32 and n == rows and precision == "fp32"):
-        yield
-        return
-    if n > rows:
-        raise ValueError(f"fp32_head: {n} tokens but the LM head has only {rows} rows")
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    w = head.weight.detach()[:n].to(dtype)
-    b = head.bias.detach()[:n].float() if getattr(head, "bias", None) is not None else None
-    own = head.__dict__.get("forward")  # an accelerate hook's wrapper, or None (the class's)
-    head.forward = _head_forward(w, b, str(precision))
-    try:
-        yield
-    finally:
-        del head.forward
-        if own is not None:
-            head.forward = own
 
 
 @torch.no_grad()

@@ -68,7 +68,7 @@ class SearchSettings(Protocol):
     max_new_tokens: Optional[int]
     length_penalty: float
     head_precision: str
-    """The LM head's matmul (``beam.HeadPrecision``): fp32, tf32 or bf16; logits in fp32 always."""
+    """The LM head's matmul (``head.HeadPrecision``): fp32, tf32 or bf16; logits in fp32 always."""
 
 
 @dataclass
@@ -102,7 +102,7 @@ class Retriever:
     """Parametric retrieval with one model and index; ``run(queries)`` yields in batch order.
 
     Every search runs with the LM head in fp32 over the tokenizer's real tokens
-    (:func:`~toolsense.decoding.beam.fp32_head`) and under an attention implementation that
+    (:func:`~toolsense.decoding.head.fp32_head`) and under an attention implementation that
     reads 4D masks (:func:`mask_ready`)."""
 
     def __init__(self, model, tokenizer, trie, depth: int, prompts: PromptConfig, dec: SearchSettings):

@@ -11,7 +11,7 @@ from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig, check_probe_template
 from toolsense.decoding.batching import check_batch_size
 from toolsense.decoding.length import QueryLengthConfig
-from toolsense.decoding.beam import HeadPrecision
+from toolsense.decoding.head import HeadPrecision
 from toolsense.baselines.config import BaselineConfig
 from toolsense.evaluation.benchmarks import BenchmarkConfig, benchmark_sections
 from toolsense.evaluation.systems import STANDALONE, SYSTEMS
@@ -44,7 +44,7 @@ class DecodingConfig:
     counted), as Hugging Face's generate (default 1.0, as ToolGen ran it); 0.0 = the plain sum.
     Changes rankings only for variable-depth (clustered) indexes."""
     head_precision: HeadPrecision = HeadPrecision.fp32
-    """The LM head's matmul (``beam.HeadPrecision``): fp32, or tf32 / bf16 inputs with fp32 accumulation (CUDA; faster)."""
+    """The LM head's matmul (``head.HeadPrecision``): fp32, or tf32 / bf16 inputs with fp32 accumulation (CUDA; faster)."""
 
     def __post_init__(self) -> None:
         self.head_precision = choice(HeadPrecision, self.head_precision, "decoding.head_precision")

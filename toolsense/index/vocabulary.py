@@ -17,7 +17,7 @@ PAD_TO_MULTIPLE_OF = 64
 """The embedding matrices are resized to a multiple of this many rows: tensor cores tile the LM
 head's vocabulary dimension in multiples of 64, and 49,152 + 46,984 tool tokens = 96,136 rows is
 not one. The rows past ``len(tokenizer)`` are zero and no token: the Retriever's LM head stops at
-the tokenizer's length (``decoding.beam.fp32_head``), so no search can emit them."""
+the tokenizer's length (``decoding.head.fp32_head``), so no search can emit them."""
 
 
 @torch.no_grad()
