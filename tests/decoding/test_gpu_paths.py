@@ -11,7 +11,8 @@ import torch
 
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
-from toolsense.decoding.beam import beam_search, fp32_head, left_pad, prefill
+from toolsense.decoding.beam import beam_search, left_pad, prefill
+from toolsense.decoding.head import fp32_head
 from toolsense.decoding.retrieval import Retriever, encode
 from toolsense.decoding.trie_tensors import TrieTensors
 from toolsense.index import add_index_tokens, build_index, build_trie

@@ -24,7 +24,6 @@ from typing import Sequence
 
 import torch
 
-from toolsense.decoding.head import HeadPrecision, fp32_head  # noqa: F401  (re-exported: the search's LM head)
 from toolsense.decoding.trie_tensors import DEAD, TrieTensors
 
 NEG_INF = float("-inf")
