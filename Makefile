@@ -42,7 +42,7 @@ demo: setup
 	HF_HUB_OFFLINE=1 $(PY) train.py experiment=demo output_dir=$(DEMO_RUN)
 	HF_HUB_OFFLINE=1 $(PY) evaluate.py run=$(DEMO_RUN) suite=demo output_dir=$(DEMO_RUN)/eval
 
-# Beyond ToolGen (docs/systems.md): ToolGen-style tokens, the toolken head, both hybrids over BM25 and dense, BM25
+# Beyond ToolGen (docs/guides/systems.md): ToolGen-style tokens, the toolken head, both hybrids over BM25 / dense, BM25
 # and dense, on the demo's realistic queries and on the released RRB part (243 of 500), per-tier rows, one comparison
 # table in $(BEYOND)/comparison.md. On RRB every system ranks the real-tools study's 1,000 APIs (catalog=study_tools:
 # the gold tools of all 243 items, the probe tools, 69 hard negatives from the items' pools); the token row is that
@@ -62,19 +62,19 @@ beyond: setup
 	HF_HUB_OFFLINE=1 $(PY) compare.py roots=[$(BEYOND)/demo,$(RRB_OUT)] 'metrics=[Rc@1,Rc@5,Rf@5,COMPc@5,Rprec_c]' output_dir=$(BEYOND)
 
 # The reproduction study (README "Reproducing the paper"): the paper's configurations x LoRA/FFT x 2 seeds, App. E and
-# a second architecture, trained, evaluated and compared; ends with docs/reproduction.md. Rerun to resume.
+# a second architecture, trained, evaluated and compared; ends with docs/reports/reproduction.md. Rerun to resume.
 # One core per process (OMP) keeps several CPU jobs from thrashing each other; STUDY_ARGS= passes overrides.
 reproduce: setup setup-probe
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) reproduce.py $(STUDY_ARGS)
 
-# The real-tools study (docs/study.md): ~7.5 h on 2 cores (projected), resumable across sessions on fresh machines -- finished runs
-# are archived into docs/reproduction_tools_results.tar.xz as they finish (commit it) and restored from it on a rerun.
+# The real-tools study (docs/reports/study.md): ~7.5 h on 2 cores (projected), resumable across sessions on fresh machines -- finished runs
+# are archived into docs/reports/reproduction_tools_results.tar.xz as they finish (commit it), restored from it on a rerun.
 reproduce-tools: setup setup-probe
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} nice -n 19 $(PY) reproduce.py study=tools $(STUDY_ARGS)
 
-# The replication of the real-tools study (issue 34, docs/study.md): study=tools under a plan registered before its data
+# The replication of the real-tools study (issue 34, docs/reports/study.md): study=tools, a plan registered before its data
 # (conf/study/replication.yaml: analysis), >= 3 seeds per arm, standard queries named at ToolBench's rates; resumable
-# across sessions through docs/replication_results.tar.xz (commit it as runs finish).
+# across sessions through docs/reports/replication_results.tar.xz (commit it as runs finish).
 reproduce-replication: setup
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} nice -n 19 $(PY) reproduce.py study=replication $(STUDY_ARGS)
 
@@ -107,7 +107,7 @@ bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/pool_search.py
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/eval_rerun.py
 
-# The device check's wheelhouse (docs/gpu.md): what benchmarks/gpu_check.py imports that a bare GPU image lacks (hydra-core,
+# The device check's wheelhouse (docs/guides/gpu.md): what benchmarks/gpu_check.py imports that a bare GPU image lacks (hydra-core,
 # omegaconf, trl, datasets, deepspeed, bm25s, unidecode, ...) for its Python 3.12, and a wheel of toolsense, at this venv's
 # versions, into $(GPU_WHEELS)/ (git-ignored, ~8 MiB; carry it). Then, on the GPU machine without network:
 #   benchmarks/gpu_check.sh --out gpu_check.json

@@ -1,6 +1,6 @@
 """Reproduce the paper's findings: train and evaluate its configurations, then write the report.
 
-    python reproduce.py                          # study=cpu (make reproduce): docs/reproduction.md
+    python reproduce.py                          # study=cpu (make reproduce): docs/reports/reproduction.md
     python reproduce.py train=false              # rebuild the report from results under root
     python reproduce.py only=[grid]              # train one sweep of the study
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device check on a bare GPU machine without network (docs/gpu.md). From the repo root:
+# The device check on a bare GPU machine without network (docs/guides/gpu.md). From the repo root:
 #   benchmarks/gpu_check.sh --out gpu_check.json        # on one H200: <= 8 minutes
 #   benchmarks/gpu_check.sh --smoke                     # tiny shapes on a CPU (tests/test_gpu_check.py)
 # First installs, from the wheelhouse `make gpu-wheels` built ($GPU_WHEELS, default gpu-wheels/; carried beside

@@ -24,7 +24,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import open_dict
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"```bash\n(.*?)```", re.S)
 PLACEHOLDER = re.compile(r"<[^<>\n]*>")
 ENTRY = {"train.py": "train", "evaluate.py": "evaluate", "compare.py": "compare", "annotate.py": "annotate",

@@ -1,4 +1,4 @@
-"""docs/paper_tables.md's builder: ToolGen's NDCG on hand-made rankings, and the whole command
+"""docs/reference/paper_tables.md's builder: ToolGen's NDCG on hand-made rankings, and the whole command
 (evaluate.py runs per setting, resumable, then the page from their samples) on the demo catalog."""
 
 import json

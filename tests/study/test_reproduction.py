@@ -105,7 +105,7 @@ def test_flat_vs_hierarchical_is_is_cohens_d_over_configurations():
 def _unpack_tools(tmp_path: Path, prefix: str) -> Path:
     import tarfile
 
-    with tarfile.open(ROOT / "docs" / "reproduction_tools_results.tar.xz") as tar:
+    with tarfile.open(ROOT / "docs" / "reports" / "reproduction_tools_results.tar.xz") as tar:
         tar.extractall(tmp_path, members=[m for m in tar.getmembers() if m.name.startswith(f"reproduce_tools/{prefix}/")])
     return tmp_path / "reproduce_tools" / prefix
 
@@ -251,13 +251,13 @@ def _unpack(tmp_path: Path, prefixes: tuple[str, ...]) -> Path:
     """Members of the shipped archive under ``prefixes``, unpacked where no study ever ran."""
     import tarfile
 
-    with tarfile.open(ROOT / "docs" / "reproduction_results.tar.xz") as tar:
+    with tarfile.open(ROOT / "docs" / "reports" / "reproduction_results.tar.xz") as tar:
         tar.extractall(tmp_path, members=[m for m in tar.getmembers() if m.name.startswith(prefixes)])
     return tmp_path / "reproduce"
 
 
 def test_published_probe_model_results_are_judged_on_balanced_scores(tmp_path):
-    """The shipped results (docs/reproduction_results.tar.xz), unpacked where no study ran (their
+    """The shipped results (docs/reports/reproduction_results.tar.xz), unpacked where no study ran (their
     source.run is another machine's path): Qwen's TG token MCQ is 9.4% raw (its favoured letter is
     seldom the gold) and 21.9% position-balanced, item by item from the samples; on 32 items its
     90% interval is wider than chance ± 10 pp, so finding 4 is inconclusive for too few items, and

@@ -11,7 +11,7 @@ import pytest
 from toolsense.study.sensitivity import gain_contrast, lift_sensitivity, sensitivity_markdown
 from toolsense.study.sweep import Sweep
 
-ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reproduction_tools_results.tar.xz"
+ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reports" / "reproduction_tools_results.tar.xz"
 
 
 def test_each_scale_on_hand_made_items():

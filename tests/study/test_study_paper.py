@@ -111,7 +111,7 @@ def test_the_cut_tools_study_composes_in_epochs_with_app_e_on_realistic_template
     register_configs()
     cfg = to_config(StudyConfig, _compose("reproduce", ["study=tools"]))
     assert list(cfg.sweeps) == ["grid", "appendix_e", "probe_model"] and list(cfg.evaluations) == ["probe_ceiling"]
-    assert cfg.archive == "docs/reproduction_tools_results.tar.xz" and not cfg.launch
+    assert cfg.archive == "docs/reports/reproduction_tools_results.tar.xz" and not cfg.launch
     seen = {k: v[0] for k, v in _first_jobs(cfg).items()}
     grid, app_e, qwen = seen["grid"], seen["appendix_e"], seen["probe_model"]
     assert (grid.stage1.epochs, grid.stage1.max_steps, grid.stage2.epochs) == (1.0, -1, 1.0)

@@ -2,7 +2,7 @@
 with trainer=gpu and LoRA loads the frozen base in bf16 and keeps what trains (adapters, embedding
 rows) in fp32, so the virtual-token rows move by steps bf16 could not represent; the merged stage
 is saved in the configured dtype (``model.dtype=auto``: bf16), as under ZeRO-2. Not yet run on a
-GPU: no CUDA device was available when this version was written (docs/gpu.md)."""
+GPU: no CUDA device was available when this version was written (docs/guides/gpu.md)."""
 
 from __future__ import annotations
 

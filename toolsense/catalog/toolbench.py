@@ -21,7 +21,7 @@ coverage report). The output is deterministic: same inputs, same bytes.
 ``toolbench_queries`` source: the query files are ToolBench's *test* queries, and the 490 tools
 whose text they alone supply are APIs listed in those queries' ``api_list`` (the APIs a query was
 generated from and their siblings); their text falls back to ``service`` or ``name``.
-docs/paper_tables.md measures what this moves.
+docs/reference/paper_tables.md measures what this moves.
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ PROBE_MODES = ("token", "control", "card", "options")
 @dataclass
 class SystemConfig:
     """A system beside the parametric model and the baselines (``SYSTEMS`` in systems.py;
-    ``conf/system/*.yaml``); docs/systems.md says how to add one."""
+    ``conf/system/*.yaml``); docs/guides/systems.md says how to add one."""
 
     kind: str = "restricted"
     """``restricted``: the model's constrained search over the ``candidates`` baseline's top

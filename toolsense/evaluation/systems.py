@@ -20,7 +20,7 @@ A ranker may also say ``known_tools`` (its index), ``source`` (the run that answ
 ``provenance`` (extra results.json keys); the runner otherwise takes the parametric model's.
 Both hybrids rank with the constrained search only (``free`` is None): Rf / IS stay the
 parametric model's own measures, reported on its ``model`` row; the kinds in :data:`FREE_FORM`
-are scored free-form too. How to add one: docs/systems.md.
+are scored free-form too. How to add one: docs/guides/systems.md.
 """
 
 from __future__ import annotations

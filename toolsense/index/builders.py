@@ -118,7 +118,7 @@ def build_semantic(catalog: Catalog) -> ToolIndex:
     then API, one token ``<<W:word>>`` per word, shared by every tool whose name holds the word
     and initialised from the word itself. Two tools whose names give the same words are told
     apart by a final ``<<W:#k>>`` (k = 2, 3, ... in catalog order). (ToolGen spells the name with
-    the base vocabulary's own sub-tokens; docs/fidelity.md.)"""
+    the base vocabulary's own sub-tokens; docs/reference/fidelity.md.)"""
     paths: dict[str, tuple[str, ...]] = {}
     seen: dict[tuple[str, ...], int] = {}
     init: dict[str, str] = {}

@@ -13,7 +13,7 @@ joint softmax (the gold tool's toolken is the target), so the base weights never
 
 A toolken is an *output* row only: the design never feeds it back as an input (ToolkenGPT
 switches to a tool mode when one is emitted), which is why probes that read a tool's input
-embedding are not applicable to it (docs/systems.md).
+embedding are not applicable to it (docs/guides/systems.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``python -m toolsense.paper``: the paper's baseline rows beside ours (docs/paper_tables.md).
+"""``python -m toolsense.paper``: the paper's baseline rows beside ours (docs/reference/paper_tables.md).
 
     python -m toolsense.paper                 # the BM25 settings (minutes), then the page
     python -m toolsense.paper --dense         # first encode the catalog per document (gold first, resumable; ~32-40 min a document on a quiet core)
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m toolsense.paper", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="outputs/paper_tables", help="where the evaluations go (resumable)")
-    ap.add_argument("--page", default="docs/paper_tables.md")
+    ap.add_argument("--page", default="docs/reference/paper_tables.md")
     ap.add_argument("--dense", action="store_true", help="also run the dense settings (each encodes the catalog once, "
                     "gold tools first, then a seeded random order; ~40 min per document on a quiet core, hours on a "
                     "loaded one; resumable, and instant from the embedding cache afterwards)")

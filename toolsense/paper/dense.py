@@ -1,4 +1,4 @@
-"""The dense (MiniLM) rows of ``docs/paper_tables.md`` on a shared CPU.
+"""The dense (MiniLM) rows of ``docs/reference/paper_tables.md`` on a shared CPU.
 
 Encoding ``catalog=toolbench``'s 46,984 tools with MiniLM takes about 40 min on a quiet core and
 hours on a loaded one. ``encode`` encodes them with :mod:`toolsense.models.encoders.progressive`:

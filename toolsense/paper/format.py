@@ -1,4 +1,4 @@
-"""Shared wording of docs/paper_tables.md: benchmark titles, ToolGen's dense window and the
+"""Shared wording of docs/reference/paper_tables.md: benchmark titles, ToolGen's dense window and the
 percentage cells, imported by the page, the density curve and the dense sample alike (a leaf, so
 none of them imports another back)."""
 

@@ -1,4 +1,4 @@
-"""``docs/paper_tables.md``: the paper's baseline rows beside ours and what moves them, built
+"""``docs/reference/paper_tables.md``: the paper's baseline rows beside ours and what moves them, built
 from the ``results.json`` / ``samples.jsonl`` files that :mod:`toolsense.paper.tables`
 writes (``<out>/<setting>/<benchmark>/<setting>/``). Every number is recomputed from the
 per-query samples (Rc@k, recall@k and NDCG@k are the ones results.json holds, ToolGen's NDCG is

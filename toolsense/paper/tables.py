@@ -1,5 +1,5 @@
 """The paper's baseline rows beside ours, with the measured cause of each difference
-(``docs/paper_tables.md``), rebuilt by one command:
+(``docs/reference/paper_tables.md``), rebuilt by one command:
 
     python -m toolsense.paper                 # the BM25 settings (minutes)
     python -m toolsense.paper --dense         # and the dense ones (~40 min per document on a quiet core, once)

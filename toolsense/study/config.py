@@ -105,10 +105,10 @@ class StudyConfig:
     train: bool = True
     """false = build the report from what is under ``root`` without training anything (where
     ``root`` does not exist, from ``archive`` unpacked into root's parent: a fresh clone rebuilds
-    docs/reproduction.md from docs/reproduction_results.tar.xz alone)."""
-    report: str = "docs/reproduction.md"
+    docs/reports/reproduction.md from docs/reports/reproduction_results.tar.xz alone)."""
+    report: str = "docs/reports/reproduction.md"
     """The report (Markdown)."""
-    plots_dir: str = "docs/img/reproduction"
+    plots_dir: str = "docs/reports/img/reproduction"
     """The comparison plots of each sweep, ``<sweep>_<plot>.png``; the report links them relatively."""
     k: int = 5
     """The cutoff of the recall and IS columns the findings use (Rc@k, Rf@k, IS@k)."""

@@ -168,7 +168,7 @@ class HeadConfig:
     kind: HeadKind = HeadKind.tokens
     """tokens: ToolGen's virtual tokens in the vocabulary, learnt through Stage 1 / Stage 2 with
     the tuning section; toolken: a ToolkenGPT-style head, the base LM frozen and one trainable
-    output row per tool fitted on the Stage-2 data (``training/toolken.py``, docs/systems.md)."""
+    output row per tool fitted on the Stage-2 data (``training/toolken.py``, docs/guides/systems.md)."""
     batch_size: int = 8
     """toolken only: prompts per forward pass of the frozen LM when reading their answer states."""
     formats: list[str] = field(default_factory=list)
@@ -317,7 +317,8 @@ def check_toolken(cfg: "TrainConfig") -> None:
         raise ValueError("head.kind=toolken predicts one toolken per example: stage2.multi_tool must be split")
     if cfg.evaluate.suite is not None or cfg.evaluate.overrides or cfg.evaluate.drift:
         raise ValueError("head.kind=toolken: evaluate.* after training is for token runs; evaluate the head with "
-                         "python evaluate.py system=toolken system.run=<this run> parametric=false (docs/systems.md)")
+                         "python evaluate.py system=toolken system.run=<this run> parametric=false "
+                         "(docs/guides/systems.md)")
 
 
 def register_configs() -> None:

@@ -2,7 +2,7 @@
 :data:`TEXT_TEMPLATES` under the names the baselines' ``baseline.document`` and the embedding
 cache's ``template`` take).
 
-Which fields a document holds moves a lexical baseline by many points (docs/paper_tables.md),
+Which fields a document holds moves a lexical baseline by many points (docs/reference/paper_tables.md),
 so each template states its fields:
 
 ==============  ================================================================================
