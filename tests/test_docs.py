@@ -39,8 +39,9 @@ def relative_links(text: str) -> list[tuple[int, str]]:
 
 def broken_links(page: Path, root: Path = ROOT) -> list[str]:
     """``page:line: target`` of each relative link of ``page`` naming no existing file."""
-    return [f"{page.relative_to(root).as_posix()}:{n}: {target}" for n, target in relative_links(page.read_text(encoding="utf-8"))
-            if not (page.parent / target).exists()]
+    links = relative_links(page.read_text(encoding="utf-8"))
+    name = page.relative_to(root).as_posix()
+    return [f"{name}:{n}: {target}" for n, target in links if not (page.parent / target).exists()]
 
 
 def test_readme_is_a_front_door():
