@@ -61,7 +61,7 @@ beyond: setup
 	HF_HUB_OFFLINE=1 $(PY) evaluate.py $(RRB_MODEL) catalog=study_tools suite=beyond_rrb systems.toolken.run=$(BEYOND)/toolken_study_tools output_dir=$(RRB_OUT)
 	HF_HUB_OFFLINE=1 $(PY) compare.py roots=[$(BEYOND)/demo,$(RRB_OUT)] 'metrics=[Rc@1,Rc@5,Rf@5,COMPc@5,Rprec_c]' output_dir=$(BEYOND)
 
-# The reproduction study (README "Reproducing the paper"): the paper's configurations x LoRA/FFT x 2 seeds, App. E and
+# The reproduction study (docs/reports/study.md): the paper's configurations x LoRA/FFT x 2 seeds, App. E and
 # a second architecture, trained, evaluated and compared; ends with docs/reports/reproduction.md. Rerun to resume.
 # One core per process (OMP) keeps several CPU jobs from thrashing each other; STUDY_ARGS= passes overrides.
 reproduce: setup setup-probe
