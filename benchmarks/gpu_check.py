@@ -217,7 +217,8 @@ def check_decode(shape: str, args, device, tok, index, queries, dtype) -> dict:
     weights_gib = round(torch.cuda.memory_allocated() / 2**30, 2) if device == "cuda" else 0.0
     sides, peaks, plan = {}, {}, {}
     for b in [*args.batches, "auto"]:
-        r = Retriever(model, tok, trie, index.depth(), PromptConfig(), DecodingConfig(beam_width=args.beam, batch_size=b))
+        dec = DecodingConfig(beam_width=args.beam, batch_size=b)
+        r = Retriever(model, tok, trie, index.depth(), PromptConfig(), dec)
         longest = max(len(s) for s in encode(tok, [r.prompt(q) for q in qs]))
         size = r.batch_size(longest)
         name = f"batch {b}" if b != "auto" else f"batch auto={size}"
@@ -332,7 +333,8 @@ def search_once(model, tok, index, queries, args, precision: str, device: str) -
     from toolsense.data.prompts import PromptConfig
     from toolsense.index import build_trie
 
-    search = DecodingConfig(beam_width=args.beam, batch_size=args.search_batch, free_form=False, head_precision=precision)
+    search = DecodingConfig(beam_width=args.beam, batch_size=args.search_batch, free_form=False,
+                            head_precision=precision)
     r = retrieval.Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), search)
     timer = SplitTimer(device)
     hooks = timer.hook_head(model.get_output_embeddings())
@@ -410,7 +412,8 @@ def check_rankings_tiny(args, device) -> dict:
     qs = [Query(str(i), words(rng, int(rng.integers(10, 40)), vocab), ("x",)) for i in range(24)]
     runs = {}
     for where, model in (("cpu", cpu_model), (device, copy.deepcopy(cpu_model).to(device))):
-        r = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), DecodingConfig(beam_width=min(args.beam, 20), batch_size=8))
+        dec = DecodingConfig(beam_width=min(args.beam, 20), batch_size=8)
+        r = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), dec)
         runs[where if where not in runs else where + "2"] = sorted(r.run(qs), key=lambda a: int(a.query.query_id))
     a, b = list(runs.values())
     return {"devices": list(runs), "queries": len(qs), "near_tie": 1e-4,

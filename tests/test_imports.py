@@ -26,8 +26,8 @@ found, current, real_import = {}, [None], builtins.__import__
 def watching(name, *args, **kwargs):
     top = name.split(".")[0]
     if top in heavy and top not in found and top not in sys.modules:
-        chain = [f"{f.filename.rsplit('toolsense', 1)[-1].lstrip('/')}:{f.lineno}" for f in traceback.extract_stack()[:-1]
-                 if "/toolsense/" in f.filename]
+        chain = [f"{f.filename.rsplit('toolsense', 1)[-1].lstrip('/')}:{f.lineno}"
+                 for f in traceback.extract_stack()[:-1] if "/toolsense/" in f.filename]
         found[top] = {"config": current[0], "chain": chain}
     return real_import(name, *args, **kwargs)
 

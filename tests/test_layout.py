@@ -277,7 +277,8 @@ def test_the_checkers_name_what_breaks_the_rules(tmp_path):
     (pkg / "decoding" / "up.py").write_text("import toolsense.evaluation.metrics\nfrom toolsense.index import Trie\n")
     (pkg / "index" / "a.py").write_text("from toolsense.index import b\n")
     (pkg / "index" / "b.py").write_text("def f():\n    from .c import x\n")  # relative, inside a function: counts
-    (pkg / "index" / "c.py").write_text("from typing import TYPE_CHECKING\nimport toolsense.index.a\nif TYPE_CHECKING:\n    from toolsense.index.b import f\n")  # counts
+    (pkg / "index" / "c.py").write_text("from typing import TYPE_CHECKING\nimport toolsense.index.a\n"
+                                        "if TYPE_CHECKING:\n    from toolsense.index.b import f\n")  # counts
     assert oversize(pkg) == {"index/big.py": 401, "index/long.py::A.f": 61}
     assert upward_imports(pkg) == [
         "decoding/up.py:1: imports toolsense.evaluation.metrics (decoding may import ['catalog', 'data', 'index', 'models', 'utils'])",

@@ -7,8 +7,8 @@ from safetensors.torch import load_file
 
 from toolsense.audit import finetune as ft
 from toolsense.audit.config import FinetuneConfig
-from toolsense.audit.finetune import (answer_loss, balanced_batches, collate, encode_examples, finetune_lora, frozen_states,
-                                      top_layers_only)
+from toolsense.audit.finetune import (answer_loss, balanced_batches, collate, encode_examples, finetune_lora,
+                                      frozen_states, top_layers_only)
 from toolsense.audit.prompting import AuditPromptConfig
 from toolsense.models import ModelConfig
 

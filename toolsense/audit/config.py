@@ -24,7 +24,8 @@ class FinetuneConfig:
     """The LoRA fine-tune before scoring (``finetune.*``; ``finetune.py`` runs it)."""
 
     enabled: Optional[bool] = None
-    """Fine-tune before scoring; the adapter then becomes scorer.adapter. None = only in demo mode with the hf scorer."""
+    """Fine-tune before scoring; the adapter then becomes scorer.adapter. None = only in demo mode
+    with the hf scorer."""
     lora_r: int = 8
     lora_alpha: int = 16
     lora_dropout: float = 0.0

@@ -60,7 +60,8 @@ class DecodingConfig:
     counted), as Hugging Face's generate (default 1.0, as ToolGen ran it); 0.0 = the plain sum.
     Changes rankings only for variable-depth (clustered) indexes."""
     head_precision: HeadPrecision = HeadPrecision.fp32
-    """The LM head's matmul (:class:`HeadPrecision`): fp32, or tf32 / bf16 inputs with fp32 accumulation (CUDA; faster)."""
+    """The LM head's matmul (:class:`HeadPrecision`): fp32, or tf32 / bf16 inputs with fp32
+    accumulation (CUDA; faster)."""
 
     def __post_init__(self) -> None:
         self.head_precision = choice(HeadPrecision, self.head_precision, "decoding.head_precision")
@@ -73,8 +74,10 @@ class DecodingConfig:
             raise ValueError(f"decoding.length_penalty must be a finite number, got {self.length_penalty}")
 
     def identity(self) -> dict[str, Any]:
-        """The fingerprint's ``decoding``: all but ``batch_size`` (fingerprint.py) and ``head_precision`` at fp32 (old folders resume)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "batch_size" and (k, v) != ("head_precision", "fp32")}
+        """The fingerprint's ``decoding``: all but ``batch_size`` (fingerprint.py) and ``head_precision``
+        at fp32 (old folders resume)."""
+        return {k: v for k, v in dataclasses.asdict(self).items()
+                if k != "batch_size" and (k, v) != ("head_precision", "fp32")}
 
 
 @dataclass

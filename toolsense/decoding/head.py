@@ -42,7 +42,8 @@ def _head_forward(w: torch.Tensor, b: torch.Tensor | None, precision: HeadPrecis
 
 
 @contextmanager
-def fp32_head(model, n_tokens: int | None = None, precision: HeadPrecision | str = HeadPrecision.fp32) -> Iterator[None]:
+def fp32_head(model, n_tokens: int | None = None,
+              precision: HeadPrecision | str = HeadPrecision.fp32) -> Iterator[None]:
     """Within the block the LM head computes logits in fp32, over the first ``n_tokens`` rows only.
 
     fp32: bf16 logits have 8 bits of mantissa (spacing 0.125 at 20), so among 47k tool tokens

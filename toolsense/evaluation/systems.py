@@ -88,7 +88,8 @@ class SystemConfig:
         if self.fuse_depth is not None and self.fuse_depth < 1:
             raise ValueError(f"system.fuse_depth must be >= 1 or null, got {self.fuse_depth}")
         if self.kind == "toolken" and not self.run:
-            raise ValueError("system.run must name a run trained with train.py experiment=toolken (system.kind=toolken)")
+            raise ValueError("system.run must name a run trained with train.py experiment=toolken "
+                             "(system.kind=toolken)")
 
     def identity(self) -> dict:
         """What the system's rankings depend on besides the model and decoding (its fingerprint)."""

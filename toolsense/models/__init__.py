@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "config": ["ModelConfig"],
-    "loading": ["EmbeddingMatrices", "default_device", "load_model_and_tokenizer", "read_embeddings", "resolve_model_dir"],
+    "loading": ["EmbeddingMatrices", "default_device", "load_model_and_tokenizer", "read_embeddings",
+                "resolve_model_dir"],
 })
 
 __all__ = ["EmbeddingMatrices", "ModelConfig", "default_device", "load_model_and_tokenizer", "read_embeddings", "resolve_model_dir"]
