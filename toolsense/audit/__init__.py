@@ -1,6 +1,9 @@
 """Tool-trace audits: PT2D per-tool decomposition, dilution sweeps, token-class redaction.
 
-The names below load on first use (``utils/lazy.py``): importing ``toolsense.audit.config`` loads no torch."""
+The names below load on first use (``utils/lazy.py``): importing ``toolsense.audit.config`` loads no torch.
+``run`` names a module and its function: once ``toolsense.audit.run`` was imported as a module,
+``toolsense.audit.run`` is that module, so code that may run after it imports the function from
+``toolsense.audit.run`` itself."""
 
 from typing import TYPE_CHECKING
 
