@@ -31,7 +31,7 @@ from timing import interleaved, line, parse_args, ratio  # noqa: E402  (benchmar
 from toolsense.catalog import load_catalog, load_toolbench_queries  # noqa: E402
 from toolsense.data.prompts import PromptConfig  # noqa: E402
 from toolsense.decoding.beam import common_prefix_length, left_pad, prefill, prefill_shared  # noqa: E402
-from toolsense.evaluation.config import DecodingConfig  # noqa: E402
+from toolsense.decoding.config import DecodingConfig  # noqa: E402
 from toolsense.decoding.retrieval import Retriever, encode, length_batches  # noqa: E402
 from toolsense.index import add_index_tokens, build_index, build_trie  # noqa: E402
 from toolsense.models import ModelConfig, load_model_and_tokenizer  # noqa: E402

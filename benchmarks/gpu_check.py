@@ -30,9 +30,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # the repo is not installed on the device machine
@@ -43,25 +41,13 @@ import torch  # noqa: E402
 from timing import interleaved, stats  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
+from toolsense.decoding.config import DecodingConfig  # noqa: E402  (what the Retriever reads)
+
 SHAPES = {  # (hidden, intermediate, layers, heads, kv heads, base vocabulary)
     "qwen2.5-0.5b": (896, 4864, 24, 14, 2, 151_643),
     "llama3-8b": (4096, 14336, 32, 32, 8, 128_000),
     "tiny": (64, 128, 2, 4, 2, 2_000),
 }
-
-
-@dataclass
-class Search:
-    """What the Retriever reads (decoding.retrieval.SearchSettings)."""
-
-    beam_width: int = 50
-    batch_size: int | str = 8  # or "auto"
-    free_form: bool = True
-    fast_flat: bool = True
-    share_prefix: bool = True
-    max_new_tokens: Optional[int] = None
-    length_penalty: float = 1.0
-    head_precision: str = "fp32"
 
 
 def word_tokenizer(n_words: int):
@@ -231,7 +217,8 @@ def check_decode(shape: str, args, device, tok, index, queries, dtype) -> dict:
     weights_gib = round(torch.cuda.memory_allocated() / 2**30, 2) if device == "cuda" else 0.0
     sides, peaks, plan = {}, {}, {}
     for b in [*args.batches, "auto"]:
-        r = Retriever(model, tok, trie, index.depth(), PromptConfig(), Search(beam_width=args.beam, batch_size=b))
+        dec = DecodingConfig(beam_width=args.beam, batch_size=b)
+        r = Retriever(model, tok, trie, index.depth(), PromptConfig(), dec)
         longest = max(len(s) for s in encode(tok, [r.prompt(q) for q in qs]))
         size = r.batch_size(longest)
         name = f"batch {b}" if b != "auto" else f"batch auto={size}"
@@ -346,7 +333,8 @@ def search_once(model, tok, index, queries, args, precision: str, device: str) -
     from toolsense.data.prompts import PromptConfig
     from toolsense.index import build_trie
 
-    search = Search(beam_width=args.beam, batch_size=args.search_batch, free_form=False, head_precision=precision)
+    search = DecodingConfig(beam_width=args.beam, batch_size=args.search_batch, free_form=False,
+                            head_precision=precision)
     r = retrieval.Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), search)
     timer = SplitTimer(device)
     hooks = timer.hook_head(model.get_output_embeddings())
@@ -424,7 +412,8 @@ def check_rankings_tiny(args, device) -> dict:
     qs = [Query(str(i), words(rng, int(rng.integers(10, 40)), vocab), ("x",)) for i in range(24)]
     runs = {}
     for where, model in (("cpu", cpu_model), (device, copy.deepcopy(cpu_model).to(device))):
-        r = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), Search(beam_width=min(args.beam, 20), batch_size=8))
+        dec = DecodingConfig(beam_width=min(args.beam, 20), batch_size=8)
+        r = Retriever(model, tok, build_trie(index, tok), index.depth(), PromptConfig(), dec)
         runs[where if where not in runs else where + "2"] = sorted(r.run(qs), key=lambda a: int(a.query.query_id))
     a, b = list(runs.values())
     return {"devices": list(runs), "queries": len(qs), "near_tie": 1e-4,

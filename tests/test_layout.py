@@ -1,7 +1,7 @@
 """The house's layout limits, checked on the source with ``ast`` (nothing is imported):
 modules <= 400 lines, functions <= 60 lines, rooms <= 2,500 lines, imports flowing one way
-between the rooms of ``toolsense/``, no import circle between the files of one room (imports
-inside functions count), entry scripts of one shape, and each named concept defined in exactly
+between the rooms of ``toolsense/``, no import circle between its modules (imports inside
+functions and under ``if TYPE_CHECKING:`` count), entry scripts of one shape, and each named concept defined in exactly
 one obvious file (ARCHITECTURE.md)."""
 
 from __future__ import annotations
@@ -66,7 +66,10 @@ CONCEPTS: dict[str, str] = {
     "internalization_score": "evaluation/metrics.py",
     "catalog_embeddings": "models/encoders/cache.py",
     "claim": "evaluation/fingerprint.py",
-    "DecodingConfig": "evaluation/config.py",
+    "DecodingConfig": "decoding/config.py",
+    "QueryLengthConfig": "decoding/config.py",
+    "HeadPrecision": "decoding/config.py",
+    "SystemConfig": "evaluation/systems.py",
     "MetricsConfig": "evaluation/config.py",
     "required_text": "catalog/queries.py",
     "BASELINES": "baselines/rankers.py",
@@ -157,44 +160,39 @@ def _module_of(rel: str) -> str:
     return "toolsense." + rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
-def _type_checking_only(tree: ast.Module) -> set[int]:
-    """ids of the import nodes under ``if TYPE_CHECKING:`` (never run, so never part of a circle)."""
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-    return out
+def _imported(node: ast.AST, me: str, is_package: bool, mods: set[str]) -> list[str]:
+    """The modules of ``mods`` an import statement names: ``import a.b`` -> ``a.b``; ``from a.b import
+    c`` -> ``a.b.c`` when that is a module, else ``a.b``; relative imports resolved against ``me``."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in mods]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        parts = me.split(".")[: len(me.split(".")) - node.level + is_package]
+        base = ".".join(parts + ([base] if base else []))
+    out = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+    return [m for m in out if m in mods]
 
 
 def import_graph(root: Path, package: str = "toolsense") -> dict[str, set[str]]:
-    """module -> the modules of the same room it imports, at module level or inside a function
-    (``from a.b import c`` counts ``a.b.c`` when that is a module, else ``a.b``); imports under
-    ``if TYPE_CHECKING:`` are left out: they never run."""
-    mods = {_module_of(rel) for rel, _, _ in _modules(root)}
+    """module -> the modules of ``package`` it imports anywhere: at module level, inside a function, and
+    under ``if TYPE_CHECKING:`` (a type-only import of a module that imports this one back is a
+    circle too: the two belong in one module, or the shared type one floor down). A package's
+    ``__init__`` counts only where it is named (``from toolsense.models import ModelConfig``), not
+    as the parent every submodule import runs."""
+    modules = {_module_of(rel): (rel, tree) for rel, tree, _ in _modules(root)}
+    mods = set(modules)
     graph: dict[str, set[str]] = {}
-    for rel, tree, _ in _modules(root):
-        me, room = _module_of(rel), rel.split("/")[0]
-        skip = _type_checking_only(tree)
-        graph[me] = set()
-        for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module for a in node.names]
-            else:
-                continue
-            for target in targets:
-                parts = target.split(".")
-                if parts[0] == package and len(parts) > 2 and parts[1] == room and target in mods and target != me:
-                    graph[me].add(target)
+    for me, (rel, tree) in modules.items():
+        is_package = rel.endswith("__init__.py")
+        graph[me] = {m for node in ast.walk(tree) for m in _imported(node, me, is_package, mods) if m != me}
     return graph
 
 
 def import_circles(root: Path) -> list[str]:
-    """Every circle of imports between files of one room, as ``a -> b -> a``, each once (found
-    from its alphabetically first module)."""
+    """Every circle of imports between modules of ``toolsense/``, as ``a -> b -> a``, each once
+    (found from its alphabetically first module)."""
     graph, out = import_graph(root), []
     for start in sorted(graph):
         stack = [(start, [start])]
@@ -241,8 +239,9 @@ def test_imports_flow_one_way_between_rooms():
     assert upward_imports(PACKAGE) == []
 
 
-def test_no_import_circle_inside_a_room():
-    assert import_circles(PACKAGE) == []
+def test_no_import_circle():
+    circles = import_circles(PACKAGE)
+    assert not circles, "import circles (TYPE_CHECKING and function-local imports count):\n" + "\n".join(circles)
 
 
 def test_no_room_is_over_the_limit():
@@ -277,13 +276,15 @@ def test_the_checkers_name_what_breaks_the_rules(tmp_path):
     (pkg / "index" / "up.py").write_text("def f():\n    from toolsense.models import ModelConfig\n")
     (pkg / "decoding" / "up.py").write_text("import toolsense.evaluation.metrics\nfrom toolsense.index import Trie\n")
     (pkg / "index" / "a.py").write_text("from toolsense.index import b\n")
-    (pkg / "index" / "b.py").write_text("def f():\n    from toolsense.index.c import x\n")  # inside a function: counts
-    (pkg / "index" / "c.py").write_text("from typing import TYPE_CHECKING\nimport toolsense.index.a\nif TYPE_CHECKING:\n    from toolsense.index.b import f\n")
+    (pkg / "index" / "b.py").write_text("def f():\n    from .c import x\n")  # relative, inside a function: counts
+    (pkg / "index" / "c.py").write_text("from typing import TYPE_CHECKING\nimport toolsense.index.a\n"
+                                        "if TYPE_CHECKING:\n    from toolsense.index.b import f\n")  # counts
     assert oversize(pkg) == {"index/big.py": 401, "index/long.py::A.f": 61}
     assert upward_imports(pkg) == [
         "decoding/up.py:1: imports toolsense.evaluation.metrics (decoding may import ['catalog', 'data', 'index', 'models', 'utils'])",
         "index/up.py:2: imports toolsense.models (index may import ['catalog', 'utils'])",
     ]
     assert definitions(pkg, "A") == ["index/long.py"] and definitions(pkg, "Trie") == []
-    assert import_circles(pkg) == ["toolsense.index.a -> toolsense.index.b -> toolsense.index.c -> toolsense.index.a"]
+    assert import_circles(pkg) == ["toolsense.index.a -> toolsense.index.b -> toolsense.index.c -> toolsense.index.a",
+                                   "toolsense.index.b -> toolsense.index.c -> toolsense.index.b"]
     assert room_lines(pkg) == {"index": 401 + 124 + 2 + 1 + 2 + 4, "decoding": 2}  # big, long, up, a, b, c

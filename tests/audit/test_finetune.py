@@ -6,7 +6,8 @@ import torch
 from safetensors.torch import load_file
 
 from toolsense.audit import finetune as ft
-from toolsense.audit.finetune import (FinetuneConfig, answer_loss, balanced_batches, collate, encode_examples, finetune_lora,
+from toolsense.audit.config import FinetuneConfig
+from toolsense.audit.finetune import (answer_loss, balanced_batches, collate, encode_examples, finetune_lora,
                                       frozen_states, top_layers_only)
 from toolsense.audit.prompting import AuditPromptConfig
 from toolsense.models import ModelConfig

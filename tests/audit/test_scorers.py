@@ -151,7 +151,8 @@ def test_hf_answer_probs_is_the_expected_answer_over_1_to_10(tiny_model_dir, dem
     closing tag's first token). The joined ids are exactly what the fine-tune trains on."""
     import torch
 
-    from toolsense.audit.finetune import FinetuneConfig, encode_examples
+    from toolsense.audit.config import FinetuneConfig
+    from toolsense.audit.finetune import encode_examples
     from toolsense.models import ModelConfig
 
     mc = ModelConfig("tiny_random", dtype="float32", eos_token="<|im_end|>")

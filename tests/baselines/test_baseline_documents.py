@@ -12,7 +12,8 @@ from omegaconf import OmegaConf
 
 from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.catalog.tool import Parameter, Tool
-from toolsense.baselines.rankers import BM25_SCORERS, BM25_TOKENIZERS, build_baseline
+from toolsense.baselines.bm25 import BM25_SCORERS, BM25_TOKENIZERS
+from toolsense.baselines.rankers import build_baseline
 from toolsense.baselines.config import BaselineConfig
 from toolsense.models.encoders import TEXT_TEMPLATES
 

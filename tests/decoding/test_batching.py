@@ -12,7 +12,8 @@ import torch
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig
 from toolsense.decoding import batching
-from toolsense.decoding.batching import auto_batch_size, bytes_per_query, check_batch_size
+from toolsense.decoding.batching import auto_batch_size, bytes_per_query
+from toolsense.decoding.config import check_batch_size
 from toolsense.decoding.retrieval import Retriever
 from toolsense.index import add_index_tokens, build_index, build_trie
 from toolsense.models import ModelConfig, load_model_and_tokenizer
@@ -22,7 +23,7 @@ QUERIES = ["check whether a link is safe", "convert euros to dollars", "what is 
 
 
 def _dec(**kw):
-    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.decoding.config import DecodingConfig
 
     return DecodingConfig(beam_width=6, **kw)
 

@@ -242,7 +242,7 @@ def test_retriever_threads_decoding_length_penalty(tiny_model, demo_catalog):
     the ranking score and the summed log-prob (equal at 0; score = logprob / length at 1)."""
     from toolsense.catalog import Query
     from toolsense.data.prompts import PromptConfig
-    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.decoding.config import DecodingConfig
     from toolsense.decoding.retrieval import Retriever
 
     model, tok = tiny_model

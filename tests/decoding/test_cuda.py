@@ -31,7 +31,7 @@ def _agree(a, b) -> bool:
 
 
 def _dec():
-    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.decoding.config import DecodingConfig
 
     return DecodingConfig(beam_width=10, batch_size=8)
 
@@ -82,7 +82,7 @@ def test_auto_batch_size_on_the_gpu_ranks_as_batch_8():
     from toolsense.catalog import Query
     from toolsense.decoding import batching
     from toolsense.decoding.retrieval import Retriever
-    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.decoding.config import DecodingConfig
 
     ev = _untrained()
     queries = [Query(str(i), q, ("x",)) for i, q in enumerate(QUERIES * 6)]
@@ -99,7 +99,7 @@ def test_auto_batch_size_on_the_gpu_ranks_as_batch_8():
 def test_a_faster_lm_head_ranks_as_the_fp32_head_up_to_near_ties(precision):
     from toolsense.catalog import Query
     from toolsense.decoding.retrieval import Retriever
-    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.decoding.config import DecodingConfig
 
     ev = _untrained()
     queries = [Query(str(i), q, ("x",)) for i, q in enumerate(QUERIES)]
@@ -109,7 +109,7 @@ def test_a_faster_lm_head_ranks_as_the_fp32_head_up_to_near_ties(precision):
 
 
 def test_the_fingerprint_records_the_batch_size_of_a_bf16_model_on_cuda():
-    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.decoding.config import DecodingConfig
     from toolsense.evaluation.fingerprint import decoding_identity
 
     ev = _untrained()

@@ -33,7 +33,7 @@ def _prompts(tok):
 
 
 def _dec(**kw):
-    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.decoding.config import DecodingConfig
 
     return DecodingConfig(beam_width=6, **kw)
 
@@ -142,7 +142,7 @@ def test_the_batch_size_joins_the_fingerprint_only_for_16_bit_models_on_cuda():
     size); on CUDA in bf16/fp16 the batch size is part of what produced the rankings."""
     from types import SimpleNamespace
 
-    from toolsense.evaluation.config import DecodingConfig
+    from toolsense.decoding.config import DecodingConfig
     from toolsense.evaluation.fingerprint import decoding_identity
 
     def ev(is_cuda: bool, width: int):

@@ -12,9 +12,10 @@ import pytest
 from toolsense.baselines.rankers import build_baseline
 from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.baselines.config import BaselineConfig
-from toolsense.evaluation.config import DecodingConfig, EvaluateConfig, SystemConfig
+from toolsense.decoding.config import DecodingConfig
+from toolsense.evaluation.config import EvaluateConfig
 from toolsense.evaluation.context import load_run
-from toolsense.evaluation.systems import FusionRanker, RestrictedRanker, reciprocal_rank_fusion
+from toolsense.evaluation.systems import FusionRanker, RestrictedRanker, SystemConfig, reciprocal_rank_fusion
 from toolsense.decoding.retrieval import Retriever
 
 

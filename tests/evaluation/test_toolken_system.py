@@ -139,7 +139,7 @@ def test_runner_scores_a_toolken_system_without_a_parametric_model(toolken_run, 
 
 
 def test_toolken_system_config_refusals(tmp_path):
-    from toolsense.evaluation.config import SystemConfig
+    from toolsense.evaluation.systems import SystemConfig
     from toolsense.evaluation.toolken import toolken_run
 
     with pytest.raises(ValueError, match="system.run"):

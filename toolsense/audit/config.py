@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 from toolsense.audit.dilution import DilutionConfig
-from toolsense.audit.finetune import FinetuneConfig
 from toolsense.audit.generator import GeneratorConfig
 from toolsense.audit.prompting import AuditPromptConfig
 from toolsense.audit.pt2d import PT2DConfig
@@ -15,6 +14,52 @@ from toolsense.audit.redaction import RedactionConfig, TokenClassConfig
 from toolsense.audit.scorers import ScorerConfig
 from toolsense.models import ModelConfig
 from toolsense.utils.config import to_config
+
+
+ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+@dataclass
+class FinetuneConfig:
+    """The LoRA fine-tune before scoring (``finetune.*``; ``finetune.py`` runs it)."""
+
+    enabled: Optional[bool] = None
+    """Fine-tune before scoring; the adapter then becomes scorer.adapter. None = only in demo mode
+    with the hf scorer."""
+    lora_r: int = 8
+    lora_alpha: int = 16
+    lora_dropout: float = 0.0
+    target_modules: list[str] = field(default_factory=lambda: list(ALL_LINEAR))
+    last_layers: Optional[int] = 6
+    """Adapt only the last N transformer layers (None = all)."""
+    cache_frozen: bool = True
+    """With last_layers set: compute the frozen layers' output once per example and train the
+    adapted layers on it (a step then costs about last_layers/num_layers of a full one)."""
+    loss_on: Literal["label", "answer"] = "label"
+    """label: train only the answer tokens where the positive and negative answers differ (the
+    digit), given the answer prefix; answer: every answer token, end of turn included."""
+    lr: float = 2e-3
+    steps: int = 200
+    """Optimizer steps (constant LR after a 10% warm-up, linear decay to 0)."""
+    batch_size: int = 8
+    """Even sizes give class-balanced batches (half positive, half negative)."""
+    max_length: int = 384
+    """Longer examples are cut from the left of the prompt (the answer is always kept)."""
+    positive_answer: int = 9
+    negative_answer: int = 2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 2:
+            raise ValueError("finetune.steps must be >= 1 and finetune.batch_size >= 2")
+        if not (1 <= self.negative_answer <= 10 and 1 <= self.positive_answer <= 10):
+            raise ValueError("finetune.positive_answer/negative_answer must be in 1..10")
+        if self.positive_answer == self.negative_answer:
+            raise ValueError("finetune.positive_answer and finetune.negative_answer must differ")
+        if self.loss_on not in ("label", "answer"):
+            raise ValueError(f"finetune.loss_on must be label or answer, got {self.loss_on!r}")
+        if self.last_layers is not None and self.last_layers < 1:
+            raise ValueError("finetune.last_layers must be >= 1 or null (all layers)")
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from toolsense.baselines.rankers import BM25_SCORERS, BM25_TOKENIZERS
+from toolsense.baselines.bm25 import BM25_SCORERS, BM25_TOKENIZERS
 from toolsense.models.encoders import TEXT_TEMPLATES
 
 

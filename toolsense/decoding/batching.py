@@ -94,11 +94,3 @@ def is_out_of_memory(error: BaseException) -> bool:
     if isinstance(error, torch.cuda.OutOfMemoryError):
         return True
     return isinstance(error, RuntimeError) and any(m in str(error) for m in OUT_OF_MEMORY_MESSAGES)
-
-
-def check_batch_size(value, field: str = "decoding.batch_size"):
-    """``value`` if it is a positive int or ``"auto"``; else a ValueError naming ``field``."""
-    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-        return value
-    raise ValueError(f"{field} must be a positive integer or auto (sized for the device: 8 on a CPU, by free "
-                     f"memory on a GPU), got {value!r}")

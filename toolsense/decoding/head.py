@@ -1,5 +1,5 @@
 """The LM head during the search: logits in fp32 over the real tokens only (:func:`fp32_head`),
-with the matmul's input precision a setting (:class:`HeadPrecision`)."""
+with the matmul's input precision a setting (:class:`~toolsense.decoding.config.HeadPrecision`)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,10 @@ from typing import Iterator
 
 import torch
 
-from toolsense.utils.choices import StrEnum
+from toolsense.decoding.config import HeadPrecision
 
 
-class HeadPrecision(StrEnum):
-    """How the LM head's logits are computed in the search (``decoding.head_precision``); the
-    logits come out in fp32 in every mode, so no bf16 rounding ties them."""
-
-    fp32 = "fp32"
-    """fp32 weights (a copy of a bf16 head), fp32 matmul: the reference."""
-    tf32 = "tf32"
-    """fp32 weights, TF32 tensor-core matmul on CUDA (inputs rounded to 10 mantissa bits, fp32
-    accumulation); on a CPU the same as fp32."""
-    bf16 = "bf16"
-    """bf16 weights and hidden state, fp32 accumulation and output (``torch.mm(..., out_dtype=
-    torch.float32)`` on CUDA; on a CPU the same products upcast): no fp32 copy of the head, half
-    its memory traffic — the head is ~40% of decode time at 175k rows and B=50."""
-
-
-def _head_forward(w: torch.Tensor, b: torch.Tensor | None, precision: str):
+def _head_forward(w: torch.Tensor, b: torch.Tensor | None, precision: HeadPrecision | str):
     """The replacement ``forward`` of the LM head: ``x @ w.T (+ b)`` in fp32 out (:class:`HeadPrecision`)."""
     if precision == "bf16":
         upcast: list[torch.Tensor] = []  # the fp32 head, made once, where out_dtype is not supported
@@ -57,7 +42,8 @@ def _head_forward(w: torch.Tensor, b: torch.Tensor | None, precision: str):
 
 
 @contextmanager
-def fp32_head(model, n_tokens: int | None = None, precision: str = "fp32") -> Iterator[None]:
+def fp32_head(model, n_tokens: int | None = None,
+              precision: HeadPrecision | str = HeadPrecision.fp32) -> Iterator[None]:
     """Within the block the LM head computes logits in fp32, over the first ``n_tokens`` rows only.
 
     fp32: bf16 logits have 8 bits of mantissa (spacing 0.125 at 20), so among 47k tool tokens

@@ -13,34 +13,11 @@ benchmark, the count and the longest items; ``truncate`` cuts each over-long que
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any, Literal, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from toolsense.catalog import Query
+from toolsense.decoding.config import QueryLengthConfig
 from toolsense.decoding.retrieval import Retriever, encode
-
-
-@dataclass
-class QueryLengthConfig:
-    """What evaluate.py does with a query whose prompt is longer than the model can read
-    (``query_length.*``)."""
-
-    max_tokens: Optional[int] = None
-    """Longest prompt (query in its template, in tokens) a query may make; None = the model's context
-    (``max_position_embeddings``) less the tokens the search generates. A larger value is capped at that."""
-    policy: Literal["refuse", "truncate"] = "refuse"
-    """refuse: stop before any search, naming the benchmark and its longest queries; truncate: cut each
-    over-long query's text to fit (counted in results.json as ``query_length``)."""
-
-    def __post_init__(self) -> None:
-        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or self.max_tokens < 1):
-            raise ValueError(f"query_length.max_tokens must be >= 1 or null, got {self.max_tokens!r}")
-        if self.policy not in ("refuse", "truncate"):
-            raise ValueError(f"query_length.policy must be 'refuse' or 'truncate', got {self.policy!r}")
-
-    def identity(self, report: dict[str, Any]) -> dict[str, Any] | None:
-        """What a truncation changed (for the fingerprint), None where no query was cut."""
-        return {"policy": self.policy, "limit_tokens": report["limit_tokens"]} if report["truncated"] else None
 
 
 def prompt_budget(retriever: Retriever, max_tokens: Optional[int]) -> tuple[int, str]:

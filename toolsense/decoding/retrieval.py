@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Iterator, Optional, Protocol, Sequence
+from typing import Iterator, Sequence
 
 import torch
 
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
 from toolsense.decoding.batching import auto_batch_size, is_out_of_memory
+from toolsense.decoding.config import DecodingConfig
 from toolsense.decoding.beam import Beams, beam_search, flat_constrained, left_pad, prefill, prefill_shared
 from toolsense.decoding.head import fp32_head
 from toolsense.decoding.trie_tensors import TrieTensors
@@ -54,24 +55,6 @@ def rankings_agree(a: Sequence[dict], b: Sequence[dict], tol: float, key: str = 
     return True
 
 
-class SearchSettings(Protocol):
-    """What the retriever reads of a decoding config: ``toolsense.evaluation.config.DecodingConfig``
-    holds exactly these fields (tests/evaluation/test_evaluate_config.py checks it; cut-offs and the
-    bootstrap are its ``metrics`` section). Decoding does not import evaluation, so the contract is
-    spelled out here."""
-
-    beam_width: int
-    batch_size: int | str
-    """Queries per batch, or ``auto`` (:mod:`toolsense.decoding.batching`)."""
-    free_form: bool
-    fast_flat: bool
-    share_prefix: bool
-    max_new_tokens: Optional[int]
-    length_penalty: float
-    head_precision: str
-    """The LM head's matmul (``head.HeadPrecision``): fp32, tf32 or bf16; logits in fp32 always."""
-
-
 @dataclass
 class Retrieved:
     query: Query
@@ -106,7 +89,7 @@ class Retriever:
     (:func:`~toolsense.decoding.head.fp32_head`) and under an attention implementation that
     reads 4D masks (:func:`mask_ready`)."""
 
-    def __init__(self, model, tokenizer, trie, depth: int, prompts: PromptConfig, dec: SearchSettings):
+    def __init__(self, model, tokenizer, trie, depth: int, prompts: PromptConfig, dec: DecodingConfig):
         self.model, self.tok, self.prompts, self.dec = model, tokenizer, prompts, dec
         self.attn_implementation = mask_ready(model)
         device = next(model.parameters()).device

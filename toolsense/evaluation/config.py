@@ -3,62 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Union
+from typing import Literal, Optional
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig, check_probe_template
-from toolsense.decoding.batching import check_batch_size
-from toolsense.decoding.length import QueryLengthConfig
-from toolsense.decoding.head import HeadPrecision
+from toolsense.decoding.config import DecodingConfig, QueryLengthConfig
 from toolsense.baselines.config import BaselineConfig
 from toolsense.evaluation.benchmarks import BenchmarkConfig, benchmark_sections
-from toolsense.evaluation.systems import STANDALONE, SYSTEMS
+from toolsense.evaluation.systems import STANDALONE, SystemConfig
 from toolsense.index.config import IndexConfig
 from toolsense.models import ModelConfig
 from toolsense.tracking import LoggerConfig
 from toolsense.utils.choices import StrEnum, choice
-
-
-@dataclass
-class DecodingConfig:
-    """How the model searches (``decoding=beam50|beam10``): exactly the fields the Retriever reads
-    (``decoding/retrieval.py: SearchSettings``). What is computed from the rankings is ``metrics``."""
-
-    beam_width: int = 50
-    """Beams per query (ToolGen evaluates with 50)."""
-    batch_size: Union[int, str] = "auto"
-    """Queries per batch (each carries beam_width beams after the prompt); ``auto``: 8 on a CPU, on a
-    GPU sized by its free memory (``toolsense.decoding.batching``)."""
-    free_form: bool = True
-    """Also run the unconstrained search (needed for Rf and IS)."""
-    fast_flat: bool = True
-    """Flat indexes: constrained top-B from one prefill plus one decode step of the B candidates."""
-    share_prefix: bool = True
-    """Encode the prompts' common prefix (system prompt, chat template) once per batch."""
-    max_new_tokens: Optional[int] = None
-    """Free-form search length; None = the index depth + 1 (longer outputs cannot be tools)."""
-    length_penalty: float = 1.0
-    """Beam ranking of finished ids: summed log-prob / generated_length ** length_penalty (EOS
-    counted), as Hugging Face's generate (default 1.0, as ToolGen ran it); 0.0 = the plain sum.
-    Changes rankings only for variable-depth (clustered) indexes."""
-    head_precision: HeadPrecision = HeadPrecision.fp32
-    """The LM head's matmul (``head.HeadPrecision``): fp32, or tf32 / bf16 inputs with fp32 accumulation (CUDA; faster)."""
-
-    def __post_init__(self) -> None:
-        self.head_precision = choice(HeadPrecision, self.head_precision, "decoding.head_precision")
-        if self.beam_width < 1:
-            raise ValueError(f"decoding.beam_width must be >= 1, got {self.beam_width}")
-        check_batch_size(self.batch_size, "decoding.batch_size")
-        if self.max_new_tokens is not None and self.max_new_tokens < 1:
-            raise ValueError(f"decoding.max_new_tokens must be >= 1 or null, got {self.max_new_tokens}")
-        if not math.isfinite(self.length_penalty):
-            raise ValueError(f"decoding.length_penalty must be a finite number, got {self.length_penalty}")
-
-    def identity(self) -> dict[str, Any]:
-        """The fingerprint's ``decoding``: all but ``batch_size`` (fingerprint.py) and ``head_precision`` at fp32 (old folders resume)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "batch_size" and (k, v) != ("head_precision", "fp32")}
 
 
 PAPER_KS = (1, 5, 10, 50)
@@ -142,52 +99,6 @@ class ProbeConfig:
 
 
 PROBE_MODES = ("token", "control", "card", "options")
-
-
-@dataclass
-class SystemConfig:
-    """A system beside the parametric model and the baselines (``SYSTEMS`` in systems.py;
-    ``conf/system/*.yaml``); docs/guides/systems.md says how to add one."""
-
-    kind: str = "restricted"
-    """``restricted``: the model's constrained search over the ``candidates`` baseline's top
-    ``n_candidates`` tools; ``rrf``: reciprocal-rank fusion of the model's ranking with it;
-    ``toolken``: a ToolkenGPT-style head trained into ``run`` (constrained and free-form)."""
-    label: Optional[str] = None
-    """Row name in tables and folder name; default the kind."""
-    candidates: BaselineConfig = field(default_factory=BaselineConfig)
-    """The non-parametric ranker the system combines with the model (a baseline section)."""
-    n_candidates: int = 20
-    """restricted: first-stage tools the model may choose from (its ranking holds at most these)."""
-    rrf_k: float = 60.0
-    """rrf: the constant k of 1 / (k + rank) (60, Cormack et al. 2009)."""
-    fuse_depth: Optional[int] = None
-    """rrf: how deep each ranking enters the fusion; None = decoding.beam_width."""
-    run: Optional[str] = None
-    """toolken: the run trained with ``train.py experiment=toolken`` (its ``toolken/head.pt`` and
-    frozen base model rank the tools; no parametric model is needed)."""
-
-    def __post_init__(self) -> None:
-        self.kind = SYSTEMS.check(self.kind, "system.kind")
-        if isinstance(self.candidates, dict):
-            self.candidates = BaselineConfig(**self.candidates)
-        if self.n_candidates < 1:
-            raise ValueError(f"system.n_candidates must be >= 1, got {self.n_candidates}")
-        if not (math.isfinite(self.rrf_k) and self.rrf_k >= 0):
-            raise ValueError(f"system.rrf_k must be a finite number >= 0, got {self.rrf_k}")
-        if self.fuse_depth is not None and self.fuse_depth < 1:
-            raise ValueError(f"system.fuse_depth must be >= 1 or null, got {self.fuse_depth}")
-        if self.kind == "toolken" and not self.run:
-            raise ValueError("system.run must name a run trained with train.py experiment=toolken (system.kind=toolken)")
-
-    def identity(self) -> dict:
-        """What the system's rankings depend on besides the model and decoding (its fingerprint)."""
-        out: dict = {"kind": self.kind, "candidates": self.candidates.identity()}
-        out.update({"n_candidates": self.n_candidates} if self.kind == "restricted" else
-                   {"rrf_k": self.rrf_k, "fuse_depth": self.fuse_depth} if self.kind == "rrf" else {})
-        if self.kind == "toolken":  # ranks alone: no candidates; its run is the fingerprint's model
-            out.pop("candidates")
-        return out
 
 
 @dataclass

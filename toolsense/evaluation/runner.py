@@ -25,8 +25,8 @@ from toolsense.catalog.config import load_from_config
 from toolsense.baselines.rankers import build_baseline
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.baselines.config import BaselineConfig
-from toolsense.evaluation.config import (DecodingConfig, EvaluateConfig, MetricsConfig, ProbeConfig, SystemConfig, Task,
-                                         register_configs)
+from toolsense.decoding.config import DecodingConfig
+from toolsense.evaluation.config import EvaluateConfig, MetricsConfig, ProbeConfig, Task, register_configs
 from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
@@ -36,7 +36,7 @@ from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identi
                                               model_identity)
 from toolsense.evaluation.outputs import write_json
 from toolsense.evaluation.probes import evaluate_probe
-from toolsense.evaluation.systems import build_system, system_decoding, system_model_identity
+from toolsense.evaluation.systems import SystemConfig, build_system, system_decoding, system_model_identity
 from toolsense.decoding.length import fit_queries
 from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.tasks import evaluate_ranking

@@ -25,7 +25,7 @@ from typing import Optional
 import torch
 
 from toolsense.audit.prompting import ANSWER_CHOICES, AnswerChoices, AuditPromptConfig
-from toolsense.audit.scorers.base import SCORERS, ScoreItem, ScorerConfig, sha256_files
+from toolsense.audit.scorers.base import ScoreItem, ScorerConfig, sha256_files
 from toolsense.models import ModelConfig, default_device, load_model_and_tokenizer, resolve_model_dir
 
 TokenPath = tuple[int, ...]
@@ -152,8 +152,3 @@ class HFScorer:
                 if node in self.trie.branches:
                     seq_lp[:, s] += logp[node][:, self.trie.branches[node].index(seq[j])]
         return (seq_lp.exp() * self.values).sum(-1).tolist()
-
-
-@SCORERS.register("hf")
-def _hf(cfg: ScorerConfig, model_cfg: ModelConfig, prompt: Optional[AuditPromptConfig] = None) -> HFScorer:
-    return HFScorer(cfg, model_cfg, prompt)
