@@ -10,6 +10,7 @@ from toolsense.metrics.aggregate import aggregate, item_metrics
 from toolsense.metrics.ranking import hit_at
 from toolsense.metrics.registry import METRICS, Metric, register
 from toolsense.reporting.tables import results_table
+from toolsense.study.config import AnalysisPlan, FindingRule
 from toolsense.utils.io import DataError
 
 
@@ -33,6 +34,9 @@ def test_an_unknown_name_is_refused_naming_the_registered_ones():
     with pytest.raises(ValueError, match=r"compare\.effect_metric: 'is@50'"):
         CompareConfig(effect_metric="is@50")
     assert CompareConfig(metrics=["Rprec_c", "ndcg_f@3"]).metrics == ["Rprec_c", "ndcg_f@3"]
+    with pytest.raises(ValueError, match=r"analysis\.findings\.3\.metric='ISc': accuracy, drift or a registered"):
+        AnalysisPlan(findings={1: FindingRule(metric="Rc"), 3: FindingRule(metric="ISc")})
+    assert AnalysisPlan(findings={3: FindingRule(metric="IS"), 4: FindingRule(metric="accuracy")}).findings[3].k == 5
 
 
 def test_a_registration_that_would_read_as_another_is_refused():
