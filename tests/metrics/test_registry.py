@@ -13,6 +13,8 @@ from toolsense.reporting.tables import results_table
 from toolsense.study.config import AnalysisPlan, FindingRule
 from toolsense.utils.io import DataError
 
+PER_ITEM = {"c_hit@1", "c_recall@1", "c_ndcg@1", "c_comp@1", "c_rprec"}
+
 
 def test_the_shipped_spellings_are_those_of_the_results_files():
     # results files written before the registry (and the archived studies in docs/) use exactly these keys
@@ -24,8 +26,7 @@ def test_the_shipped_spellings_are_those_of_the_results_files():
         for mode, k in m.series([1, 50]):
             assert METRICS.parse(m.result_key(mode, k)) == (m, mode, k)
     assert METRICS.parse("Rc@") is None and METRICS.parse("Rx@5") is None and METRICS.parse("accuracy") is None
-    per_item = {"c_hit@1", "c_recall@1", "c_ndcg@1", "c_comp@1", "c_rprec"}
-    assert set(item_metrics(["a", None], ["a"], [1], "c_")) == per_item
+    assert set(item_metrics(["a", None], ["a"], [1], "c_")) == PER_ITEM
 
 
 def test_an_unknown_name_is_refused_naming_the_registered_ones():
@@ -76,5 +77,11 @@ def test_a_renamed_metric_reads_old_files_through_its_alias_and_leaves_cleanly()
     finally:
         METRICS.remove("top")
     assert METRICS.parse("TOPc@1") is None and "TOPc@1" not in aggregate(rows, [1], resamples=20)
+    register(Metric("free_top", "TOP{mode}@{k}", hit_at, modes=("f",)))
+    try:
+        assert METRICS.parse("TOPf@3")[1:] == ("f", 3) and METRICS.parse("TOPc@3") is None
+        assert set(item_metrics(["g"], ["g"], [1], "c_")) == PER_ITEM  # a free-form-only metric has no c_ value
+    finally:
+        METRICS.remove("free_top")
     with pytest.raises(ValueError, match=r"metric 'hit' is the base of \['is'\]"):
         METRICS.remove("hit")

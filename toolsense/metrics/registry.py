@@ -26,6 +26,7 @@ never a silently empty column. Adding a metric: docs/evaluation.md, "Adding a me
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Literal, Mapping, Optional, Sequence
@@ -107,6 +108,7 @@ class Metric:
         return f"{head}{self.name}" + ("" if k is None else f"@{k}")
 
 
+@functools.lru_cache(maxsize=None)
 def _pattern(template: str) -> re.Pattern:
     """A key template as a regular expression with groups ``mode`` and ``k``."""
     parts = re.split(r"(\{mode\}|\{k\})", template)
@@ -140,7 +142,7 @@ class MetricRegistry(Registry[Metric]):
         return self.register(metric.name)(metric)
 
     def remove(self, name: str) -> Metric:
-        """Unregister ``name`` (a test's metric); a ratio still reading it keeps it registered."""
+        """Unregister ``name`` (a test's metric); refused while a ratio reads it."""
         if users := [m.name for m in self if m.of == name]:
             raise ValueError(f"metric {name!r} is the base of {users}; remove those first")
         self.get(name)
@@ -150,10 +152,11 @@ class MetricRegistry(Registry[Metric]):
         return iter(list(self._items.values()))
 
     def parse(self, key: str) -> Optional[Parsed]:
-        """``(metric, mode, k)`` a results.json key (or an alias of one) names; None when none does."""
+        """``(metric, mode, k)`` a results.json key (or an alias of one) names; None when none does
+        (nor for a mode the metric is not computed for)."""
         for m in self:
             for t in (m.key, *m.aliases):
-                if match := _pattern(t).match(key):
+                if (match := _pattern(t).match(key)) and match.groupdict().get("mode", m.modes[0]) in m.modes:
                     got = match.groupdict()
                     return m, got.get("mode"), int(got["k"]) if "k" in got else None
         return None
