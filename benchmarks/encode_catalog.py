@@ -47,7 +47,7 @@ def fixed_slice(catalog, queries, n: int):
 
 
 def recall_at_10(tool_emb: np.ndarray, query_emb: np.ndarray, names: list[str], queries) -> float:
-    from toolsense.evaluation.metrics import recall_at
+    from toolsense.metrics.ranking import recall_at
 
     unit = lambda x: x / np.linalg.norm(x, axis=1, keepdims=True)
     top = np.argsort(-(unit(query_emb) @ unit(np.asarray(tool_emb)).T), axis=1, kind="stable")[:, :10]

@@ -13,7 +13,7 @@ import pytest
 from toolsense.reporting.export import (INVALID, MODES, QRELS, REPEAT, TIE_STEP, doc_id, export_tree, from_doc_id,
                                          read_qrels, read_run, run_lines, strictly_decreasing, without_padding, write_beir,
                                          write_trec)
-from toolsense.evaluation.metrics import item_metrics
+from toolsense.metrics.aggregate import item_metrics
 from toolsense.evaluation.runner import run
 from toolsense.utils.io import DataError
 

@@ -101,7 +101,8 @@ def test_numbers_in_the_rendered_dom_equal_results_json(evaluated):
         rel = folder.relative_to(evaluated).as_posix()
         for metric, est in res["metrics"].items():
             if (rel, metric) not in cells:
-                assert not re.match(r"^(Rc|Rf|IS)@\d+$", metric), f"{rel} {metric} missing from the page"
+                shown = re.match(r"^(Rc|Rf|IS|COMPc|COMPf)@\d+$|^Rprec_", metric)
+                assert not shown, f"{rel} {metric} missing from the page"
                 continue
             value, text = cells[(rel, metric)]
             pct = not metric.startswith("IS")
@@ -109,7 +110,8 @@ def test_numbers_in_the_rendered_dom_equal_results_json(evaluated):
             assert text.split()[0] == f"{est['value'] * (100 if pct else 1):.{1 if pct else 2}f}"
             checked += 1
         assert cells[(rel, "n")][1] == str(res["n"])
-    assert checked == 9 + 3 + 1  # model: Rc, Rf, IS at 3 ks; bm25: Rc at 3 ks; qa token: accuracy
+    # model: Rc, Rf, IS, COMPc, COMPf at 3 ks, Rprec c / f; bm25: Rc, COMPc at 3 ks, Rprec c; qa token: accuracy
+    assert checked == 5 * 3 + 2 + 2 * 3 + 1 + 1
 
 
 @needs_chromium

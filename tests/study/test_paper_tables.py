@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from toolsense.evaluation.metrics import ndcg_at
+from toolsense.metrics.ranking import ndcg_at
 from toolsense.paper.page import Grid, load_cell, movers_table, write_page
 from toolsense.paper.tables import SETTINGS, Setting, run_setting, toolgen_ndcg
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from toolsense.evaluation.metrics import bootstrap_indices, is_ci, wilson_ci
+from toolsense.metrics.intervals import bootstrap_indices, is_ci, wilson_ci
+from toolsense.metrics.registry import METRICS
 from toolsense.comparison.runs import item_values, run_dir_of
 from toolsense.comparison.seed_stats import seed_mean, seed_paired_diff
 from toolsense.comparison.stats import cluster_bootstrap, cohens_d_ci, mean_sd, paired_diff
@@ -42,7 +43,7 @@ def combine_seeds(metric: str | None, entries: Sequence[tuple[dict | None, dict]
     per = [item_values(res["_path"], metric) for _, res in present] if metric else [None]
     if any(p is None or not p for p in per):
         return cell
-    if metric.startswith("IS@"):
+    if METRICS.is_ratio(metric):
         if n == 1:
             f, c = zip(*per[0].values())
             ci = {**is_ci(f, c, bootstrap_indices(len(f), resamples, seed), min_hits=min_hits), "method": "items only (one seed)"}

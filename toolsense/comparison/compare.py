@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -36,6 +35,7 @@ from toolsense.comparison.significance import legend, marker, table_significance
 from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
 from toolsense.comparison.item_sets import item_set, items_text, same_evaluation, why_different
 from toolsense.comparison.stats import drift_ratio
+from toolsense.metrics.registry import METRICS
 from toolsense.reporting.tables import (ONE_SEED_LEGEND, SEED_LEGEND, benchmark_label, comparison_cell, flag_text,
                                         markdown_table)
 from toolsense.utils.config import to_config
@@ -54,7 +54,8 @@ class CompareConfig:
     roots: list[str] = field(default_factory=list)
     """Directories searched recursively for results.json (sweep dirs, run dirs, eval dirs)."""
     metrics: list[str] = field(default_factory=lambda: list(HEADLINE))
-    """Retrieval metrics, one column each per retrieval benchmark (e.g. [Rc@1,Rf@1,IS@1,Rc@10]). A
+    """Retrieval metrics (results.json keys of registered metrics, metrics/registry.py), one column each per
+    retrieval benchmark (e.g. [Rc@1,Rf@1,IS@1,Rc@10,COMPc@10,Rprec_c]). A
     metric@k that no result holds is replaced by the same metric at the largest k evaluated below k
     (else the smallest above), said on stdout: a beam-10 sweep gets @10 columns, not a table of "—"."""
     resamples: int = 1000
@@ -71,6 +72,8 @@ class CompareConfig:
     """None = Hydra's (timestamped) output dir; outside Hydra, outputs/compare."""
 
     def __post_init__(self) -> None:
+        METRICS.check_keys(self.metrics, "compare.metrics")
+        METRICS.check_keys([self.effect_metric], "compare.effect_metric")
         if self.resamples < 1:
             raise ValueError(f"resamples must be >= 1, got {self.resamples}")
         if self.min_hits < 1:
@@ -165,31 +168,28 @@ def _probe_extras(res: dict[str, Any]) -> dict[str, Any]:
     return {"chance": chance, "majority_rate": majority}
 
 
-_AT = re.compile(r"^(.+)@(\d+)$")
-
-
 def available_metrics(results: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dict[str, str]:
     """``requested -> used`` for each retrieval metric: itself when some retrieval result holds it,
     else the same metric at the largest k below the requested one that some result holds (else the
     smallest above); a metric no result holds at any k is kept (its column reads "—")."""
     held = {m for r in results if r["kind"] == "retrieval" for m in r["metrics"]}
     out = {}
-    for m in metrics:
-        match = _AT.match(m)
-        if m in held or not match:
-            out[m] = m
+    for want in metrics:
+        parsed = METRICS.parse(want)
+        if want in held or parsed is None or parsed[2] is None:
+            out[want] = want
             continue
-        name, k = match.group(1), int(match.group(2))
-        ks = sorted(int(a.group(2)) for h in held if (a := _AT.match(h)) and a.group(1) == name)
+        m, mode, k = parsed
+        ks = sorted({p[2] for h in held if (p := METRICS.parse(h)) and p[0] is m and p[1] == mode and p[2] is not None})
         below = [x for x in ks if x <= k]
-        out[m] = f"{name}@{below[-1] if below else ks[0]}" if ks else m
+        out[want] = m.result_key(mode, below[-1] if below else ks[0]) if ks else want
     return out
 
 
 def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple[str | None, dict | None]]:
     """``column -> (metric with per-item samples or None, estimate)`` of one result."""
     if res["kind"] == "retrieval":
-        return {f"{benchmark_label(res)} {m}": (m, res["metrics"].get(m)) for m in metrics}
+        return {f"{benchmark_label(res)} {m}": (m, METRICS.find(res["metrics"], m)) for m in metrics}
     if res["kind"] == "drift":
         return {f"drift {k}": (None, v) for k, v in res["metrics"].items()}
     # a probe: the mode (token / control / card) is part of the column; accuracy carries chance,
@@ -213,14 +213,17 @@ def tier_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple
     tiers = (res.get("tiers") or {}) if res["kind"] == "retrieval" else {}
     if len(tiers) < 2:
         return {}
-    return {f"{benchmark_label(res)} [{t}] {m}": (None, (v.get("metrics") or {}).get(m)) for t, v in tiers.items() for m in metrics}
+    return {f"{benchmark_label(res)} [{t}] {m}": (None, METRICS.find(v.get("metrics") or {}, m))
+            for t, v in tiers.items() for m in metrics}
 
 
 def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamples: int = 1000, seed: int = 0,
                effect_metric: str = "IS@50", min_hits: int = 10) -> dict[str, Any]:
     """Rows and columns of the ablation table, the estimates per cell and the statistics.
     Columns: retrieval benchmarks × metrics, probe accuracies, retention (when Stage-1 and
-    Stage-2 probes of the same runs exist), embedding drift; each in order of first appearance."""
+    Stage-2 probes of the same runs exist), embedding drift; each in order of first appearance.
+    A metric no registration spells (metrics/registry.py) is an error, not an empty column."""
+    METRICS.check_keys([*metrics, effect_metric], "comparison metrics")
     keys = [row_key(r) for r in results]
     meta = _row_labels(keys)
     entries: dict[tuple[str, str], list[tuple[dict | None, dict]]] = {}

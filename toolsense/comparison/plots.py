@@ -10,6 +10,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from toolsense.metrics.registry import METRICS
+
 
 def _plt():
     import matplotlib
@@ -134,8 +136,9 @@ def render_all(comp: dict[str, Any], out_dir: str | Path, prefix: str = "") -> l
     """Every plot the comparison has data for, as ``out_dir/<prefix><name>.png``; returns the files written."""
     out = Path(out_dir)
     models = [r for r in comp["rows"] if r not in comp["baselines"] and ":" not in r]
-    recall = next((c.split(" ")[-1] for c in comp["columns"] if c.split(" ")[-1].startswith("Rc@")), None)
-    is_metric = next((c.split(" ")[-1] for c in comp["columns"] if c.split(" ")[-1].startswith("IS@")), None)
+    parsed = [(c.split(" ")[-1], p) for c in comp["columns"] if (p := METRICS.parse(c.split(" ")[-1]))]
+    recall = next((key for key, (m, mode, _) in parsed if m.name == "hit" and mode == "c"), None)
+    is_metric = next((key for key, (m, _, _) in parsed if m.aggregation == "ratio"), None)
     made = [
         recall and metric_plot(comp, recall, [r for r in comp["rows"] if ":" not in r], out / f"{prefix}recall_by_benchmark.png",
                                f"{recall} (constrained hit rate)", by_row=False),

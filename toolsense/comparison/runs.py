@@ -16,6 +16,7 @@ import yaml
 
 from toolsense.data.prompts import probe_answers
 from toolsense.evaluation.probe_stats import DEBIASED, debiased_correct
+from toolsense.metrics.registry import METRICS
 from toolsense.utils.io import DataError
 from toolsense.utils.paths import portable_text
 
@@ -113,11 +114,6 @@ def _short(v: Any) -> str:
     return "+".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
-ITEM_KEYS = {"Rc": "c_hit", "Rf": "f_hit", "recall_c": "c_recall", "recall_f": "f_recall", "ndcg_c": "c_ndcg", "ndcg_f": "f_ndcg",
-             "COMPc": "c_comp", "COMPf": "f_comp"}
-"""A retrieval metric's name in results.json → its per-item key in samples.jsonl (``<key>@k``)."""
-
-
 @functools.lru_cache(maxsize=None)
 def _samples(path: str) -> dict[str, dict]:
     rows = {}
@@ -138,25 +134,28 @@ def _samples(path: str) -> dict[str, dict]:
 def item_values(result_path: str | Path, metric: str) -> dict[str, tuple[float, float] | float] | None:
     """Per-item values of ``metric`` from the ``samples.jsonl`` beside ``result_path``, keyed by
     item id: probe ``accuracy`` → 0/1 correctness; a debiased probe metric (:data:`DEBIASED`) →
-    the item's credit under it; ``Rc@k``/``Rf@k``/recall/NDCG → the item's
-    value; ``IS@k`` → (free-form hit, constrained hit) pairs (IS is a ratio of means). None when
-    the file is absent or the metric has no per-item value (the caller then has no interval)."""
+    the item's credit under it; a registered mean metric (``Rc@k``, recall, NDCG, ...;
+    metrics/registry.py) → the item's value; a ratio (``IS@k``) → (free-form, constrained) pairs of
+    its base metric (IS is a ratio of means). None when the file is absent or the metric has no
+    per-item value (the caller then has no interval)."""
     path = Path(result_path).with_name("samples.jsonl")
     if not path.exists():
         return None
     rows = _samples(str(path))
-    name, _, k = metric.partition("@")
+    parsed = METRICS.parse(metric)
     try:
         if metric == "accuracy":
             return {i: float(bool(r["correct"])) for i, r in rows.items()}
         if metric in DEBIASED:
             return _debiased_values(Path(result_path), rows, metric)
-        if name == "IS":
-            return {i: (float(r["metrics"][f"f_hit@{k}"]), float(r["metrics"][f"c_hit@{k}"])) for i, r in rows.items()}
-        if name in ITEM_KEYS:
-            return {i: float(r["metrics"][f"{ITEM_KEYS[name]}@{k}"]) for i, r in rows.items()}
-        if metric in ("Rprec_c", "Rprec_f"):  # R-precision has no cut-off (metrics.r_precision)
-            return {i: float(r["metrics"][f"{metric[-1]}_rprec"]) for i, r in rows.items()}
+        if parsed is not None:
+            m, mode, k = parsed
+            if m.aggregation == "ratio":
+                base = METRICS.get(str(m.of))
+                f, c = base.item_key("f", k), base.item_key("c", k)
+                return {i: (float(r["metrics"][f]), float(r["metrics"][c])) for i, r in rows.items()}
+            key = m.item_key(mode or "c", k)
+            return {i: float(r["metrics"][key]) for i, r in rows.items()}
     except KeyError as e:
         raise DataError(f"{path}: an item lacks field {e.args[0]!r} needed for {metric}") from None
     return None

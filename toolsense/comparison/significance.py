@@ -12,7 +12,7 @@ cannot fall below 1/(R+1), so R grows with the number of tests (monte_carlo_resa
 table can still reach Holm's thresholds. All p-values of the table are
 Holm-corrected together (family-wise error 5%). A cell's marker lists the letters of the rows it
 is significantly *better* than (ranx's convention): ``Rc@1 60.3 [..] ᵃᶜ``. IS@k is a ratio of
-means, not a per-item mean, so its columns are not tested; nor are drift columns.
+means (a registered ratio), not a per-item mean, so its columns are not tested; nor are drift columns.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from itertools import combinations
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+from toolsense.metrics.registry import METRICS
 
 ALPHA = 0.05
 SUPERSCRIPT = str.maketrans(string.ascii_lowercase, "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖqʳˢᵗᵘᵛʷˣʸᶻ")
@@ -85,7 +87,8 @@ def monte_carlo_resamples(m: int, alpha: float = ALPHA, floor: int = 1000) -> in
 
 
 def testable(metric: str | None) -> bool:
-    return metric is not None and not metric.startswith("IS@")
+    """A column with per-item values to pair: not a ratio of means (IS@k; metrics/registry.py), not drift."""
+    return metric is not None and not METRICS.is_ratio(metric)
 
 
 def table_significance(entries: Mapping[tuple[str, str], Sequence[tuple[Any, dict]]], col_metric: Mapping[str, str | None],

@@ -28,7 +28,7 @@ from toolsense.evaluation.benchmarks import Benchmark, ProbeItem
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered
-from toolsense.evaluation.metrics import accuracy
+from toolsense.metrics.intervals import accuracy
 from toolsense.evaluation.outputs import SampleLog, write_json
 from toolsense.decoding.retrieval import encode
 from toolsense.data.prompts import LETTERS, options_only, probe_answers

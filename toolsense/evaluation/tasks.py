@@ -16,7 +16,7 @@ from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import MetricsConfig
 from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered, is_covered_any
 from toolsense.evaluation.distributed import Shard
-from toolsense.evaluation.metrics import aggregate, item_metrics
+from toolsense.metrics.aggregate import aggregate, item_metrics
 from toolsense.reporting.export import write_trec
 from toolsense.evaluation.outputs import SampleLog, write_json
 from toolsense.decoding.retrieval import Retrieved

@@ -73,7 +73,7 @@ METRICS = ("Rc@1", "Rc@5", "Rc@50", "ToolGen NDCG@5")
 
 def per_query(ranker, queries: Sequence, window: int) -> dict[str, list[float]]:
     """Per-query Rc@1/5/50 (a gold tool in the top k) and ToolGen's NDCG@5 (its ``window``)."""
-    from toolsense.evaluation.metrics import hit_at
+    from toolsense.metrics.ranking import hit_at
     from toolsense.paper.tables import toolgen_ndcg
 
     out: dict[str, list[float]] = {m: [] for m in METRICS}
@@ -221,7 +221,7 @@ def load_sample(out: Path) -> dict[str, Any]:
 def sample_est(sample: Mapping[str, Any], setting: str, bench: str, system: str, metric: str, minus: str | None = None):
     """Mean (or the paired difference ``system - minus`` over the same queries) with its 95%
     bootstrap interval, or None when that cell is absent."""
-    from toolsense.evaluation.metrics import bootstrap_indices, mean_ci
+    from toolsense.metrics.intervals import bootstrap_indices, mean_ci
 
     cell = sample.get(setting, {}).get("cells", {}).get(bench)
     if not cell or system not in cell:

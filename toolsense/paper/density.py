@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from toolsense.catalog import Catalog
-from toolsense.evaluation.metrics import Estimate, bootstrap_indices, hit_at, mean_ci
+from toolsense.metrics.intervals import Estimate, bootstrap_indices, mean_ci
+from toolsense.metrics.ranking import hit_at
 from toolsense.utils.paths import atomic_write_text
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from toolsense.evaluation.metrics import Estimate
+from toolsense.metrics.intervals import Estimate
 
 DENSE_WINDOW = 5
 """ToolGen's encoder evaluation keeps only its top 5 (``indexer.search(query_embeddings, top_n=5)``)."""

@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from toolsense.evaluation.metrics import Estimate, bootstrap_indices, mean_ci
+from toolsense.metrics.intervals import Estimate, bootstrap_indices, mean_ci
 from toolsense.reporting.tables import markdown_table
 from toolsense.paper.density import density_section, documentation
 from toolsense.paper.format import BENCH_TITLES, DENSE_WINDOW, contains, pct, signed

@@ -81,7 +81,7 @@ def benchmark_overrides(benchmarks: Mapping[str, str], data_dir: str) -> list[st
 def toolgen_ndcg(ranked: Sequence[Mapping], gold: Sequence[str], k: int, window: int = WINDOW) -> float:
     """NDCG@k as ToolGen computes it (``compute_ndcg`` in its eval_bm25.py / eval_encoder.py,
     sklearn's ``ndcg_score`` over the whole corpus), for comparison with its numbers only —
-    :func:`toolsense.evaluation.metrics.ndcg_at` is the correct one.
+    :func:`toolsense.metrics.ranking.ndcg_at` is the correct one.
 
     ToolGen marks a tool relevant only if it is gold *and* in the top ``window`` retrieved, so
     the ideal DCG counts only the gold tools that were found: one of three gold tools at rank 1

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from toolsense.metrics.registry import METRICS
 from toolsense.reporting.html_assets import COMPARE_JS, CSS
 from toolsense.reporting.html_report import MAX_BEAMS, ks_of
 from toolsense.reporting.tables import benchmark_label
@@ -47,11 +48,12 @@ def column_groups(columns: Sequence[str]) -> dict[str, list[str]]:
 
 
 def _scale(col: str) -> tuple[float, int, bool]:
-    """(multiplier, digits, signed) of a column: percent, IS as a ratio, drift with 4 digits."""
+    """(multiplier, digits, signed) of a column: percent, a ratio metric (IS, metrics/registry.py) and
+    the drift ratio as ratios, drift with 4 digits."""
     metric = col.rsplit(" ", 1)[-1]
     if col.startswith("drift "):
         return 1.0, 4, False
-    if metric.startswith("IS@") or metric == "ratio":
+    if METRICS.scale_of(metric) == "ratio" or metric == "ratio":
         return 1.0, 2, False
     return 100.0, 1, col.startswith("retention ")
 
@@ -148,7 +150,8 @@ def _system_entry(rows: list[dict], kind: str, ks: Sequence[int]) -> dict[str, A
     """One configuration's answer to one item over its seeds: hits per k (one per seed) and the
     first seed's top tools (a probe: its answer)."""
     if kind == "retrieval":
-        return {"hits": {str(k): [int((r.get("metrics") or {}).get(f"c_hit@{k}", 0)) for r in rows] for k in ks},
+        keys = {k: METRICS.get("hit").item_key("c", k) for k in ks}
+        return {"hits": {str(k): [int((r.get("metrics") or {}).get(keys[k], 0)) for r in rows] for k in ks},
                 "top": [b.get("tool") for b in (rows[0].get("constrained") or [])[:MAX_BEAMS]]}
     return {"hits": {str(k): [int(bool(r.get("correct"))) for r in rows] for k in ks}, "top": [rows[0].get("pred")]}
 

@@ -12,7 +12,7 @@ this existed). The files are built so that trec_eval's measures are *ours*, exac
 
 - ``success_k`` = hit@k (Rc@k / Rf@k), ``recall_k`` = recall@k, ``ndcg_cut_k`` = NDCG@k
   (binary gains, log2(rank + 1) discount, the ideal DCG over all min(k, |gold|) gold tools: the
-  same definition as :func:`toolsense.evaluation.metrics.ndcg_at`).
+  same definition as :func:`toolsense.metrics.ranking.ndcg_at`).
 - The score column is the system's own score: a beam's ranking score (its log-probability,
   length-normalised as the search ranks it: ``decoding.length_penalty``), BM25's or the dense
   cosine, a hybrid's fused score. trec_eval and ranx order by *score*, not by the rank column

@@ -15,19 +15,18 @@ from __future__ import annotations
 import html
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
 from toolsense.reporting.html_assets import CSS, JS
 from toolsense.data.prompts import probe_answers
+from toolsense.metrics.registry import METRICS, MODES
 from toolsense.reporting.tables import benchmark_label, flag_text
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.paths import atomic_write_text
 
 MAX_BEAMS = 10
 """Beams per decoding mode shown for each sample (the full lists stay in samples.jsonl)."""
-_K = re.compile(r"^Rc@(\d+)$")
 
 
 def collect_evaluations(root: str | Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -42,7 +41,8 @@ def collect_evaluations(root: str | Path) -> list[tuple[Path, dict[str, Any]]]:
 
 
 def ks_of(results: Sequence[dict]) -> list[int]:
-    return sorted({int(m.group(1)) for r in results for key in r.get("metrics", {}) if (m := _K.match(key))})
+    """The cut-offs of the registered metrics the results hold."""
+    return METRICS.ks_of(key for r in results for key in r.get("metrics", {}))
 
 
 def _cell(est: dict | None, key: str, pct: bool = True) -> str:
@@ -61,15 +61,16 @@ def _row_head(folder: str, r: dict) -> str:
 
 
 def metrics_tables(rows: Sequence[tuple[str, dict]]) -> str:
-    """Two tables over ``(folder, result)`` rows: retrieval (Rc@k, Rf@k in percent, IS@k as a
-    ratio) and probes (accuracy, chance, majority rate in percent, the flagged top answer). Each
-    number's cell carries ``data-metric`` and its exact ``data-value`` from results.json; a row
-    names its folder (relative to the report), benchmark and system."""
+    """Two tables over ``(folder, result)`` rows: retrieval (the registry's table columns, as in
+    table.md: Rc@k, Rf@k in percent, IS@k as a ratio, COMP@k, R-precision) and probes (accuracy,
+    chance, majority rate in percent, the flagged top answer). Each number's cell carries
+    ``data-metric`` (the results.json key) and its exact ``data-value``; a row names its folder
+    (relative to the report), benchmark and system."""
     ks = ks_of([r for _, r in rows])
-    cols = [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] + [f"IS@{k}" for k in ks]
+    cols = METRICS.table_columns(ks)
     head = '<th class="l">evaluation</th><th class="l">benchmark</th><th class="l">system</th><th>n</th>'
-    ret = [_row_head(f, r) + "".join(_cell(r["metrics"].get(c), c, pct=not c.startswith("IS")) for c in cols) + "</tr>"
-           for f, r in rows if r["kind"] == "retrieval"]
+    ret = [_row_head(f, r) + "".join(_cell(METRICS.find(r["metrics"], key), key, pct=m.scale == "percent")
+                                     for _, key, m in cols) + "</tr>" for f, r in rows if r["kind"] == "retrieval"]
     probe = []
     for f, r in rows:
         if r["kind"] == "retrieval":
@@ -80,7 +81,8 @@ def metrics_tables(rows: Sequence[tuple[str, dict]]) -> str:
                      + f'<td class="l">{html.escape(str(top.get("answer", "—")))} <span class="flag">{html.escape(flag_text(top))}</span></td></tr>')
     out = ""
     if ret:
-        out += (f'<table id="retrieval"><thead><tr>{head}{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
+        heads = "".join(f"<th>{html.escape(h)}</th>" for h, _, _ in cols)
+        out += (f'<table id="retrieval"><thead><tr>{head}{heads}</tr></thead>'
                 f'<tbody>{"".join(ret)}</tbody></table>')
     if probe:
         out += (f'<table id="probes"><thead><tr>{head}<th>accuracy %</th><th>chance %</th><th>majority %</th>'
@@ -133,12 +135,13 @@ def svg_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[dict 
 def plots(results: Sequence[dict]) -> str:
     """Per retrieval benchmark: Rc@k and Rf@k of each system at the smallest and largest k;
     probes: accuracy per benchmark × mode with chance dashed."""
-    figs = []
+    figs, hit = [], METRICS.get("hit")
     ks = ks_of(results)
     show = sorted({ks[0], ks[-1]}) if ks else []
     for bench in dict.fromkeys(benchmark_label(r) for r in results if r["kind"] == "retrieval"):
         rows = [r for r in results if r["kind"] == "retrieval" and benchmark_label(r) == bench]
-        series = {f"{m}@{k}": [r["metrics"].get(f"{m}@{k}") for r in rows] for k in show for m in ("Rc", "Rf")}
+        keys = [hit.result_key(mode, k) for k in show for mode in MODES]
+        series = {key: [METRICS.find(r["metrics"], key) for r in rows] for key in keys}
         figs.append(svg_bars(f"{bench}: recall (%)", [str(r["system"]) for r in rows], series))
     probes = [r for r in results if r["kind"] != "retrieval"]
     if probes:  # chance per probe: 1 / answers (25% MCQ, 50% QA) unless results.json states it
@@ -170,7 +173,7 @@ def sample_records(folder: Path, res: dict[str, Any], ks: Sequence[int]) -> list
             query, m = str(r.get("query", "")), r.get("metrics", {})
             rec = {**base, "id": ident, "tier": r.get("tier", "—"), "query": query, "gold": list(gold),
                    "constrained": _beams(r.get("constrained") or []), "free": _beams(r.get("free")),
-                   "hits": {str(k): int(m.get(f"c_hit@{k}", 0)) for k in ks}}
+                   "hits": {str(k): int(m.get(METRICS.get("hit").item_key("c", k), 0)) for k in ks}}
             rec["text"] = " ".join([query, ident, *map(str, gold)]).lower()
         else:
             options = r.get("options_shown") or []

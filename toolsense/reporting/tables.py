@@ -1,16 +1,19 @@
 """The one home of how an estimate reads as text and how a table is rendered in Markdown.
 
 An estimate is a results.json dict ``{"value", "lo", "hi"}``, optionally with ``sd`` (over
-seeds); percent metrics are proportions shown x100 with one digit, ratios (IS@k) with two.
+seeds); percent metrics are proportions shown x100 with one digit, ratios (IS@k) with two (each
+metric's scale and column: metrics/registry.py).
 Every table of the house — an evaluation's ``table.md``, a comparison's ``comparison.md``, the
 study's report — is built from these functions and from results files alone, never from a
-tracker. Statistics are computed elsewhere (``evaluation/metrics.py``, ``probe_stats.py``,
+tracker. Statistics are computed elsewhere (``metrics/``, ``probe_stats.py``,
 ``comparison/stats.py``); this module only writes them down.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
+
+from toolsense.metrics.registry import METRICS
 
 DASH = "—"
 """A cell with nothing to show (an absent estimate, a metric that does not apply)."""
@@ -99,16 +102,16 @@ def probe_cells(result: dict[str, Any]) -> list[str]:
 
 
 def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
-    """ONE table for a whole evaluation: a row per (benchmark, system). Retrieval rows fill
-    Rc@k, Rf@k (percent) and IS@k (ratio) with 95% intervals, then the multi-answer metrics
-    COMPc@k / COMPf@k (every gold tool in the top k) and R-precision (constrained / free-form;
-    metrics.py); a benchmark with several tiers (RRB easy / medium / hard) gets one more row per
-    tier under its row, labelled ``<benchmark> [<tier>]``. Probe rows fill accuracy (flagged
-    when one answer dominates), chance, majority rate, top answer and the debiased accuracy
-    (probe_stats.py). ``covered``: items with a gold tool the run's Stage 2 trained on (coverage.py;
-    '—' for untrained models and baselines). Missing gold tools / probe tools are counted in the last column."""
-    header = ["benchmark", "system", "n", "covered"] + [f"Rc@{k}" for k in ks] + [f"Rf@{k}" for k in ks] \
-        + [f"IS@{k}" for k in ks] + [f"COMPc@{k}" for k in ks] + [f"COMPf@{k}" for k in ks] + ["Rprec c", "Rprec f"] \
+    """ONE table for a whole evaluation: a row per (benchmark, system). Retrieval rows fill a
+    column per registered metric shown in tables (metrics/registry.py, in registration order): Rc@k,
+    Rf@k (percent) and IS@k (ratio) with 95% intervals, then the multi-answer metrics COMPc@k /
+    COMPf@k (every gold tool in the top k) and R-precision (constrained / free-form); a benchmark
+    with several tiers (RRB easy / medium / hard) gets one more row per tier under its row, labelled
+    ``<benchmark> [<tier>]``. Probe rows fill accuracy (flagged when one answer dominates), chance,
+    majority rate, top answer and the debiased accuracy (probe_stats.py). ``covered``: items with a
+    gold tool the run's Stage 2 trained on (coverage.py; '—' for untrained models and baselines).
+    Missing gold tools / probe tools are counted in the last column."""
+    header = ["benchmark", "system", "n", "covered"] + [h for h, _, _ in METRICS.table_columns(ks)] \
         + PROBE_COLUMNS + ["missing tools"]
     rows = []
     for r in results:
@@ -123,10 +126,8 @@ def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
 
 
 def _retrieval_cells(m: dict, ks: Sequence[int]) -> list[str]:
-    """Rc, Rf, IS, COMPc, COMPf per k, then R-precision c / f: one row's retrieval cells."""
-    return ([estimate(m.get(f"Rc@{k}")) for k in ks] + [estimate(m.get(f"Rf@{k}")) for k in ks]
-            + [estimate(m.get(f"IS@{k}"), pct=False) for k in ks] + [estimate(m.get(f"COMPc@{k}")) for k in ks]
-            + [estimate(m.get(f"COMPf@{k}")) for k in ks] + [estimate(m.get("Rprec_c")), estimate(m.get("Rprec_f"))])
+    """One row's retrieval cells: each table column of the registry, percent or ratio as registered."""
+    return [estimate(METRICS.find(m, key), pct=spec.scale == "percent") for _, key, spec in METRICS.table_columns(ks)]
 
 
 ONE_SEED_MARK = "†"
@@ -160,7 +161,7 @@ def comparison_cell(col: str, est: dict | None) -> str:
     bare = {**est, "sd": None}
     if col.startswith("drift "):
         return estimate(bare, pct=False, digits=4, interval=False) + seeds_text(est, pct=False, digits=4)
-    pct = not col.split(" ")[-1].startswith("IS@")
+    pct = METRICS.scale_of(col.split(" ")[-1]) == "percent"
     out = estimate(bare, pct=pct, signed=col.startswith("retention ")) + seeds_text(est, pct)
     if est.get("chance") is not None:
         maj = est.get("majority_rate")

@@ -6,6 +6,8 @@ import glob
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+from toolsense.metrics.registry import METRICS
+
 Scale = Literal["pp", "normalized", "log_odds", "drift_absolute", "drift_base_normalized", "balanced"]
 
 
@@ -25,7 +27,8 @@ class FindingRule:
     """How one finding is decided, fixed before the data (the study's ``analysis.findings.<n>``)."""
 
     metric: str = "Rc"
-    """Rc | Rf | IS | accuracy | drift: the measure the verdict reads."""
+    """Rc | Rf | IS (a registered retrieval metric without its @k, metrics/registry.py) | accuracy | drift:
+    the measure the verdict reads."""
     k: int = 5
     """Its cut-off (retrieval metrics)."""
     scale: Scale = "pp"
@@ -65,6 +68,9 @@ class AnalysisPlan:
         for n, rule in self.findings.items():
             if rule.k < 1 or not 0 <= rule.margin < 1:
                 raise ValueError(f"analysis.findings.{n}: k must be >= 1 and margin in [0, 1), got k={rule.k}, margin={rule.margin}")
+            if rule.metric not in ("accuracy", "drift") and not METRICS.parse(f"{rule.metric}@{rule.k}"):
+                raise ValueError(f"analysis.findings.{n}.metric={rule.metric!r}: accuracy, drift or a registered retrieval "
+                                 f"metric without its @k ({', '.join(METRICS.spellings())}; metrics/registry.py)")
 
 
 @dataclass

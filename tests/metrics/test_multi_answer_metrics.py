@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from toolsense.reporting.export import run_lines
-from toolsense.evaluation.metrics import aggregate, complete_at, item_metrics, r_precision
+from toolsense.metrics.aggregate import aggregate, item_metrics
+from toolsense.metrics.ranking import complete_at, r_precision
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -4,8 +4,9 @@ import pytest
 
 import numpy as np
 
-from toolsense.evaluation.metrics import (Estimate, aggregate, bootstrap_indices, hit_at, internalization_score, is_ci, wilson_ci,
-                                          is_delta_variance, item_metrics, mean_ci, ndcg_at, recall_at)
+from toolsense.metrics.aggregate import aggregate, item_metrics
+from toolsense.metrics.intervals import Estimate, bootstrap_indices, is_ci, is_delta_variance, mean_ci, wilson_ci
+from toolsense.metrics.ranking import hit_at, internalization_score, ndcg_at, recall_at
 
 Z = 1.959964
 
