@@ -62,6 +62,63 @@ def gain_contrast(first: Mapping[str, Pairs], second: Mapping[str, Pairs], scale
     return _interval(float(point[0].mean() - point[1].mean()), draws[0].mean(0) - draws[1].mean(0), len(ids))
 
 
+RATE_SCALES: dict[str, Callable[..., np.ndarray]] = {
+    "pp": lambda ha, na, hb, nb, up: hb / nb - ha / na,
+    "normalized": lambda ha, na, hb, nb, up: (hb / nb - ha / na) / ((1 - ha / na) if up else ha / na),
+    "log_odds": lambda ha, na, hb, nb, up: _logit((hb + 0.5) / (nb + 1)) - _logit((ha + 0.5) / (na + 1)),
+}
+"""B's rate minus A's from (Σ A hits, A observations, Σ B hits, B observations, whether B is expected
+above A): ``normalized`` divides by the room in the expected direction — A's misses when B should
+be higher (the share of them B recovers), A's hits when lower (the share B loses)."""
+
+
+def _side_sums(runs: Mapping[str, Mapping[int, Mapping[str, float]]], groups: Sequence[str], ids: Sequence[str]) -> np.ndarray:
+    """``[2, group, item]``: each item's hits summed over a group's seeds, and its observations."""
+    pos = {i: n for n, i in enumerate(ids)}
+    acc = np.zeros((2, len(groups), len(ids)))
+    for gi, g in enumerate(groups):
+        for items in runs[g].values():
+            for i, v in items.items():
+                if str(i) in pos:
+                    acc[:, gi, pos[str(i)]] += (float(v), 1.0)
+    return acc
+
+
+def rate_contrast(arms: Mapping[str, tuple[Mapping[int, Mapping[str, float]], Mapping[int, Mapping[str, float]]]],
+                  scale: str, paired: bool, resamples: int = 1000, up: bool = True, seed: int = 0) -> dict[str, Any] | None:
+    """Mean over groups of B's rate minus A's on ``scale`` (RATE_SCALES); ``arms``: group -> (A's runs,
+    B's runs), each ``seed -> item id -> hit``. ``paired``: A and B score the same items, drawn once per
+    resample (each item with all its seeds); else each side's items are drawn on their own."""
+    if scale not in RATE_SCALES:
+        raise ValueError(f"sensitivity scale {scale!r}: one of {sorted(RATE_SCALES)}")
+    groups = [g for g, (a, b) in arms.items() if a and b]
+    if not groups:
+        return None
+    side_ids = [list(dict.fromkeys(str(i) for g in groups for run in arms[g][s].values() for i in run)) for s in (0, 1)]
+    if paired:
+        shared = [i for i in side_ids[0] if i in set(side_ids[1])]
+        side_ids = [shared, shared]
+    if not all(side_ids):
+        return None
+    sums = [_side_sums({g: arms[g][s] for g in groups}, groups, side_ids[s]) for s in (0, 1)]
+    draws_a = cluster_draws(len(side_ids[0]), resamples, seed)
+    draws_b = draws_a if paired else cluster_draws(len(side_ids[1]), resamples, seed + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        point = RATE_SCALES[scale](*sums[0].sum(-1), *sums[1].sum(-1), up)  # [group]
+        draws = RATE_SCALES[scale](*sums[0][:, :, draws_a].sum(-1), *sums[1][:, :, draws_b].sum(-1), up)  # [group, resample]
+    return _interval(float(np.mean(point)), draws.mean(0), len(side_ids[0]))
+
+
+def depends_on(cells: Mapping[tuple[Any, str], Mapping[str, Any]], ks: Sequence[Any], scales: Sequence[str]) -> list[str]:
+    """"k" and / or "the scale" where a cell's verdict differs along that axis of the table."""
+    present = [(k, s) for k in ks for s in scales if (k, s) in cells]
+    ks = list(dict.fromkeys(k for k, _ in present))
+    scales = list(dict.fromkeys(s for _, s in present))
+    along_k = any(_flip([cells[(k, s)]["verdict"] for k in ks if (k, s) in cells]) for s in scales)
+    along_s = any(_flip([cells[(k, s)]["verdict"] for s in scales if (k, s) in cells]) for k in ks)
+    return [w for w, flips in (("k", along_k), ("the scale", along_s)) if flips]
+
+
 def _flip(verdicts: Sequence[str]) -> bool:
     return len({v.split(" ")[0] for v in verdicts if v != "n/a"}) > 1
 
@@ -91,30 +148,36 @@ def lift_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: S
                                  "per_row_verdict": {r: verdict(e) for r, e in own.items()}}
     ks = [k for k in ks if k not in not_evaluated]
     by_k = [cells[(k, s)]["verdict"] for s in scales for k in ks]
-    depends = [w for w, flips in (("k", any(_flip([cells[(k, s)]["verdict"] for k in ks]) for s in scales)),
-                                  ("the scale", any(_flip([cells[(k, s)]["verdict"] for s in scales]) for k in ks))) if flips]
-    return {"cells": cells, "below_floor": below, "floor": floor, "k_table": k_table, "depends_on": depends,
-            "stable": not _flip(by_k), "not_evaluated": not_evaluated}
+    return {"cells": cells, "below_floor": below, "floor": floor, "k_table": k_table, "depends_on": depends_on(cells, ks, scales),
+            "stable": not _flip(by_k), "not_evaluated": not_evaluated, "rows": list(rows), "finding": 1}
 
 
 def _fmt(est: dict[str, Any] | None, scale: str) -> str:
-    if scale != "log_odds" or not est or est.get("value") is None:
+    if not est or est.get("value") is None:
+        return pct(est, True)
+    if scale.startswith("drift"):  # a ratio (flat / hierarchical)
+        ci = f" [{est['lo']:.2f}, {est['hi']:.2f}]" if est.get("lo") is not None else " (no interval)"
+        return f"{est['value']:.2f}×{ci}"
+    if scale != "log_odds":
         return pct(est, True)
     ci = f" [{est['lo']:+.2f}, {est['hi']:+.2f}]" if est.get("lo") is not None else ""
     return f"{est['value']:+.2f} logit{ci}"
 
 
-def sensitivity_markdown(sens: dict[str, Any], ks: Sequence[int], scales: Sequence[str], rows: Sequence[str]) -> str:
-    """One table: a row per (k, scale), the pooled contrast with its verdict, then each configuration's."""
-    cells = sens["cells"]
-    table = [[k, scale, f"{_fmt(c['pooled'], scale)} {c['verdict']}"]
-             + [f"{_fmt(c['per_row'][r], scale)} {c['per_row_verdict'][r]}" for r in rows]
-             for (k, scale), c in sorted(cells.items(), key=lambda x: (ks.index(x[0][0]), scales.index(x[0][1])))]
+def sensitivity_markdown(sens: dict[str, Any], ks: Sequence[Any] | None = None, scales: Sequence[str] | None = None,
+                         rows: Sequence[str] | None = None) -> str:
+    """One table: a row per (k, scale) — in ``ks`` x ``scales`` order where given, else the cells' —
+    the pooled estimate with its verdict, then each configuration's (``rows``, default ``sens["rows"]``)."""
+    cells, rows = sens["cells"], list(rows if rows is not None else sens.get("rows", []))
+    order = [(k, s) for k in ks for s in scales if (k, s) in cells] if ks is not None and scales is not None else list(cells)
+    table = [["—" if k is None else k, scale, f"{_fmt(cells[(k, scale)]['pooled'], scale)} {cells[(k, scale)]['verdict']}"]
+             + [f"{_fmt(cells[(k, scale)]['per_row'].get(r), scale)} {cells[(k, scale)]['per_row_verdict'].get(r, 'n/a')}"
+                for r in rows] for k, scale in order]
     say = ("the verdict depends on " + " and on ".join(sens["depends_on"])) if sens["depends_on"] else "the verdict holds in every cell"
-    below = ", ".join(sens["below_floor"])
+    below = ", ".join(sens.get("below_floor") or [])
     if sens.get("not_evaluated"):
         say += f" (k = {', '.join(map(str, sens['not_evaluated']))} not evaluated: the samples hold no hits there)"
-    return (markdown_table(["k", "scale", "pooled (configurations that retrieve)", *rows], table)
-            + f"\nFinding 1 across k and scales: {say}."
-            + (f" Below the retrieval floor (standard Rc@{sens['k_table']} < {100 * sens['floor']:.0f}%; shown, not pooled): "
-               f"{below}." if below else "") + "\n")
+    floor = (f" Below the retrieval floor (standard Rc@{sens['k_table']} < {100 * sens['floor']:.0f}%; shown, not pooled): "
+             f"{below}." if below else "")
+    return (markdown_table(["k", "scale", sens.get("pooled_label", "pooled (configurations that retrieve)"), *rows], table)
+            + f"\nFinding {sens.get('finding', 1)} across k and scales: {say}.{floor}\n")
