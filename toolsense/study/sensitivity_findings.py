@@ -49,10 +49,10 @@ def _table(finding: int, cells: dict, ks: Sequence[Any], scales: Sequence[str], 
             "not_evaluated": not_evaluated, "pooled_label": label}
 
 
-def collapse_sensitivity(g: Sweep, ks: Sequence[int], scales: Sequence[str], floor: float, resamples: int,
-                         k_table: int = 5) -> dict[str, Any] | None:
-    """Finding 2 at every (k, scale); None without Stage-2 rows."""
-    rows = g.rows()
+def collapse_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: Sequence[str], floor: float,
+                         resamples: int, k_table: int = 5) -> dict[str, Any] | None:
+    """Finding 2 at every (k, scale) over ``rows`` (the grid's Stage-2 rows in the rule's arms); None without any."""
+    rows = list(rows)
     if not rows:
         return None
     below = _below(g, rows, floor, k_table)
