@@ -57,6 +57,7 @@ def tools(tmp_path_factory):
     return root / "reproduce_tools"
 
 
+@pytest.mark.slow
 def test_findings_2_6_7_across_k_and_scales_on_the_shipped_runs(tools):
     g, e = Sweep("grid", tools / "grid", 5, 100), Sweep("appendix_e", tools / "appendix_e", 5, 100)
     t = finding_tables(AnalysisPlan(), g, e, 5, 100)
@@ -74,6 +75,7 @@ def test_findings_2_6_7_across_k_and_scales_on_the_shipped_runs(tools):
     assert high[2]["below_floor"] == ["tg_h-lora"] and "tg_h-lora" in high[2]["cells"][(5, "pp")]["per_row"]
 
 
+@pytest.mark.slow
 def test_a_rule_changed_after_results_shows_both_verdicts(tools, tmp_path):
     """Finding 1 registered at Rc@5 pp before any run, moved to Rc@10 once runs had finished."""
     first = AnalysisPlan(min_seeds=1, findings={1: FindingRule(k=5, scale="pp")})

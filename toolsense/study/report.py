@@ -18,6 +18,7 @@ from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_
 from toolsense.utils.paths import portable_text
 from toolsense.study.config import AnalysisPlan
 from toolsense.study.design import catalog_section, registration_section
+from toolsense.study.full_catalog import full_catalog_baselines, full_catalog_section
 from toolsense.study.plan_report import changes_markdown, finding_tables, mark_depends, rule_changes, tables_markdown
 from toolsense.study.registration import read_registration
 from toolsense.study.findings import FINDINGS, RULES
@@ -307,6 +308,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "\n".join(f"- **{n}.** {rule}" for n, rule in RULES.items()) + "\n",
         "## Analysis plan (registered before the data)\n", registration_section(cfg.root), changes_markdown(reading["changes"]),
         "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
+        "\n## Baselines over the full 46,984-tool catalog\n", full_catalog_text(cfg, sweeps),
         "## Findings\n", _findings_table(main, labelled),
         "\n## How each verdict moves with k and with the scale\n", tables_markdown(reading["tables"], reading["plan"]),
         "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes), seconds),
@@ -321,6 +323,16 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
     if plots:
         parts += ["\n## Plots\n", "\n".join(plots)]
     return "\n".join(parts) + "\n"
+
+
+def full_catalog_text(cfg, sweeps: dict[str, Sweep]) -> str:
+    """The grid's BM25 and dense over the full catalog beside the study catalog's (``cfg.full_catalog``)."""
+    g = sweeps.get("grid")
+    if not getattr(cfg, "full_catalog", False) or not g or not g.comp:
+        return "Not computed for this study (`full_catalog=false`).\n"
+    rows = {name: full_catalog_baselines(g, cfg.k, cfg.root, cfg.resamples, baseline=b)
+            for name, b in (("BM25", "bm25"), ("Dense (MiniLM)", "dense"))}
+    return full_catalog_section(rows, cfg.k)
 
 
 def plan_reading(cfg, sweeps: dict[str, Sweep], found: list[Finding], settings: Settings) -> dict[str, Any]:
