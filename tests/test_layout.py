@@ -21,7 +21,8 @@ MAX_ROOM_LINES = 2500
 ALLOWED_OVERSIZE: set[str] = set()
 
 # room -> the rooms it may import. catalog <- index <- models / data <- decoding <- baselines <-
-# evaluation <- comparison <- study (and paper: the paper's baseline rows), and training beside evaluation; interop (lm-eval tasks) on evaluation; reporting (text, tables,
+# evaluation <- comparison <- study (and paper: the paper's baseline rows; the study's report reads its full-catalog
+# baselines), and training beside evaluation; interop (lm-eval tasks) on evaluation; reporting (text, tables,
 # report.html, TREC/BEIR files) stands under evaluation on catalog and data only; generation and audit
 # stand on catalog and models only (generation also logs its gen/ counts through tracking); utils on nothing.
 ALLOWED_IMPORTS: dict[str, set[str]] = {
@@ -37,7 +38,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "reporting": {"catalog", "data", "utils"},
     "evaluation": {"catalog", "index", "models", "data", "decoding", "baselines", "reporting", "tracking", "utils"},
     "comparison": {"catalog", "data", "evaluation", "reporting", "utils"},
-    "study": {"catalog", "data", "models", "baselines", "evaluation", "comparison", "reporting", "utils"},
+    "study": {"catalog", "data", "models", "baselines", "evaluation", "comparison", "reporting", "paper", "utils"},
     "paper": {"catalog", "models", "baselines", "evaluation", "reporting", "utils"},
     "interop": {"catalog", "data", "evaluation", "utils"},
     "generation": {"catalog", "models", "tracking", "utils"},

@@ -1,6 +1,7 @@
-"""study/full_catalog.py: a study's BM25 ranked again over a larger catalog (here the 126-tool demo
-catalog standing in for the 46,984-tool one), cached per benchmark file hash, resumed from the cache,
-refused on a changed benchmark file, and packed into the archive."""
+"""paper/full_catalog.py (the study report's full-catalog section): a study's BM25 ranked again over a
+larger catalog (here the 126-tool demo catalog standing in for the 46,984-tool one), cached per
+benchmark file hash, resumed from the cache, refused on a changed benchmark file, and packed into
+the archive."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from toolsense.catalog import Catalog, load_query_jsonl
 from toolsense.catalog.loaders import DEMO_DIR, load_demo_catalog
 from toolsense.study.archive import archive_results
-from toolsense.study.full_catalog import CACHE, full_catalog_baselines, full_catalog_section
+from toolsense.paper.full_catalog import CACHE, full_catalog_baselines, full_catalog_section
 from toolsense.utils.io import sha256_file
 
 
@@ -36,7 +37,8 @@ class Grid:
 def study(tmp_path):
     bench_file = tmp_path / "queries.jsonl"
     bench_file.write_text((DEMO_DIR / "queries.jsonl").read_text())
-    section = {"loader": "query_jsonl", "path": str(bench_file), "label": "standard", "split": "test", "style": "verbose"}
+    section = {"loader": "query_jsonl", "path": str(bench_file), "label": "standard", "split": "test",
+               "style": "verbose"}
     results = tmp_path / "root/grid/0_tg-lora/eval/standard/bm25/results.json"
     results.parent.mkdir(parents=True)
     results.write_text(json.dumps({"n": 1, "hashes": {"benchmark_sha256": sha256_file(bench_file)}, "config": {
@@ -51,7 +53,8 @@ def test_ranked_over_a_larger_catalog_cached_by_the_benchmark_hash(study):
     gold = {t for q in queries for t in q.tools}
     kept = [t for t in full if t.name != queries[0].tools[0]]  # one gold tool absent: its queries are left out, counted
     small = Catalog(kept)
-    rows = full_catalog_baselines(grid, 5, tmp_path / "root", 100, load=lambda: small, catalog_file=tmp_path / "none", ks=(5, 200))
+    none = tmp_path / "none"  # no catalog file: the catalog is what load gives
+    rows = full_catalog_baselines(grid, 5, tmp_path / "root", 100, load=lambda: small, catalog_file=none, ks=(5, 200))
     r = rows["standard"]
     missing = sum(queries[0].tools[0] in q.tools for q in queries)
     assert r["dropped"] == missing and r["scored"] == len(queries) - missing and r["tools"] == len(kept)
@@ -63,11 +66,12 @@ def test_ranked_over_a_larger_catalog_cached_by_the_benchmark_hash(study):
 
     def fail():
         raise AssertionError("the cache should have answered")
-    again = full_catalog_baselines(grid, 5, tmp_path / "root", 100, load=fail, catalog_file=tmp_path / "none", ks=(5, 200))
+    again = full_catalog_baselines(grid, 5, tmp_path / "root", 100, load=fail, catalog_file=none, ks=(5, 200))
     assert again["standard"]["full"] == r["full"]
     text = full_catalog_section({"BM25": rows, "Dense (MiniLM)": {"standard": {"why": "not encoded"}}}, 5)
     assert f"| BM25 | standard | 100.0% [100.0, 100.0] | {100 * r['full']['Rc@5']['value']:.1f}%" in text
-    assert f"{len(kept):,} tools" in text and f"standard {len(gold) - 1} gold + {len(kept) - len(gold) + 1} distractors" in text
+    assert f"{len(kept):,} tools" in text
+    assert f"standard {len(gold) - 1} gold + {len(kept) - len(gold) + 1} distractors" in text
     assert "Dense (MiniLM) on standard: not encoded" in text
 
     n = archive_results(tmp_path / "root", tmp_path / "a.tar.xz")  # the cache travels with the results
@@ -77,9 +81,10 @@ def test_ranked_over_a_larger_catalog_cached_by_the_benchmark_hash(study):
 
 def test_a_changed_benchmark_file_is_refused_not_ranked(study):
     tmp_path, bench_file, grid = study
+    none = tmp_path / "none"
     bench_file.write_text(bench_file.read_text() + "\n")
-    rows = full_catalog_baselines(grid, 5, tmp_path / "root", 100, load=load_demo_catalog, catalog_file=tmp_path / "none")
+    rows = full_catalog_baselines(grid, 5, tmp_path / "root", 100, load=load_demo_catalog, catalog_file=none)
     assert "differs from the one the study evaluated (sha256)" in rows["standard"]["why"]
     bench_file.unlink()
-    rows = full_catalog_baselines(grid, 5, tmp_path / "root", 100, load=load_demo_catalog, catalog_file=tmp_path / "none")
+    rows = full_catalog_baselines(grid, 5, tmp_path / "root", 100, load=load_demo_catalog, catalog_file=none)
     assert "is not on this machine" in rows["standard"]["why"]

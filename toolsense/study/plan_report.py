@@ -23,7 +23,8 @@ from toolsense.reporting.tables import markdown_table
 from toolsense.study.config import AnalysisPlan, FindingRule
 from toolsense.study.findings import FINDINGS
 from toolsense.study.registration import plan_dict
-from toolsense.study.sensitivity import RATE_SCALES, lift_sensitivity, sensitivity_markdown
+from toolsense.comparison.scales import RATE_SCALES
+from toolsense.study.sensitivity import lift_sensitivity, sensitivity_markdown
 from toolsense.study.sensitivity_findings import appendix_e_sensitivity, collapse_sensitivity, drift_sensitivity
 from toolsense.study.sweep import Finding, Settings, Sweep
 
@@ -58,7 +59,8 @@ def finding_tables(plan: AnalysisPlan, grid: Sweep | None, app_e: Sweep | None, 
     rows1 = _arms(plan, 1, grid.rows())
     if rows1 and any(grid.cell(f"{r}:stage1", f"standard Rc@{k_table}") for r in rows1):
         out[1] = lift_sensitivity(grid, rows1, ks, scales, plan.retrieval_floor, resamples, k_table)
-    out[2] = collapse_sensitivity(grid, _arms(plan, 2, grid.rows()), ks, scales, plan.retrieval_floor, resamples, k_table)
+    floor = plan.retrieval_floor
+    out[2] = collapse_sensitivity(grid, _arms(plan, 2, grid.rows()), ks, scales, floor, resamples, k_table)
     out[6] = drift_sensitivity(grid, resamples)
     if app_e is not None and app_e.rows():
         out[7] = appendix_e_sensitivity(grid, app_e, ks, scales, plan.retrieval_floor, resamples, k_table)
@@ -68,9 +70,11 @@ def finding_tables(plan: AnalysisPlan, grid: Sweep | None, app_e: Sweep | None, 
 def tables_markdown(tables: Mapping[int, dict[str, Any]], plan: AnalysisPlan | None = None) -> str:
     """Every table, in finding order, each under its own heading."""
     if not tables:
-        return "No finding has the evaluations its sensitivity table needs (Stage-1 and Stage-2 Rc of the grid's runs).\n"
+        return ("No finding has the evaluations its sensitivity table needs (Stage-1 and Stage-2 Rc of the grid's "
+                "runs).\n")
     parts = ["Intervals here resample items (each with all its seeds), not seeds: a map of where each verdict moves, "
-             "not a verdict. Scales: pp; normalized (the difference over the room in the expected direction); log-odds; "
+             "not a verdict. Scales: pp; normalized (the difference over the room in the expected direction); "
+             "log-odds; "
              "drift as flat / hierarchical of the absolute and of the base-normalized drift.\n"]
     for n, t in sorted(tables.items()):
         parts += [f"\n### Finding {n}\n", sensitivity_markdown(t)]
@@ -109,7 +113,8 @@ def changed_findings(binding: Mapping[str, Any], current: Mapping[str, Any]) -> 
 
 def rule_text(plan: AnalysisPlan, n: int) -> str:
     r = plan.findings.get(n)
-    own = (f"{r.metric}@{r.k} {r.scale}, margin {100 * r.margin:.0f} pp" + (f", arms {', '.join(r.arms)}" if r.arms else "")
+    what = f"{r.metric} {r.scale}" if r and r.metric == "drift" else f"{r.metric}@{r.k} {r.scale}" if r else ""
+    own = (f"{what}, margin {100 * r.margin:.0f} pp" + (f", arms {', '.join(r.arms)}" if r.arms else "")
            if r else "no registered rule")
     return f"{own}; min_seeds {plan.min_seeds}, floor {100 * plan.retrieval_floor:.0f}%"
 
@@ -141,7 +146,8 @@ def rule_changes(reg: Mapping[str, Any] | None, current: AnalysisPlan, view: dic
         return {}
     old = as_plan(binding["plan"])
     old_tables = finding_tables(old, view.get("grid"), view.get("appendix_e"), settings.k, settings.resamples)
-    return {n: {"moved": moved, "registered": rule_text(old, n), "now": rule_text(current, n), "binding_at": binding["at"],
+    return {n: {"moved": moved, "registered": rule_text(old, n), "now": rule_text(current, n),
+                "binding_at": binding["at"],
                 "verdict_registered": verdict_under(n, old, old_tables, view, settings),
                 "verdict_now": verdict_under(n, current, now_tables, view, settings)} for n, moved in changed.items()}
 
@@ -150,11 +156,11 @@ def changes_markdown(changes: Mapping[int, dict[str, Any]]) -> str:
     """The rules changed after results existed, each with the verdict under both; "" when none."""
     if not changes:
         return ""
-    rows = [[n, ", ".join(c["moved"]), c["registered"], c["now"], f"**{c['verdict_registered']}**", f"**{c['verdict_now']}**"]
-            for n, c in sorted(changes.items())]
+    rows = [[n, ", ".join(c["moved"]), c["registered"], c["now"], f"**{c['verdict_registered']}**",
+             f"**{c['verdict_now']}**"] for n, c in sorted(changes.items())]
     at = next(iter(changes.values()))["binding_at"]
     return (f"\n**Rule changed after results existed** — against the plan in force when the first result came in "
             f"(recorded {at}): each finding below shows its verdict under both rules (the table cell at the rule's k "
             "and scale where the finding has one, else the finding recomputed).\n\n"
-            + markdown_table(["finding", "changed", "registered rule", "rule now", "verdict (registered)", "verdict (now)"],
-                             rows) + "\n")
+            + markdown_table(["finding", "changed", "registered rule", "rule now", "verdict (registered)",
+                              "verdict (now)"], rows) + "\n")

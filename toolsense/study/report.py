@@ -18,7 +18,7 @@ from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_
 from toolsense.utils.paths import portable_text
 from toolsense.study.config import AnalysisPlan
 from toolsense.study.design import catalog_section, registration_section
-from toolsense.study.full_catalog import full_catalog_baselines, full_catalog_section
+from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
 from toolsense.study.plan_report import changes_markdown, finding_tables, mark_depends, rule_changes, tables_markdown
 from toolsense.study.registration import read_registration
 from toolsense.study.findings import FINDINGS, RULES
@@ -306,7 +306,8 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "numbers still shown.\n",
         "How each finding is judged (sign rule and equivalence rule as above):\n",
         "\n".join(f"- **{n}.** {rule}" for n, rule in RULES.items()) + "\n",
-        "## Analysis plan (registered before the data)\n", registration_section(cfg.root), changes_markdown(reading["changes"]),
+        "## Analysis plan (registered before the data)\n", registration_section(cfg.root),
+        changes_markdown(reading["changes"]),
         "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
         "\n## Baselines over the full 46,984-tool catalog\n", full_catalog_text(cfg, sweeps),
         "## Findings\n", _findings_table(main, labelled),
@@ -369,7 +370,8 @@ def write_report(cfg) -> dict[str, Any]:
     wall, untimed = study_wall_time(cfg.root), untimed_invocations(cfg.root)
     report = Path(cfg.report)
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(portable_text(render(cfg, sweeps, main, seconds, wall, untimed, reading)), encoding="utf-8")  # no machine paths
+    text = render(cfg, sweeps, main, seconds, wall, untimed, reading)
+    report.write_text(portable_text(text), encoding="utf-8")  # no machine paths
     summary = {"root": str(cfg.root), "k": cfg.k, "margin": cfg.margin, "min_hits": cfg.min_hits, "git_sha": git_sha(), "wall_seconds": wall, "untimed_invocations": untimed,
                "findings": [asdict(f) for f in main], **{name: [asdict(x) for x in f] for name, f in seconds.items()}}
     write_json(Path(cfg.root) / "reproduction.json", summary)

@@ -21,9 +21,10 @@ import statistics
 from typing import Any, Sequence
 
 from toolsense.comparison.runs import item_values
+from toolsense.comparison.scales import rate_contrast
 from toolsense.study.drift_finding import COL, _terms, drift_ratio_ci, drift_ratio_seeds
 from toolsense.study.findings import _covered_arms
-from toolsense.study.sensitivity import depends_on, rate_contrast
+from toolsense.study.sensitivity import depends_on
 from toolsense.study.sweep import Sweep, combine, seed_arms, verdict
 from toolsense.utils.io import DataError
 
@@ -75,7 +76,8 @@ def collapse_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scale
                       if d_items and real[best] else None)
             parts = [verdict(pooled), verdict(margin)]
             own[f"dense − {best}"] = margin
-            cells[(k, scale)] = {"pooled": pooled, "verdict": parts[0] if parts[0] != "yes" else parts[1], "per_row": own,
+            cells[(k, scale)] = {"pooled": pooled, "verdict": parts[0] if parts[0] != "yes" else parts[1],
+                                 "per_row": own,
                                  "per_row_verdict": {r: verdict(e) for r, e in own.items()}}
     return _table(2, cells, ks, scales, [*rows, f"dense − {best}"], below, floor, k_table, not_evaluated,
                   "collapse, pooled (configurations that retrieve); verdict as the finding's")
@@ -103,14 +105,16 @@ def appendix_e_sensitivity(g: Sweep, e: Sweep, ks: Sequence[int], scales: Sequen
             continue
         kept = {f"{p[1]} → {p[3]}" for p in keep}
         for scale in scales:
-            est = {b: rate_contrast({n: a for n, a in arms[b].items() if n in kept}, scale, True, resamples, up=b == "realistic")
-                   for b in arms}
+            est = {b: rate_contrast({n: a for n, a in arms[b].items() if n in kept}, scale, True, resamples,
+                                    up=b == "realistic") for b in arms}
             own = {f"{n} {b}": rate_contrast({n: a}, scale, True, resamples, up=b == "realistic")
                    for b in arms for n, a in arms[b].items()}
             cells[(k, scale)] = {"pooled": est["realistic"], "pooled_standard": est["standard"],
-                                 "verdict": combine([verdict(est["realistic"]), verdict(est["standard"], expect_positive=False)]),
-                                 "per_row": own, "per_row_verdict": {n: verdict(x, expect_positive=n.endswith("realistic"))
-                                                                     for n, x in own.items()}}
+                                 "verdict": combine([verdict(est["realistic"]),
+                                                     verdict(est["standard"], expect_positive=False)]),
+                                 "per_row": own,
+                                 "per_row_verdict": {n: verdict(x, expect_positive=n.endswith("realistic"))
+                                                     for n, x in own.items()}}
     return _table(7, cells, ks, scales, labels, below, floor, k_table, not_evaluated,
                   "realistic App. E − TG, pooled (verdict: both parts)")
 
@@ -122,10 +126,11 @@ def _drift_ratio(terms: dict[str, list[dict]], scale: str, resamples: int) -> di
         return None
     norm = scale == "drift_base_normalized"
     if min(map(len, terms.values())) >= 2:
-        scaled = {sch: [{"virtual": t["virtual"] / t["base"] if norm else t["virtual"]} for t in ts] for sch, ts in terms.items()}
+        scaled = {sch: [{"virtual": t["virtual"] / t["base"] if norm else t["virtual"]} for t in ts]
+                  for sch, ts in terms.items()}
         return drift_ratio_seeds(scaled["flat"], scaled["hierarchical"])
-    factor = (statistics.mean(t["base"] for t in terms["hierarchical"]) / statistics.mean(t["base"] for t in terms["flat"])
-              if norm else 1.0)
+    base = {sch: statistics.mean(t["base"] for t in ts) for sch, ts in terms.items()}
+    factor = base["hierarchical"] / base["flat"] if norm else 1.0
     if all(t["d2"] is not None for ts in terms.values() for t in ts):
         est = drift_ratio_ci(terms["flat"], terms["hierarchical"], resamples)
     else:
@@ -158,6 +163,7 @@ def drift_sensitivity(g: Sweep, resamples: int) -> dict[str, Any] | None:
         own = {tun: _drift_ratio(terms, scale, resamples) for tun, terms in per.items()}
         verdicts = {tun: _log_verdict(e) for tun, e in own.items()}
         cells[(None, scale)] = {"pooled": next(iter(own.values())) if len(own) == 1 else None,
-                                "verdict": combine(list(verdicts.values())), "per_row": own, "per_row_verdict": verdicts}
+                                "verdict": combine(list(verdicts.values())), "per_row": own,
+                                "per_row_verdict": verdicts}
     return _table(6, cells, [None], list(DRIFT_SCALES), list(per), [], 0.0, 0, [],
                   "flat / hierarchical (verdict: every tuning's)")

@@ -6,9 +6,9 @@ Each benchmark of the grid's BM25 evaluation (its ``results.json``: the benchmar
 baseline section and the benchmark file's sha256) is ranked again, the same loader and the same BM25
 config, over the full catalog. A gold tool whose name is not in the full catalog is looked up up to case,
 whitespace and transliteration (``tool.loose_key``, one match only); a query with a gold tool still
-missing is left out and counted. The per-item hits are cached in ``<root>/.full_catalog/<label>.<benchmark sha256[:16]>.<baseline>.json``
-(the catalog's sha256 inside; a rebuilt catalog recomputes), one file per benchmark written when it
-is done, so an interrupted report resumes and a report rebuilt from the archive without the catalog
+missing is left out and counted. The per-item hits are cached in
+``<root>/.full_catalog/<label>.<benchmark sha256[:16]>.<baseline>.json`` (the catalog's sha256
+inside; a rebuilt catalog recomputes), one file per benchmark written when it is done, so an interrupted report resumes and a report rebuilt from the archive without the catalog
 reads them. Dense needs the full catalog's embeddings (``python -m toolsense.paper --dense``); where
 they are not cached it is said "not encoded", never computed here (47k tools take hours on 2 cores).
 """
@@ -18,17 +18,26 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from toolsense.catalog import Catalog
 from toolsense.catalog.config import CatalogConfig, load_from_config
 from toolsense.evaluation.metrics import bootstrap_indices, hit_at, mean_ci
 from toolsense.reporting.tables import markdown_table, pct
-from toolsense.study.sweep import Sweep
 from toolsense.utils.io import sha256_file
 from toolsense.utils.paths import atomic_write_text, cache_root, local_path
 
 CACHE = ".full_catalog"
+
+
+class Cells(Protocol):
+    """What is read of a study's grid (study/sweep.py: Sweep): its baseline rows and the results.json behind a cell."""
+
+    def baseline(self, kind: str) -> str | None: ...
+
+    def sources(self, row: str, col: str) -> dict[int, str]: ...
+
+    def cell(self, row: str, col: str) -> dict | None: ...
 BENCHES = ("standard", "realistic", "toolbench")
 
 
@@ -51,7 +60,7 @@ def dense_cached(catalog: Catalog, baseline: Mapping[str, Any]) -> bool:
     return (embeddings_root() / f"{digest}.json").is_file()
 
 
-def study_benchmarks(grid: Sweep, k: int, baseline: str = "bm25") -> dict[str, dict[str, Any]]:
+def study_benchmarks(grid: Cells, k: int, baseline: str = "bm25") -> dict[str, dict[str, Any]]:
     """Label -> {benchmark section, baseline section, sha256, the study catalog's cell, its tools} of each
     benchmark the grid's ``baseline`` was evaluated on."""
     row = grid.baseline(baseline)
@@ -64,7 +73,8 @@ def study_benchmarks(grid: Sweep, k: int, baseline: str = "bm25") -> dict[str, d
         cfg = res.get("config") or {}
         bench, base = (cfg.get("benchmarks") or {}).get(label), (cfg.get("baselines") or {}).get(row)
         if bench and base:
-            out[label] = {"benchmark": bench, "baseline": base, "sha256": (res.get("hashes") or {}).get("benchmark_sha256"),
+            sha = (res.get("hashes") or {}).get("benchmark_sha256")
+            out[label] = {"benchmark": bench, "baseline": base, "sha256": sha,
                           "study": grid.cell(row, f"{label} Rc@{k}"), "n": res.get("n")}
     return out
 
@@ -87,7 +97,8 @@ def score(bench: Mapping[str, Any], baseline: Mapping[str, Any], catalog: Catalo
     from toolsense.baselines.rankers import build_baseline
     from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 
-    b = load_benchmark(BenchmarkConfig(**{**bench, "path": local_path(bench.get("path"))}), f"benchmarks.{bench.get('label')}")
+    section = BenchmarkConfig(**{**bench, "path": local_path(bench.get("path"))})
+    b = load_benchmark(section, f"benchmarks.{bench.get('label')}")
     resolve = _resolver(catalog)
     kept, dropped = [], 0
     for q in b.items:
@@ -105,7 +116,7 @@ def score(bench: Mapping[str, Any], baseline: Mapping[str, Any], catalog: Catalo
             "gold_tools": len({t for q, gold in kept for t in gold})}
 
 
-def full_catalog_baselines(grid: Sweep, k: int, root: str | Path, resamples: int = 1000,
+def full_catalog_baselines(grid: Cells, k: int, root: str | Path, resamples: int = 1000,
                            load: Callable[[], Catalog] | None = None, catalog_file: str | Path | None = None,
                            ks: Sequence[int] = (), baseline: str = "bm25") -> dict[str, dict[str, Any]]:
     """Label -> the study-catalog cell and the full catalog's Rc at ``ks`` (default k and 50), from the
@@ -136,7 +147,8 @@ def full_catalog_baselines(grid: Sweep, k: int, root: str | Path, resamples: int
             out[label] = {**b, "why": "not encoded"}
             continue
         cat_sha = cat_sha or (sha256_file(catalog_file) if catalog_file.is_file() else catalog.content_hash())
-        res = {**score(b["benchmark"], b["baseline"], catalog, ks), "catalog_sha256": cat_sha, "benchmark_sha256": b["sha256"]}
+        res = {**score(b["benchmark"], b["baseline"], catalog, ks), "catalog_sha256": cat_sha,
+               "benchmark_sha256": b["sha256"]}
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(res) + "\n")
         out[label] = _summary(b, res, ks, resamples)
@@ -156,7 +168,8 @@ def _unscorable(b: Mapping[str, Any]) -> str | None:
 def _summary(b: Mapping[str, Any], res: Mapping[str, Any], ks: Sequence[int], resamples: int) -> dict[str, Any]:
     ids = sorted(res["hits"])
     idx = bootstrap_indices(len(ids), resamples, 0)
-    full = {f"Rc@{k}": mean_ci([res["hits"][i][res["ks"].index(k)] for i in ids], idx).to_dict() for k in ks} if ids else {}
+    full = {f"Rc@{k}": mean_ci([res["hits"][i][res["ks"].index(k)] for i in ids], idx).to_dict()
+            for k in ks} if ids else {}
     return {**b, "full": full, "scored": len(ids), "dropped": res["dropped"], "tools": res["tools"],
             "gold_tools": res["gold_tools"]}
 
@@ -176,13 +189,14 @@ def full_catalog_section(by_baseline: Mapping[str, Mapping[str, Mapping[str, Any
     if not table and not lines:
         return "No baseline evaluation of the grid to set beside the full catalog.\n"
     tools = next((t for t, _ in comp.values()), None)
-    text = [markdown_table(["baseline", "benchmark", f"Rc@{k}, study catalog", f"Rc@{k}, full catalog", "Rc@50, full catalog",
-                            "queries scored (gold in the full catalog)"], table) if table else ""]
+    header = ["baseline", "benchmark", f"Rc@{k}, study catalog", f"Rc@{k}, full catalog", "Rc@50, full catalog",
+              "queries scored (gold in the full catalog)"]
+    text = [markdown_table(header, table) if table else ""]
     if tools:
         text.append(f"\nThe full catalog: {tools:,} tools; per benchmark, its gold tools and the rest as distractors: "
                     + "; ".join(f"{label} {g:,} gold + {t - g:,} distractors" for label, (t, g) in comp.items()) + ".")
     if lines:
         text.append("\nNot computed: " + "; ".join(lines) + ". Dense needs the full catalog's embeddings cached "
-                    "(`python -m toolsense.paper --dense`: hours on 2 cores); docs/paper_tables.md has dense over the full "
-                    "catalog on ToolBench G1/G2/G3 and the RRB part.")
+                    "(`python -m toolsense.paper --dense`: hours on 2 cores); docs/paper_tables.md has dense over "
+                    "the full catalog on ToolBench G1/G2/G3 and the RRB part.")
     return "\n".join(text) + "\n"
