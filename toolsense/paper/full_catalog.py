@@ -8,9 +8,10 @@ config, over the full catalog. A gold tool whose name is not in the full catalog
 whitespace and transliteration (``tool.loose_key``, one match only); a query with a gold tool still
 missing is left out and counted. The per-item hits are cached in
 ``<root>/.full_catalog/<label>.<benchmark sha256[:16]>.<baseline>.json`` (the catalog's sha256
-inside; a rebuilt catalog recomputes), one file per benchmark written when it is done, so an interrupted report resumes and a report rebuilt from the archive without the catalog
-reads them. Dense needs the full catalog's embeddings (``python -m toolsense.paper --dense``); where
-they are not cached it is said "not encoded", never computed here (47k tools take hours on 2 cores).
+inside; a rebuilt catalog recomputes), one file per benchmark written when it is done, so an
+interrupted report resumes and a report rebuilt from the archive without the catalog reads them.
+Dense needs the full catalog's embeddings (``python -m toolsense.paper --dense``); where they are
+not cached it is said "not encoded", never computed here (47k tools take hours on 2 cores).
 """
 
 from __future__ import annotations
