@@ -41,7 +41,8 @@ def gain_contrast(first: Mapping[str, Pairs], second: Mapping[str, Pairs], scale
     groups = [g for g in first if g in second and first[g] and second[g]]
     if not groups:
         return None
-    ids = list(dict.fromkeys(str(i) for side in (first, second) for g in groups for a, b in side[g] for i in a if i in b))
+    ids = list(dict.fromkeys(str(i) for side in (first, second) for g in groups for a, b in side[g]
+                             for i in a if i in b))
     pos = {i: k for k, i in enumerate(ids)}
     acc = np.zeros((3, 2, len(groups), len(ids)))  # (Σa, Σb, n) per side, group, item
     for s, side in enumerate((first, second)):
@@ -67,7 +68,11 @@ above A): ``normalized`` divides by the room in the expected direction — A's m
 be higher (the share of them B recovers), A's hits when lower (the share B loses)."""
 
 
-def _side_sums(runs: Mapping[str, Mapping[int, Mapping[str, float]]], groups: Sequence[str], ids: Sequence[str]) -> np.ndarray:
+Runs = Mapping[int, Mapping[str, float]]
+"""One side's runs: ``trainer.seed -> item id -> hit``."""
+
+
+def _side_sums(runs: Mapping[str, Runs], groups: Sequence[str], ids: Sequence[str]) -> np.ndarray:
     """``[2, group, item]``: each item's hits summed over a group's seeds, and its observations."""
     pos = {i: n for n, i in enumerate(ids)}
     acc = np.zeros((2, len(groups), len(ids)))
@@ -79,8 +84,8 @@ def _side_sums(runs: Mapping[str, Mapping[int, Mapping[str, float]]], groups: Se
     return acc
 
 
-def rate_contrast(arms: Mapping[str, tuple[Mapping[int, Mapping[str, float]], Mapping[int, Mapping[str, float]]]],
-                  scale: str, paired: bool, resamples: int = 1000, up: bool = True, seed: int = 0) -> dict[str, Any] | None:
+def rate_contrast(arms: Mapping[str, tuple[Runs, Runs]], scale: str, paired: bool, resamples: int = 1000,
+                  up: bool = True, seed: int = 0) -> dict[str, Any] | None:
     """Mean over groups of B's rate minus A's on ``scale`` (RATE_SCALES); ``arms``: group -> (A's runs,
     B's runs), each ``seed -> item id -> hit``. ``paired``: A and B score the same items, drawn once per
     resample (each item with all its seeds); else each side's items are drawn on their own."""
@@ -100,5 +105,6 @@ def rate_contrast(arms: Mapping[str, tuple[Mapping[int, Mapping[str, float]], Ma
     draws_b = draws_a if paired else cluster_draws(len(side_ids[1]), resamples, seed + 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         point = RATE_SCALES[scale](*sums[0].sum(-1), *sums[1].sum(-1), up)  # [group]
-        draws = RATE_SCALES[scale](*sums[0][:, :, draws_a].sum(-1), *sums[1][:, :, draws_b].sum(-1), up)  # [group, resample]
+        # [group, resample]
+        draws = RATE_SCALES[scale](*sums[0][:, :, draws_a].sum(-1), *sums[1][:, :, draws_b].sum(-1), up)
     return _interval(float(np.mean(point)), draws.mean(0), len(side_ids[0]))
