@@ -81,12 +81,18 @@ def tables_markdown(tables: Mapping[int, dict[str, Any]], plan: AnalysisPlan | N
     return "\n".join(parts)
 
 
-def mark_depends(found: list[Finding], tables: Mapping[int, dict[str, Any]]) -> None:
-    """``details["depends_on"]`` of each finding whose table's verdict flips (its headline says so)."""
+def mark_depends(found: list[Finding], tables: Mapping[int, dict[str, Any]], plan: AnalysisPlan | None = None) -> None:
+    """``details["depends_on"]`` of each finding whose table's verdict flips, and ``details["rule_verdict"]``:
+    its table's cell at the plan's rule (k, scale), where the plan has one (the headline shows both)."""
     for f in found:
         t = tables.get(f.number)
         if t and t["depends_on"]:
             f.details["depends_on"] = list(t["depends_on"])
+        rule = (plan.findings if plan else {}).get(f.number)
+        key = ((None if f.number == 6 else rule.k), rule.scale) if rule else None
+        if t and key in t["cells"]:
+            f.details["rule_verdict"] = {"rule": rule_text(plan, f.number).partition(";")[0],
+                                         "verdict": t["cells"][key]["verdict"]}
 
 
 def binding_plan(reg: Mapping[str, Any]) -> dict[str, Any]:

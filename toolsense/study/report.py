@@ -240,6 +240,9 @@ def headline(f: Finding) -> str:
     """A finding's verdict cell: the verdict, "depends on k / the scale" where its sensitivity table flips,
     and a rule changed after results existed with the verdict under the registered rule."""
     out = f"**{f.verdict}**"
+    rv = f.details.get("rule_verdict")
+    if rv and rv["verdict"] != f.details.get("verdict_at_these_seeds", f.verdict):
+        out += f"; under the plan's rule ({rv['rule']}, intervals over items): {rv['verdict']}"
     if f.details.get("depends_on"):
         out += f"; depends on {' and on '.join(f.details['depends_on'])}"
     ch = f.details.get("rule_change")
@@ -343,7 +346,7 @@ def plan_reading(cfg, sweeps: dict[str, Sweep], found: list[Finding], settings: 
     grid = sweeps.get("grid")
     app_e = next((sweeps[n] for n in APPENDIX_E if n in sweeps and sweeps[n].rows()), None)
     tables = finding_tables(plan, grid, app_e, cfg.k, cfg.resamples)
-    mark_depends(found, tables)
+    mark_depends(found, tables, plan)
     view = {"grid": grid, **({"appendix_e": app_e} if app_e else {})} if grid else {}
     changes = rule_changes(read_registration(cfg.root), plan, view, settings, tables) if grid else {}
     for f in found:
