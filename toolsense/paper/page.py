@@ -18,7 +18,7 @@ from toolsense.evaluation.metrics import Estimate, bootstrap_indices, mean_ci
 from toolsense.reporting.tables import markdown_table
 from toolsense.paper.density import density_section, documentation
 from toolsense.paper.format import BENCH_TITLES, DENSE_WINDOW, contains, pct, signed
-from toolsense.paper.release import release_section
+from toolsense.paper.release import release_direction, release_section
 from toolsense.paper.tables import WINDOW, Setting, toolgen_ndcg
 from toolsense.utils.paths import atomic_write_text
 
@@ -290,6 +290,7 @@ Read with the tables below:
 - **Direction G1 → RRB.** {direction(grid, "bm25")}; {direction(grid, "bm25_toolgen")};
   {direction(grid, "bm25_toolgen", "ToolGen NDCG@5")}; paper: 27.8 → 32.4 (rises).
   Dense (MiniLM): {dense_direction(grid, sample)}; paper te3l: 47.0 → 55.6 (rises). {falls_everywhere(grid)}
+  {release_direction(grid)}
 - **Catalog documentation.** {documentation(curve)}
 - **Not measurable here.** Our G1 is StableToolBench's 474 solvable queries, not ToolBench's own test
   split that ToolGen (and so the paper) evaluates; the RRB here is 243 of the 500 queries (reweighting its

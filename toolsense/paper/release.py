@@ -22,6 +22,17 @@ def _moves(a, b) -> str:
     return f"{100 * d:+.1f}: {'rises' if d > 0 else 'falls'}"
 
 
+def release_direction(grid: Any) -> str:
+    """One sentence for the page's "Direction G1 → RRB": which release-catalog cells rise from G1 (full catalog)."""
+    pairs = [(full, rel, m, grid.est(full, "G1", m), grid.est(rel, "rrb", m)) for full, rel in PAIRS for m in METRICS]
+    pairs = [p for p in pairs if p[3] is not None and p[4] is not None]
+    if not pairs:
+        return ""
+    rises = [f"`{rel}` {m} ({_moves(g1, r)})" for _, rel, m, g1, r in pairs if r.value > g1.value]
+    return (f"Over the 5,348-tool release catalog (RRB part only; G1 over the full one), {len(rises)} of {len(pairs)} "
+            f"cells rise from G1: {', '.join(rises) or 'none'} (section below).")
+
+
 def release_section(grid: Any) -> str:
     """A table per metric row: G1 (full catalog), the RRB part over the full and over the release
     catalog (with the paired difference), and the G1 → RRB direction under each catalog; or a line
