@@ -21,7 +21,8 @@ MAX_ROOM_LINES = 2500
 ALLOWED_OVERSIZE: set[str] = set()
 
 # room -> the rooms it may import. catalog <- index <- models / data <- decoding <- baselines <-
-# evaluation <- comparison <- study (and paper: the paper's baseline rows), and training beside evaluation; interop (lm-eval tasks) on evaluation; reporting (text, tables,
+# evaluation <- comparison <- study (and paper: the paper's baseline rows; the study's report reads its full-catalog
+# baselines), and training beside evaluation; interop (lm-eval tasks) on evaluation; reporting (text, tables,
 # report.html, TREC/BEIR files) stands under evaluation on catalog and data only; generation and audit
 # stand on catalog and models only (generation also logs its gen/ counts through tracking); utils on nothing.
 ALLOWED_IMPORTS: dict[str, set[str]] = {
@@ -39,7 +40,8 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "evaluation": {"catalog", "index", "models", "data", "decoding", "baselines", "reporting", "tracking", "metrics",
                    "utils"},
     "comparison": {"catalog", "data", "evaluation", "reporting", "metrics", "utils"},
-    "study": {"catalog", "data", "models", "baselines", "evaluation", "comparison", "reporting", "metrics", "utils"},
+    "study": {"catalog", "data", "models", "baselines", "evaluation", "comparison", "reporting", "metrics", "paper",
+              "utils"},
     "paper": {"catalog", "models", "baselines", "evaluation", "reporting", "metrics", "utils"},
     "interop": {"catalog", "data", "evaluation", "metrics", "utils"},
     "generation": {"catalog", "models", "tracking", "utils"},

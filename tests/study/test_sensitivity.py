@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from toolsense.study.sensitivity import gain_contrast, lift_sensitivity, sensitivity_markdown
+from toolsense.comparison.scales import gain_contrast
+from toolsense.study.sensitivity import lift_sensitivity, sensitivity_markdown
 from toolsense.study.sweep import Sweep
 
 ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reports" / "reproduction_tools_results.tar.xz"

@@ -18,6 +18,7 @@ from toolsense.metrics.intervals import Estimate, bootstrap_indices, mean_ci
 from toolsense.reporting.tables import markdown_table
 from toolsense.paper.density import density_section, documentation
 from toolsense.paper.format import BENCH_TITLES, DENSE_WINDOW, contains, pct, signed
+from toolsense.paper.release import release_direction, release_section
 from toolsense.paper.tables import WINDOW, Setting, toolgen_ndcg
 from toolsense.utils.paths import atomic_write_text
 
@@ -289,6 +290,7 @@ Read with the tables below:
 - **Direction G1 → RRB.** {direction(grid, "bm25")}; {direction(grid, "bm25_toolgen")};
   {direction(grid, "bm25_toolgen", "ToolGen NDCG@5")}; paper: 27.8 → 32.4 (rises).
   Dense (MiniLM): {dense_direction(grid, sample)}; paper te3l: 47.0 → 55.6 (rises). {falls_everywhere(grid)}
+  {release_direction(grid)}
 - **Catalog documentation.** {documentation(curve)}
 - **Not measurable here.** Our G1 is StableToolBench's 474 solvable queries, not ToolBench's own test
   split that ToolGen (and so the paper) evaluates; the RRB here is 243 of the 500 queries (reweighting its
@@ -337,6 +339,7 @@ def render(grid: Grid, curve: Optional[dict] = None, sample: Optional[dict] = No
              "The part's tier mix (83 easy / 69 medium / 91 hard) is not the full 500's; weighting each tier as "
              "the full benchmark does gives what the part predicts for the full RRB:\n\n",
              rrb_mix_table(grid, ["bm25", "bm25_toolgen", "dense", "dense_toolgen"]),
+             "## The RRB part over the release catalog (released, part)\n", release_section(grid),
              "## What moves BM25: Rc@50 (paired difference to `bm25`)\n", movers_table(grid, "Rc@50", "bm25", movers),
              "\n## What moves BM25: Rc@5\n", movers_table(grid, "Rc@5", "bm25", movers),
              "\n## One ranking, six metrics\n",

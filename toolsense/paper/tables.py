@@ -45,6 +45,9 @@ class Setting:
     """What it changes against the default, for the page."""
     dense: bool = False
     """Needs the catalog encoded (run only with --dense or when its embeddings are cached)."""
+    benches: tuple[str, ...] = ()
+    """The BENCHMARKS labels it runs on (empty: all); a catalog that holds only some benchmarks' gold tools
+    (the 5,348-tool release catalog: the RRB's, not ToolBench's) runs on those alone."""
 
     def overrides(self) -> list[str]:
         sec = f"baselines.{self.name}"
@@ -62,6 +65,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("bm25_toolgen", "toolbench", "bm25_toolgen", {}, "all three as ToolGen: ToolGen document + words + Okapi"),
     Setting("bm25_clean", "toolbench_clean", "bm25", {}, "catalog: no text from the ToolBench test query files"),
     Setting("bm25_toolgen_clean", "toolbench_clean", "bm25_toolgen", {}, "ToolGen's BM25 on the clean catalog"),
+    Setting("bm25_release", "toolsense_release", "bm25", {}, "catalog: the 5,348-tool ToolSense release catalog "
+            "(every tool of the released benchmarks) instead of ToolBench's 46,984", benches=("rrb",)),
+    Setting("bm25_toolgen_release", "toolsense_release", "bm25_toolgen", {}, "ToolGen's BM25 on the release catalog",
+            benches=("rrb",)),
     Setting("dense", "toolbench", "dense", {}, "MiniLM (all-MiniLM-L6-v2) over `tool_text` (the paper's te3l needs an API key)", dense=True),
     Setting("dense_toolgen", "toolbench", "dense_toolgen", {}, "MiniLM over ToolGen's document", dense=True),
 )
@@ -76,6 +83,14 @@ def benchmark_overrides(benchmarks: Mapping[str, str], data_dir: str) -> list[st
         if opt == "rrb":
             out.append(f"benchmarks.{label}.path={data_dir}/released/rrb_dev.jsonl")
     return out
+
+
+def setting_benchmarks(setting: Setting, benchmarks: Mapping[str, str]) -> dict[str, str]:
+    """The benchmarks ``setting`` runs on: ``setting.benches`` of ``benchmarks`` (all when it names none)."""
+    unknown = [b for b in setting.benches if b not in benchmarks]
+    if unknown:
+        raise ValueError(f"setting {setting.name}: benches {unknown} are not benchmarks here ({list(benchmarks)})")
+    return {b: o for b, o in benchmarks.items() if not setting.benches or b in setting.benches}
 
 
 def toolgen_ndcg(ranked: Sequence[Mapping], gold: Sequence[str], k: int, window: int = WINDOW) -> float:
@@ -129,7 +144,7 @@ def run_setting(setting: Setting, out: Path, benchmarks: Mapping[str, str], data
         log.info("%s: done (%s), skipped", setting.name, target / "results.json")
         return target
     ovr = (["parametric=false", f"output_dir={target}", f"decoding.beam_width={WINDOW}", f"catalog.data_dir={data_dir}"]
-           + setting.overrides() + benchmark_overrides(benchmarks, data_dir) + list(extra))
+           + setting.overrides() + benchmark_overrides(setting_benchmarks(setting, benchmarks), data_dir) + list(extra))
     log.info("%s: evaluate.py %s", setting.name, " ".join(ovr))
     run(compose_evaluate(ovr))
     return target

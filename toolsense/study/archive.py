@@ -75,6 +75,12 @@ REPORT_FILES = ("results.json", "samples.jsonl", "samples.fingerprint.json", "dr
 """The files a report is rebuilt from (under a run: its evaluation, config and index; never weights)."""
 
 
+CACHES = (".full_catalog",)
+"""Hidden folders under root of results the report computes itself and reads back (full_catalog.py's
+per-benchmark rankings over the 46,984-tool catalog), packed whole: a report rebuilt from the archive
+needs neither the catalog nor the minutes they took."""
+
+
 def _reported(root: Path, parts: tuple[str, ...]) -> bool:
     """Whether ``<root>/<parts>`` belongs in the archive: not hidden (.hydra), not inside a run's
     model or checkpoint folder (``<sweep>/<run>/stage1/...``; ``<run>/eval/stage1/`` is results),
@@ -93,7 +99,9 @@ def archive_results(root: str | Path, archive: str | Path) -> int:
     folders) into ``archive`` (.tar.xz), absolute paths of this machine made portable, written
     beside and renamed into place; returns the number of files."""
     root, archive = Path(root), Path(archive)
-    files = sorted(p for p in root.rglob("*") if p.name in REPORT_FILES and p.is_file() and _reported(root, p.relative_to(root).parts))
+    files = sorted(p for p in root.rglob("*") if p.is_file() and (
+        p.name in REPORT_FILES and _reported(root, p.relative_to(root).parts)
+        or p.relative_to(root).parts[0] in CACHES and p.suffix == ".json"))
     archive.parent.mkdir(parents=True, exist_ok=True)
     # a temporary file of its own: two packers at once (two study processes on one root) must not write into one file
     fd, name = tempfile.mkstemp(dir=archive.parent, prefix=archive.name + ".", suffix=".tmp")

@@ -141,6 +141,10 @@ class StudyConfig:
     analysis: AnalysisPlan = field(default_factory=AnalysisPlan)
     """The pre-registered analysis plan (rules of every verdict): hashed and recorded with the commit
     in ``<root>/registration.json`` (and the archive) before the first sweep runs."""
+    full_catalog: bool = False
+    """Also rank the grid's baselines over the full 46,984-tool ToolBench catalog beside the study catalog's
+    numbers (paper/full_catalog.py: cached under ``<root>/.full_catalog`` per benchmark file hash; about a
+    minute per benchmark for BM25 on 2 cores the first time; dense only where its embeddings are cached)."""
     notes: dict[int, str] = field(default_factory=dict)
     """Finding number -> the likeliest reason ours disagrees with the paper, written by whoever read
     the results (the numbers and verdicts are computed; the reasons are a person's judgement)."""

@@ -18,7 +18,9 @@ from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_
 from toolsense.utils.paths import portable_text
 from toolsense.study.config import AnalysisPlan
 from toolsense.study.design import catalog_section, registration_section
-from toolsense.study.sensitivity import lift_sensitivity, sensitivity_markdown
+from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
+from toolsense.study.plan_report import changes_markdown, finding_tables, mark_depends, rule_changes, tables_markdown
+from toolsense.study.registration import read_registration
 from toolsense.study.findings import FINDINGS, RULES
 from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
@@ -226,12 +228,28 @@ def _findings_table(main: list[Finding], seconds: dict[str, list[Finding]]) -> s
         header += [name, "holds?"]
     rows = []
     for i, f in enumerate(main):
-        row = [str(f.number), f.claim, f.paper, f.ours, f"**{f.verdict}**", f.rests_on or "—"]
+        row = [str(f.number), f.claim, f.paper, f.ours, headline(f), f.rests_on or "—"]
         for other in seconds.values():
             s = other[i]
             row += [s.ours if s.verdict != "n/a" else f"n/a ({s.why})", f"**{s.verdict}**"]
         rows.append(row)
     return markdown_table(header, rows)
+
+
+def headline(f: Finding) -> str:
+    """A finding's verdict cell: the verdict, "depends on k / the scale" where its sensitivity table flips,
+    and a rule changed after results existed with the verdict under the registered rule."""
+    out = f"**{f.verdict}**"
+    rv = f.details.get("rule_verdict")
+    if rv and rv["verdict"] != f.details.get("verdict_at_these_seeds", f.verdict):
+        out += f"; under the plan's rule ({rv['rule']}, intervals over items): {rv['verdict']}"
+    if f.details.get("depends_on"):
+        out += f"; depends on {' and on '.join(f.details['depends_on'])}"
+    ch = f.details.get("rule_change")
+    if ch:
+        out += (f"; rule changed after results existed (registered: {ch['registered']} → {ch['verdict_registered']}; "
+                f"now: {ch['now']} → {ch['verdict_now']})")
+    return out
 
 
 def _reasons(findings: list[Finding], notes: dict[int, str], seconds: dict[str, list[Finding]] | None = None) -> str:
@@ -263,8 +281,10 @@ def _plots(sweeps: dict[str, Sweep], plots_dir: Path, report: Path) -> list[str]
 
 
 def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str, list[Finding]], wall: dict[str, float],
-           untimed: dict[str, dict[str, int]] | None = None) -> str:
-    """The report's Markdown (cfg: a StudyConfig; seconds: sweep name -> its findings read as a grid)."""
+           untimed: dict[str, dict[str, int]] | None = None, reading: dict[str, Any] | None = None) -> str:
+    """The report's Markdown (cfg: a StudyConfig; seconds: sweep name -> its findings read as a grid;
+    reading: :func:`plan_reading` of ``main``, computed here when not given)."""
+    reading = reading or plan_reading(cfg, sweeps, main, settings_of(cfg))
     report = Path(cfg.report)
     labelled = {f"{name}: {run_config(sweeps[name]).get('model', {}).get('name_or_path')}": f for name, f in seconds.items()}
     total = sum(wall.values())
@@ -290,9 +310,11 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "How each finding is judged (sign rule and equivalence rule as above):\n",
         "\n".join(f"- **{n}.** {rule}" for n, rule in RULES.items()) + "\n",
         "## Analysis plan (registered before the data)\n", registration_section(cfg.root),
+        changes_markdown(reading["changes"]),
         "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
+        "\n## Baselines over the full 46,984-tool catalog\n", full_catalog_text(cfg, sweeps),
         "## Findings\n", _findings_table(main, labelled),
-        "\n## How finding 1 moves with k and with the scale\n", _sensitivity(cfg, sweeps),
+        "\n## How each verdict moves with k and with the scale\n", tables_markdown(reading["tables"], reading["plan"]),
         "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes), seconds),
         "\n## Knowledge retention (Stage 2 − Stage 1 probes)\n", retention_section(sweeps),
         "\n## What ran\n", _setup(cfg, sweeps, wall, untimed),
@@ -307,17 +329,30 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
     return "\n".join(parts) + "\n"
 
 
-def _sensitivity(cfg, sweeps: dict[str, Sweep]) -> str:
-    """Finding 1 at every k x scale of the plan (study/sensitivity.py), or why it cannot be shown."""
+def full_catalog_text(cfg, sweeps: dict[str, Sweep]) -> str:
+    """The grid's BM25 and dense over the full catalog beside the study catalog's (``cfg.full_catalog``)."""
     g = sweeps.get("grid")
+    if not getattr(cfg, "full_catalog", False) or not g or not g.comp:
+        return "Not computed for this study (`full_catalog=false`).\n"
+    rows = {name: full_catalog_baselines(g, cfg.k, cfg.root, cfg.resamples, baseline=b)
+            for name, b in (("BM25", "bm25"), ("Dense (MiniLM)", "dense"))}
+    return full_catalog_section(rows, cfg.k)
+
+
+def plan_reading(cfg, sweeps: dict[str, Sweep], found: list[Finding], settings: Settings) -> dict[str, Any]:
+    """The sensitivity tables under the current plan, the findings they mark "depends on", and the
+    rules changed after results existed with both verdicts (plan_report.py); marks ``found``."""
     plan = getattr(cfg, "analysis", None) or AnalysisPlan()
-    rows = g.rows() if g else []
-    if not rows or not any(g.cell(f"{r}:stage1", f"standard Rc@{cfg.k}") for r in rows):
-        return "No Stage-1 evaluations of the grid's runs: nothing to show.\n"
-    sens = lift_sensitivity(g, rows, list(plan.sensitivity_ks), list(plan.sensitivity_scales), plan.retrieval_floor,
-                            cfg.resamples, cfg.k)
-    return ("Intervals here resample queries (each with all its seeds), not seeds: a map of where the verdict moves, "
-            "not a verdict.\n\n" + sensitivity_markdown(sens, list(plan.sensitivity_ks), list(plan.sensitivity_scales), rows))
+    grid = sweeps.get("grid")
+    app_e = next((sweeps[n] for n in APPENDIX_E if n in sweeps and sweeps[n].rows()), None)
+    tables = finding_tables(plan, grid, app_e, cfg.k, cfg.resamples)
+    mark_depends(found, tables, plan)
+    view = {"grid": grid, **({"appendix_e": app_e} if app_e else {})} if grid else {}
+    changes = rule_changes(read_registration(cfg.root), plan, view, settings, tables) if grid else {}
+    for f in found:
+        if f.number in changes:
+            f.details["rule_change"] = changes[f.number]
+    return {"tables": tables, "changes": changes, "plan": plan}
 
 
 def write_report(cfg) -> dict[str, Any]:
@@ -334,10 +369,12 @@ def write_report(cfg) -> dict[str, Any]:
     settings = settings_of(cfg)
     main = apply_pilots(study_findings(sweeps, settings, "grid"), {int(k): v for k, v in dict(cfg.pilots).items()})
     seconds = {name: f for name in SECOND_READINGS if (f := study_findings(sweeps, settings, name))}
+    reading = plan_reading(cfg, sweeps, main, settings)
     wall, untimed = study_wall_time(cfg.root), untimed_invocations(cfg.root)
     report = Path(cfg.report)
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(portable_text(render(cfg, sweeps, main, seconds, wall, untimed)), encoding="utf-8")  # no machine paths
+    text = render(cfg, sweeps, main, seconds, wall, untimed, reading)
+    report.write_text(portable_text(text), encoding="utf-8")  # no machine paths
     summary = {"root": str(cfg.root), "k": cfg.k, "margin": cfg.margin, "min_hits": cfg.min_hits, "git_sha": git_sha(), "wall_seconds": wall, "untimed_invocations": untimed,
                "findings": [asdict(f) for f in main], **{name: [asdict(x) for x in f] for name, f in seconds.items()}}
     write_json(Path(cfg.root) / "reproduction.json", summary)

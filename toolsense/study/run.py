@@ -39,8 +39,12 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
             check_input(name, inp)
         restore_archive(cfg)
         reg = register(cfg)
+        late = changed_rules(reg)
         print(f"analysis plan {reg['sha256'][:12]} registered at commit {str(reg['commit'])[:12]} ({reg['at']}); "
-              f"{len(changed_rules(reg))} change(s) after results existed")
+              f"{len(late)} change(s) after results existed")
+        if late:  # kept beside the first registration, never over it; the report shows both verdicts
+            print(f"WARNING: the analysis plan changed after {late[-1]['finished_runs_before']} run(s) had finished "
+                  f"({', '.join(late[-1]['moved'])}): the report flags each finding it moves")
         if cfg.archive:
             archive_results(cfg.root, cfg.archive)  # the registration is in the archive before any result
         run_sweeps(cfg)

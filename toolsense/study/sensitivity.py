@@ -7,59 +7,30 @@ or "depends on the scale" — the report says which, beside the registered one.
 
 Scales of one side's gain over its items (a: Stage 1's per-item hit, b: Stage 2's, n items):
 ``pp`` = Σ(b − a) / n; ``normalized`` = Σ(b − a) / Σ(1 − a) (the share of Stage 1's misses
-recovered, net); ``log_odds`` = logit((Σb + ½) / (n + 1)) − logit((Σa + ½) / (n + 1)). Intervals
-resample the items of both sides in one draw (each with all its seeds), as stats.contrast does.
+recovered, net); ``log_odds`` = logit((Σb + ½) / (n + 1)) − logit((Σa + ½) / (n + 1))
+(comparison/scales.py). Intervals resample the items of both sides in one draw (each with all its
+seeds), as stats.contrast does.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-import numpy as np
-
-from toolsense.comparison.stats import _interval, cluster_draws
+from toolsense.comparison.scales import gain_contrast
 from toolsense.reporting.tables import markdown_table, pct
 from toolsense.study.sweep import Sweep, item_pairs, verdict
 from toolsense.utils.io import DataError
 
-Pairs = Sequence[tuple[Mapping[str, float], Mapping[str, float]]]
 
-
-def _logit(p: np.ndarray) -> np.ndarray:
-    return np.log(p / (1 - p))
-
-
-SCALES: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
-    "pp": lambda a, b, n: (b - a) / n,
-    "normalized": lambda a, b, n: (b - a) / (n - a),
-    "log_odds": lambda a, b, n: _logit((b + 0.5) / (n + 1)) - _logit((a + 0.5) / (n + 1)),
-}
-"""Gain of one side from (Σ Stage-1 hits, Σ Stage-2 hits, items), arrays over resamples."""
-
-
-def gain_contrast(first: Mapping[str, Pairs], second: Mapping[str, Pairs], scale: str, resamples: int = 1000,
-                  seed: int = 0) -> dict[str, Any] | None:
-    """Mean over groups of ``first``'s gain minus ``second``'s on ``scale`` (see the module doc),
-    with the cluster-bootstrap interval over the items of both sides; None when no group has both."""
-    if scale not in SCALES:
-        raise ValueError(f"sensitivity scale {scale!r}: one of {sorted(SCALES)}")
-    groups = [g for g in first if g in second and first[g] and second[g]]
-    if not groups:
-        return None
-    ids = list(dict.fromkeys(str(i) for side in (first, second) for g in groups for a, b in side[g] for i in a if i in b))
-    pos = {i: k for k, i in enumerate(ids)}
-    acc = np.zeros((3, 2, len(groups), len(ids)))  # (Σa, Σb, n) per side, group, item
-    for s, side in enumerate((first, second)):
-        for gi, g in enumerate(groups):
-            for a, b in side[g]:
-                for i in a:
-                    if i in b:
-                        acc[:, s, gi, pos[str(i)]] += (float(a[i]), float(b[i]), 1.0)
-    idx = cluster_draws(len(ids), resamples, seed)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        draws = SCALES[scale](*acc[:, :, :, idx].sum(-1))  # [side, group, resample]
-        point = SCALES[scale](*acc.sum(-1))  # [side, group]
-    return _interval(float(point[0].mean() - point[1].mean()), draws[0].mean(0) - draws[1].mean(0), len(ids))
+def depends_on(cells: Mapping[tuple[Any, str], Mapping[str, Any]], ks: Sequence[Any],
+               scales: Sequence[str]) -> list[str]:
+    """"k" and / or "the scale" where a cell's verdict differs along that axis of the table."""
+    present = [(k, s) for k in ks for s in scales if (k, s) in cells]
+    ks = list(dict.fromkeys(k for k, _ in present))
+    scales = list(dict.fromkeys(s for _, s in present))
+    along_k = any(_flip([cells[(k, s)]["verdict"] for k in ks if (k, s) in cells]) for s in scales)
+    along_s = any(_flip([cells[(k, s)]["verdict"] for s in scales if (k, s) in cells]) for k in ks)
+    return [w for w, flips in (("k", along_k), ("the scale", along_s)) if flips]
 
 
 def _flip(verdicts: Sequence[str]) -> bool:
@@ -91,30 +62,43 @@ def lift_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: S
                                  "per_row_verdict": {r: verdict(e) for r, e in own.items()}}
     ks = [k for k in ks if k not in not_evaluated]
     by_k = [cells[(k, s)]["verdict"] for s in scales for k in ks]
-    depends = [w for w, flips in (("k", any(_flip([cells[(k, s)]["verdict"] for k in ks]) for s in scales)),
-                                  ("the scale", any(_flip([cells[(k, s)]["verdict"] for s in scales]) for k in ks))) if flips]
-    return {"cells": cells, "below_floor": below, "floor": floor, "k_table": k_table, "depends_on": depends,
-            "stable": not _flip(by_k), "not_evaluated": not_evaluated}
+    return {"cells": cells, "below_floor": below, "floor": floor, "k_table": k_table,
+            "depends_on": depends_on(cells, ks, scales),
+            "stable": not _flip(by_k), "not_evaluated": not_evaluated, "rows": list(rows), "finding": 1}
 
 
 def _fmt(est: dict[str, Any] | None, scale: str) -> str:
-    if scale != "log_odds" or not est or est.get("value") is None:
+    if not est or est.get("value") is None:
+        return pct(est, True)
+    if scale.startswith("drift"):  # a ratio (flat / hierarchical)
+        ci = f" [{est['lo']:.2f}, {est['hi']:.2f}]" if est.get("lo") is not None else " (no interval)"
+        return f"{est['value']:.2f}×{ci}"
+    if scale != "log_odds":
         return pct(est, True)
     ci = f" [{est['lo']:+.2f}, {est['hi']:+.2f}]" if est.get("lo") is not None else ""
     return f"{est['value']:+.2f} logit{ci}"
 
 
-def sensitivity_markdown(sens: dict[str, Any], ks: Sequence[int], scales: Sequence[str], rows: Sequence[str]) -> str:
-    """One table: a row per (k, scale), the pooled contrast with its verdict, then each configuration's."""
-    cells = sens["cells"]
-    table = [[k, scale, f"{_fmt(c['pooled'], scale)} {c['verdict']}"]
-             + [f"{_fmt(c['per_row'][r], scale)} {c['per_row_verdict'][r]}" for r in rows]
-             for (k, scale), c in sorted(cells.items(), key=lambda x: (ks.index(x[0][0]), scales.index(x[0][1])))]
+def sensitivity_markdown(sens: dict[str, Any], ks: Sequence[Any] | None = None, scales: Sequence[str] | None = None,
+                         rows: Sequence[str] | None = None) -> str:
+    """One table: a row per (k, scale) — in ``ks`` x ``scales`` order where given, else the cells' —
+    the pooled estimate with its verdict, then each configuration's (``rows``, default ``sens["rows"]``)."""
+    cells, rows = sens["cells"], list(rows if rows is not None else sens.get("rows", []))
+    order = list(cells) if ks is None or scales is None else [(k, s) for k in ks for s in scales if (k, s) in cells]
+
+    def cell(c: Mapping[str, Any], scale: str, r: str | None) -> str:
+        if r is None:
+            return f"{_fmt(c['pooled'], scale)} {c['verdict']}"
+        return f"{_fmt(c['per_row'].get(r), scale)} {c['per_row_verdict'].get(r, 'n/a')}"
+    table = [["—" if k is None else k, scale, *(cell(cells[(k, scale)], scale, r) for r in (None, *rows))]
+             for k, scale in order]
     say = ("the verdict depends on " + " and on ".join(sens["depends_on"])) if sens["depends_on"] else "the verdict holds in every cell"
-    below = ", ".join(sens["below_floor"])
+    below = ", ".join(sens.get("below_floor") or [])
     if sens.get("not_evaluated"):
         say += f" (k = {', '.join(map(str, sens['not_evaluated']))} not evaluated: the samples hold no hits there)"
-    return (markdown_table(["k", "scale", "pooled (configurations that retrieve)", *rows], table)
-            + f"\nFinding 1 across k and scales: {say}."
-            + (f" Below the retrieval floor (standard Rc@{sens['k_table']} < {100 * sens['floor']:.0f}%; shown, not pooled): "
-               f"{below}." if below else "") + "\n")
+    floor = (f" Below the retrieval floor (standard Rc@{sens['k_table']} < {100 * sens['floor']:.0f}%; "
+             "shown, not pooled): "
+             f"{below}." if below else "")
+    pooled = sens.get("pooled_label", "pooled (configurations that retrieve)")
+    return (markdown_table(["k", "scale", pooled, *rows], table)
+            + f"\nFinding {sens.get('finding', 1)} across k and scales: {say}.{floor}\n")

@@ -1,0 +1,104 @@
+"""study/plan_report.py and sensitivity_findings.py: findings 2, 6, 7 across k and scales, and a rule
+changed after results existed shown with its verdict under both rules — on hand-made items and on the
+shipped study=tools archive (grid: TG seeds 0 and 1, TG-H seed 0; appendix_e: TG seed 0)."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from toolsense.study.config import AnalysisPlan, FindingRule, StudyConfig
+from toolsense.study.plan_report import binding_plan, changed_findings, changes_markdown, finding_tables, rule_changes
+from toolsense.study.registration import plan_dict, register
+from toolsense.comparison.scales import rate_contrast
+from toolsense.study.sweep import Settings, Sweep
+
+ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reproduction_tools_results.tar.xz"
+
+
+def test_rate_contrast_on_each_scale():
+    # A hits 1 of 4 items, B 3 of 4 (one seed each, the same items: paired)
+    arms = {"c": ({0: {"a": 1, "b": 0, "c": 0, "d": 0}}, {0: {"a": 1, "b": 1, "c": 1, "d": 0}})}
+    assert rate_contrast(arms, "pp", True, 50)["value"] == pytest.approx(0.5)
+    assert rate_contrast(arms, "normalized", True, 50)["value"] == pytest.approx(0.5 / 0.75)  # of A's misses
+    assert rate_contrast(arms, "normalized", True, 50, up=False)["value"] == pytest.approx(0.5 / 0.25)  # of A's hits
+    logit = lambda p: __import__("math").log(p / (1 - p))  # noqa: E731
+    assert rate_contrast(arms, "log_odds", True, 50)["value"] == pytest.approx(logit(3.5 / 5) - logit(1.5 / 5))
+    unpaired = {"c": ({0: {"a": 1, "b": 0}}, {0: {"x": 1, "y": 1, "z": 0}})}  # different items: each side drawn alone
+    est = rate_contrast(unpaired, "pp", False, 200)
+    assert est["value"] == pytest.approx(2 / 3 - 1 / 2) and est["lo"] < est["value"] < est["hi"]
+    assert rate_contrast(unpaired, "pp", True, 50) is None  # nothing shared to pair
+    with pytest.raises(ValueError, match="sensitivity scale 'odds'"):
+        rate_contrast(arms, "odds", True)
+
+
+def test_the_binding_plan_is_the_last_one_recorded_before_any_result():
+    reg = {"plan": {"min_seeds": 3}, "at": "t0", "finished_runs_before": 0,
+           "changes": [{"plan": {"min_seeds": 2}, "at": "t1", "finished_runs_before": 0},
+                       {"plan": {"min_seeds": 1}, "at": "t2", "finished_runs_before": 4}]}
+    assert binding_plan(reg) == {"plan": {"min_seeds": 2}, "at": "t1", "finished_runs_before": 0, "late": False}
+    late = {"plan": {"min_seeds": 3}, "at": "t0", "finished_runs_before": 5, "changes": []}
+    assert binding_plan(late)["late"] is True
+    a = {"min_seeds": 3, "retrieval_floor": 0.1, "findings": {"1": {"k": 5}, "7": {"k": 5}}}
+    assert changed_findings(a, {**a, "findings": {"1": {"k": 10}, "7": {"k": 5}}}) == {1: ["findings.1.k"]}
+    assert set(changed_findings(a, {**a, "min_seeds": 2})) == set(range(1, 8))  # moves every verdict
+    assert changed_findings(a, {**a, "sensitivity_ks": [1]}) == {}  # moves the tables only
+
+
+@pytest.fixture(scope="module")
+def tools(tmp_path_factory):
+    if not ARCHIVE.is_file():
+        pytest.skip("the study=tools archive is not in this checkout")
+    root = tmp_path_factory.mktemp("tools")
+    with tarfile.open(ARCHIVE) as tar:
+        keep = [m for m in tar.getmembers() if m.name.split("/")[1:2] in (["grid"], ["appendix_e"])]
+        tar.extractall(root, members=keep)
+    return root / "reproduce_tools"
+
+
+@pytest.mark.slow
+def test_findings_2_6_7_across_k_and_scales_on_the_shipped_runs(tools):
+    g, e = Sweep("grid", tools / "grid", 5, 100), Sweep("appendix_e", tools / "appendix_e", 5, 100)
+    t = finding_tables(AnalysisPlan(), g, e, 5, 100)
+    assert set(t) == {1, 2, 6, 7}
+    # 2: TG collapses at every k and scale, TG-H (12% standard Rc@5) never clearly does: the pooled verdict holds
+    assert t[2]["depends_on"] == []
+    assert t[2]["cells"][(5, "pp")]["per_row"]["tg-lora"]["value"] == pytest.approx(0.522, abs=0.001)
+    assert t[2]["cells"][(5, "pp")]["per_row_verdict"]["tg_h-lora"].startswith("inconclusive")
+    # 6: flat drifts 2.8x hierarchical, but less than it once each run's base-vocabulary drift is divided out
+    assert t[6]["cells"][(None, "drift_absolute")]["verdict"] == "yes"
+    assert t[6]["cells"][(None, "drift_base_normalized")]["verdict"] == "no" and t[6]["depends_on"] == ["the scale"]
+    # 7: App. E's trade holds at k <= 10 and is inconclusive at 50 (standard no longer clearly drops)
+    assert t[7]["cells"][(10, "log_odds")]["verdict"] == "yes"
+    assert t[7]["cells"][(50, "pp")]["verdict"].startswith("inconclusive")
+    assert t[7]["depends_on"] == ["k"]
+    high = finding_tables(AnalysisPlan(retrieval_floor=0.2), g, e, 5, 100)  # TG-H below the floor: shown, not pooled
+    assert high[2]["below_floor"] == ["tg_h-lora"] and "tg_h-lora" in high[2]["cells"][(5, "pp")]["per_row"]
+
+
+@pytest.mark.slow
+def test_a_rule_changed_after_results_shows_both_verdicts(tools, tmp_path):
+    """Finding 1 registered at Rc@5 pp before any run, moved to Rc@10 once runs had finished."""
+    first = AnalysisPlan(min_seeds=1, findings={1: FindingRule(k=5, scale="pp")})
+    cfg = StudyConfig(name="toy", root=str(tmp_path / "root"), analysis=first)
+    register(cfg, now=0)
+    (tmp_path / "root").rename(tmp_path / "reg")
+    (tools / "registration.json").unlink(missing_ok=True)
+    (tmp_path / "reg" / "registration.json").rename(tools / "registration.json")
+    later = AnalysisPlan(min_seeds=1, findings={1: FindingRule(k=10, scale="pp")})
+    reg = register(StudyConfig(name="toy", root=str(tools), analysis=later), now=60)
+    assert reg["plan"] == plan_dict(first) and reg["changes"][0]["finished_runs_before"] == 4  # kept, not overwritten
+    g = Sweep("grid", tools / "grid", 5, 100)
+    view, s = {"grid": g}, Settings(k=5, resamples=100, min_seeds=1)
+    changes = rule_changes(reg, later, view, s, finding_tables(later, g, None, 5, 100))
+    assert list(changes) == [1] and changes[1]["moved"] == ["findings.1.k"]
+    assert changes[1]["verdict_registered"] == "yes" and changes[1]["verdict_now"].startswith("inconclusive")
+    text = changes_markdown(changes)
+    assert "**Rule changed after results existed**" in text and "| 1 | findings.1.k | Rc@5 pp, margin 5 pp" in text
+    # the same change applied at report time, never registered, is flagged alike (a report is made from results)
+    unregistered = rule_changes({**reg, "changes": []}, later, view, s, finding_tables(later, g, None, 5, 100))
+    assert unregistered[1]["verdict_registered"] == "yes"
+    assert rule_changes(reg, first, view, s, {}) == {}  # back to the binding plan: nothing to flag
+    (tools / "registration.json").unlink()
