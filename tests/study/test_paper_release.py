@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolsense.evaluation.metrics import Estimate
+from toolsense.metrics.intervals import Estimate
 from toolsense.paper.page import load_cell
 from toolsense.paper.release import release_direction, release_section
 from toolsense.paper.tables import BENCHMARKS, SETTINGS, run_setting

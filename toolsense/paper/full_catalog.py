@@ -23,7 +23,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from toolsense.catalog import Catalog
 from toolsense.catalog.config import CatalogConfig, load_from_config
-from toolsense.evaluation.metrics import bootstrap_indices, hit_at, mean_ci
+from toolsense.metrics.intervals import bootstrap_indices, mean_ci
+from toolsense.metrics.ranking import hit_at
 from toolsense.reporting.tables import markdown_table, pct
 from toolsense.utils.io import sha256_file
 from toolsense.utils.paths import atomic_write_text, cache_root, local_path
