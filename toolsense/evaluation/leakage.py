@@ -13,21 +13,7 @@ from typing import Mapping, Sequence
 
 from toolsense.data.leakage import QuerySet
 from toolsense.evaluation.benchmarks import load_benchmark
-from toolsense.evaluation.config import EvaluateConfig, register_configs
-from toolsense.utils.config import to_config
-
-
-def _compose(overrides: list[str]):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from toolsense.evaluation.runner import CONF_DIR
-
-    register_configs()
-    if GlobalHydra.instance().is_initialized():
-        return compose("evaluate", overrides=overrides)
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose("evaluate", overrides=overrides)
+from toolsense.evaluation.config import compose_evaluate
 
 
 def scored_query_sets(suite: str | None, overrides: Sequence[str] = (), stages: Sequence[str] = ("stage2",),
@@ -41,7 +27,7 @@ def scored_query_sets(suite: str | None, overrides: Sequence[str] = (), stages: 
     seen: dict[tuple[str, tuple[str, ...]], QuerySet] = {}
     for stage in stages:
         ovr = ([f"suite={suite}"] if suite else []) + list(overrides) + list((stage_overrides or {}).get(stage, ()))
-        cfg = to_config(EvaluateConfig, _compose(ovr))
+        cfg = compose_evaluate(ovr)
         for label, bc in cfg.benchmark_sections().items():
             if bc.loader in ("mcq", "qa"):  # probe items ask about tools; they are not retrieval queries
                 continue
