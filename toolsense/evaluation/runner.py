@@ -25,8 +25,7 @@ from toolsense.catalog.config import load_from_config
 from toolsense.baselines.rankers import build_baseline
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.baselines.config import BaselineConfig
-from toolsense.evaluation.config import (DecodingConfig, EvaluateConfig, MetricsConfig, ProbeConfig, SystemConfig, Task,
-                                         compose_evaluate)
+from toolsense.evaluation.config import DecodingConfig, EvaluateConfig, MetricsConfig, ProbeConfig, SystemConfig, Task
 from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
@@ -213,26 +212,4 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
         log_evaluation(track, out, eval_metrics(results))  # metrics, the samples table, the files (sample_table.py)
     print(table)
     print(f"wrote {out / 'table.md'}, {out / 'results.json'} and {report} ({summary['seconds']} s)")
-    return summary
-
-
-def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, overrides: Sequence[str] = (),
-                         drift: bool = False, stages: Sequence[str] = ("stage2",),
-                         stage_overrides: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any] | None:
-    """evaluate.py on a finished training run (train.py's ``evaluate.suite=...``), once per
-    checkpoint of ``stages``: stage2 into ``<run_dir>/eval``, another stage into
-    ``<run_dir>/eval/<stage>``, each with its ``stage_overrides`` after ``overrides``; with ``drift`` its embedding drift into ``<run_dir>/eval/drift``.
-    Returns the last stage's summary.
-    Composes evaluate.yaml with ``run=<run_dir>`` plus the overrides (``compose_evaluate``), from
-    inside a running Hydra app or standalone. Under torchrun every process takes part (data-parallel retrieval)."""
-    run_dir = Path(run_dir)
-    summary = None
-    for stage in stages if suite or overrides else ():
-        out = run_dir / "eval" if stage == "stage2" else run_dir / "eval" / stage
-        ovr = [f"run={run_dir}", f"stage={stage}", f"output_dir={out}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
-        ovr += list((stage_overrides or {}).get(stage, ()))
-        log.info("evaluating %s (%s)", run_dir, " ".join(ovr[1:]))
-        summary = run(compose_evaluate(ovr))
-    if drift:
-        run(compose_evaluate([f"run={run_dir}", "task=drift", f"output_dir={run_dir / 'eval' / 'drift'}"]))
     return summary

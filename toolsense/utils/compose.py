@@ -101,3 +101,21 @@ def _quoted(item: str) -> str:
     if not bare or bare[0] in "'\"" or not ("=" in bare or bare[0] in "~+"):
         return item
     return "'" + bare.replace("'", "\\'") + "'"  # Hydra reads a backslash as an escape only before a quote
+
+
+def check_overrides(overrides: Sequence[str], where: str) -> None:
+    """Each of ``overrides`` must be one Hydra override (``group=option``, ``key=value``, ``~key``,
+    ``+key=value``): a ValueError names ``where[i]``, the element and Hydra's reason, before anything runs."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    for i, text in enumerate(overrides):
+        try:
+            if not isinstance(text, str):
+                raise HydraException(f"a {type(text).__name__}, not an override string")
+            parser.parse_overrides([text])
+        except HydraException as e:
+            reason = str(e).strip().splitlines()[0]
+            raise ValueError(f"{where}[{i}]={text!r} is not one override ({reason}); write each as key=value, "
+                             "group=option or ~key, e.g. evaluate.overrides=[benchmark=rrb,baseline=bm25]") from None
