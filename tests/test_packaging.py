@@ -67,7 +67,8 @@ def test_the_wheel_runs_toolsense_evaluate_from_an_empty_folder(tmp_path):
     (results,) = work.glob("outputs/evaluate/*/results.json")  # Hydra's own output folder, under the empty one
     summary = json.loads(results.read_text())
     rows = {(r["benchmark"], r["system"]): r for r in summary["results"]}
-    assert {("standard", "tiny_random:untrained"), ("realistic", "dense"), ("mcq", "token"), ("qa", "card")} <= set(rows)
+    assert {("standard", "tiny_random:untrained"), ("realistic", "dense"), ("mcq", "token"), ("qa", "card")} \
+        <= set(rows)
     assert rows["standard", "bm25"]["n"] == 58 and rows["realistic", "bm25"]["n"] == 54  # the demo's test queries
     shipped = Path(where).parent / "catalog" / "demo" / "queries.jsonl"  # read from the installed package
     assert rows["standard", "tiny_random:untrained"]["benchmark_path"] == str(shipped)
