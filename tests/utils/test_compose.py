@@ -42,9 +42,9 @@ def test_train_takes_the_evaluation_as_unquoted_overrides_and_checks_each():
     from toolsense.utils.config import to_config
 
     register_configs()
-    cfg = to_config(TrainConfig, compose("train", ["evaluate.overrides=[benchmark=rrb,baseline=bm25]",
-                                                   "evaluate.stages=[stage1,stage2]",
-                                                   "evaluate.stage_overrides.stage1=[~benchmarks.mcq,probe.modes=[token]]"]))
+    cfg = to_config(TrainConfig, compose("train", [
+        "evaluate.overrides=[benchmark=rrb,baseline=bm25]", "evaluate.stages=[stage1,stage2]",
+        "evaluate.stage_overrides.stage1=[~benchmarks.mcq,probe.modes=[token]]"]))
     assert cfg.evaluate.overrides == ["benchmark=rrb", "baseline=bm25"]
     assert cfg.evaluate.stage_overrides == {"stage1": ["~benchmarks.mcq", "probe.modes=[token]"], "stage2": []}
     with pytest.raises(ValueError, match=r"evaluate.overrides\[1\]='decoding=\[' is not one override"):
