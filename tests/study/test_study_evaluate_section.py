@@ -69,3 +69,19 @@ def test_archived_runs_are_still_finished_under_the_shipped_study_configs():
             assert _config_sha256(identity) == done[name], name
             checked += 1
     assert checked >= 4
+
+
+def test_the_archived_untrained_evaluation_is_still_finished(tmp_path):
+    """study=tools' probe_ceiling ran as ``evaluate.py``; run now as ``python -m toolsense.jobs.evaluate``, its
+    archived done.json (the overrides' hash) still says it finished, so a rerun skips it."""
+    from toolsense.study.sweeps import evaluation_finished, sweep_command
+
+    archive = ROOT / "docs" / "reproduction_tools_results.tar.xz"
+    if not archive.is_file():
+        pytest.skip(f"{archive} absent")
+    with tarfile.open(archive) as tar:
+        tar.extract("reproduce_tools/probe_ceiling/done.json", tmp_path, filter="data")
+    cfg, _ = _jobs("tools", "grid")
+    cmd = sweep_command(cfg, "probe_ceiling")
+    assert cmd[1:3] == ["-m", "toolsense.jobs.evaluate"]
+    assert evaluation_finished(tmp_path / "reproduce_tools" / "probe_ceiling", cmd)
