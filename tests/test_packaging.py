@@ -1,6 +1,7 @@
 """The package researchers install: the wheel built from this checkout, installed non-editable into
 a fresh virtual environment, runs ``toolsense-evaluate model=tiny_random suite=demo`` from an empty
-folder. Nothing may reach back into the checkout (configs, demo catalog, probes ship in the wheel).
+folder, and ``toolsense-train`` takes a config folder of the user's own (``--config-dir``) and an unquoted
+override list. Nothing may reach back into the checkout (configs, demo catalog, probes ship in the wheel).
 
 The fresh environment sees the dependencies already installed here (a ``.pth`` line naming this
 interpreter's site-packages, which is appended *after* the venv's own, and whose ``.pth`` files,
@@ -74,3 +75,12 @@ def test_the_wheel_runs_toolsense_evaluate_from_an_empty_folder(tmp_path):
     assert rows["standard", "tiny_random:untrained"]["benchmark_path"] == str(shipped)
     assert (results.parent / "evaluate.log").is_file()  # Hydra names the job after its module: evaluate
     assert sorted(p.name for p in work.iterdir()) == ["outputs"]  # it wrote nowhere else in the folder it ran from
+
+    mine = tmp_path / "myconf" / "model"  # a config folder of the user's own, beside the shipped one
+    mine.mkdir(parents=True)
+    (mine / "my_tiny.yaml").write_text("name_or_path: tiny_random\ndtype: bfloat16\n")
+    shown = subprocess.run([tmp_path / "venv" / "bin" / "toolsense-train", "--config-dir", str(mine.parent),
+                            "model=my_tiny", "evaluate.overrides=[benchmark=rrb,baseline=bm25]", "--cfg", "job"],
+                           cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert "dtype: bfloat16" in shown.stdout and "- benchmark=rrb" in shown.stdout, shown.stdout
