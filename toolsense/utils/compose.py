@@ -2,7 +2,7 @@
 after training (and for the leakage refusal before it), the paper's rows, the exports and the
 tests all come through :func:`compose`.
 
-The configs ship inside the package (``toolsense/conf``, Hydra's ``pkg://toolsense/conf``), so an
+The configs ship inside the package (``toolsense/conf``, Hydra's ``pkg://toolsense.conf``), so an
 installed wheel composes them from any working directory. A user's own config folder is added the
 way Hydra adds one: ``--config-dir <dir>`` or ``hydra.searchpath=[file://<dir>]`` on a job's command
 line; inside such a running job :func:`compose` composes with that job's search path.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 CONF_MODULE = "toolsense.conf"
-"""The package folder holding the configs (a Hydra ``pkg://`` search path: ``pkg://toolsense.conf``)."""
+"""The package holding the configs, found by import wherever toolsense is installed (``pkg://toolsense.conf``)."""
 
 
 def conf_dir() -> Path:
@@ -31,13 +31,13 @@ def compose(name: str, overrides: Sequence[str] = (), return_hydra_config: bool 
     needs no quotes (:func:`quote_list_overrides`). The caller registers the schema
     (``register_configs()``) first, as the job's entry module does at import."""
     from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+    from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
     overrides = quote_list_overrides(overrides)
     if GlobalHydra.instance().is_initialized():
         return hydra_compose(name, overrides=overrides, return_hydra_config=return_hydra_config)
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+    with initialize_config_module(config_module=CONF_MODULE, version_base="1.3"):
         return hydra_compose(name, overrides=overrides, return_hydra_config=return_hydra_config)
 
 
