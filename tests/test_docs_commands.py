@@ -1,11 +1,12 @@
 """Every Hydra command shown in the README and docs/ still composes and converts to its typed config.
 
 A command in a fenced ``bash`` block that runs one of the jobs (``python train.py …``,
-``torchrun … evaluate.py …``, ``toolsense-train …``) is parsed like a shell would, its overrides are composed
-against the shipped configs (``toolsense/conf``) with Hydra's compose API (the first job of a ``-m`` sweep), and the result goes through
-the entry script's own converter (``to_config``), so a renamed group, a removed field or a value a
-``__post_init__`` refuses breaks this test, naming the page and the command. Placeholders written
-as ``<run dir>`` are replaced by a plain word first; they name paths, which composition never opens.
+``torchrun … evaluate.py …``, ``toolsense-train …``) is parsed like a shell would, its overrides are
+composed against the shipped configs (``toolsense/conf``) with Hydra's compose API (the first job of a
+``-m`` sweep), and the result goes through the job's own converter (``to_config``), so a renamed group,
+a removed field or a value a ``__post_init__`` refuses breaks this test, naming the page and the command.
+Placeholders written as ``<run dir>`` are replaced by a plain word first; they name paths, which
+composition never opens.
 """
 
 from __future__ import annotations

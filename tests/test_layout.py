@@ -284,7 +284,8 @@ def reaches_above(root: Path) -> list[str]:
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if "__file__" not in line:
                 continue
-            up = len(re.findall(r"\.parent\b(?!s)", line)) + sum(int(k) + 1 for k in re.findall(r"\.parents\[(\d+)\]", line))
+            up = len(re.findall(r"\.parent\b(?!s)", line))
+            up += sum(int(k) + 1 for k in re.findall(r"\.parents\[(\d+)\]", line))
             if up > allowed:
                 out.append(f"{rel}:{n}")
     return out
@@ -293,7 +294,8 @@ def reaches_above(root: Path) -> list[str]:
 def test_nothing_in_the_package_reaches_above_it(tmp_path):
     assert reaches_above(PACKAGE) == []
     (tmp_path / "utils").mkdir()
-    (tmp_path / "utils" / "a.py").write_text("A = Path(__file__).resolve().parents[2]\nB = Path(__file__).parent.parent\n")
+    (tmp_path / "utils" / "a.py").write_text("A = Path(__file__).resolve().parents[2]\n"
+                                             "B = Path(__file__).parent.parent\n")
     (tmp_path / "b.py").write_text("C = Path(__file__).parent\nD = Path(__file__).parents[1]\n")
     assert reaches_above(tmp_path) == ["b.py:2", "utils/a.py:1"]
 

@@ -123,7 +123,8 @@ def test_empty_ks_is_refused_by_evaluate_py_before_anything_loads(tmp_path):
 
     out = tmp_path / "out"
     cmd = [sys.executable, "evaluate.py", "model=tiny_random", "metrics.ks=[]", f"output_dir={out}"]
-    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], env={**os.environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "1"},
+    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2],
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "1"},
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "metrics.ks is empty" in proc.stderr
     assert not out.exists()  # refused before the output folder (or a model) was touched

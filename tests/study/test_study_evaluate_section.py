@@ -57,7 +57,8 @@ def test_archived_runs_are_still_finished_under_the_shipped_study_configs():
     if not archive.is_file():
         pytest.skip(f"{archive} absent")
     with tarfile.open(archive) as tar:
-        done = {n: json.load(tar.extractfile(n)).get("config_sha256") for n in tar.getnames() if n.endswith("/done.json")}
+        done = {n: json.load(tar.extractfile(n)).get("config_sha256")
+                for n in tar.getnames() if n.endswith("/done.json")}
     checked = 0
     for sweep in ("grid", "appendix_e"):
         _, jobs = _jobs("tools", sweep)

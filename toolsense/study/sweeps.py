@@ -30,7 +30,8 @@ def sweep_command(cfg: StudyConfig, name: str) -> list[str]:
     ``<root>/<name>``) or of one untrained evaluation (evaluate.py into ``<root>/<name>``), each
     run as the installed package's job module (``python -m toolsense.jobs.<job>``): no checkout needed."""
     if name in cfg.evaluations:
-        return [sys.executable, "-m", "toolsense.jobs.evaluate", *cfg.evaluations[name], f"output_dir={Path(cfg.root) / name}"]
+        return [sys.executable, "-m", "toolsense.jobs.evaluate", *cfg.evaluations[name],
+                f"output_dir={Path(cfg.root) / name}"]
     return [sys.executable, "-m", "toolsense.jobs.train", "-m", *cfg.common, *cfg.sweeps[name], *cfg.launch, *cfg.extra,
             f"hydra.sweep.dir={Path(cfg.root) / name}"]
 
