@@ -21,6 +21,8 @@ from toolsense.utils.compose import check_overrides, compose, conf_dir, quote_li
     ("evaluate.overrides=[a=it's]", "evaluate.overrides=['a=it\\'s']"),
     ("stage2.sources=[{kind:demo,split:train}]", "stage2.sources=[{kind:demo,split:train}]"),  # no override inside
     ("metrics.ks=[1,5]", "metrics.ks=[1,5]"),
+    ("x=[+1,-2]", "x=[+1,-2]"),  # signed numbers stay numbers
+    ("evaluate.overrides=[+probe.seed=3]", "evaluate.overrides=['+probe.seed=3']"),
     ("x=[a=1", "x=[a=1"),  # not closed: left for Hydra to name the error
     ("~evaluate.stage_overrides.stage1", "~evaluate.stage_overrides.stage1"),
 ])

@@ -43,7 +43,7 @@ def compose(name: str, overrides: Sequence[str] = (), return_hydra_config: bool 
 
 def quote_list_overrides(args: Sequence[str]) -> list[str]:
     """Command-line overrides with each element of a ``[...]`` list that Hydra's grammar cannot
-    read bare (one holding ``=``, or starting with ``~`` / ``+``: an override itself) quoted, so
+    read bare (one holding ``=``, or starting with ``~``: an override itself) quoted, so
     ``evaluate.overrides=[benchmark=rrb,baseline=bm25]`` reads as
     ``evaluate.overrides=['benchmark=rrb','baseline=bm25']``. Elements already quoted, nested
     lists inside an element and every other argument are left as they are."""
@@ -98,7 +98,7 @@ def _list_items(text: str, start: int) -> tuple[int, list[str]] | None:
 
 def _quoted(item: str) -> str:
     bare = item.strip()
-    if not bare or bare[0] in "'\"" or not ("=" in bare or bare[0] in "~+"):
+    if not bare or bare[0] in "'\"" or not ("=" in bare or bare[0] == "~"):  # +key=v holds "=", +1 is a number
         return item
     return "'" + bare.replace("'", "\\'") + "'"  # Hydra reads a backslash as an escape only before a quote
 
