@@ -73,7 +73,7 @@ reproduce-tools: setup setup-probe
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} nice -n 19 $(PY) reproduce.py study=tools $(STUDY_ARGS)
 
 # The replication of the real-tools study (issue 34, docs/reports/study.md): study=tools, a plan registered before its data
-# (conf/study/replication.yaml: analysis), >= 3 seeds per arm, standard queries named at ToolBench's rates; resumable
+# (toolsense/conf/study/replication.yaml: analysis), >= 3 seeds per arm, standard queries named at ToolBench's rates; resumable
 # across sessions through docs/reports/replication_results.tar.xz (commit it as runs finish).
 reproduce-replication: setup
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} nice -n 19 $(PY) reproduce.py study=replication $(STUDY_ARGS)

@@ -1,24 +1,5 @@
-"""Human agreement on benchmark items: blind rating sheets, then Fleiss' kappa from the filled ones.
-
-    python annotate.py benchmark=demo_mcq annotate.items=100 annotate.raters=3   # <out>/mcq_sheet.csv + mcq_key.csv
-    python annotate.py task=kappa annotate.sheets=[mcq_filled.csv,qa_filled.csv]  # <out>/kappa.md, kappa.json
-"""
-
-import hydra
-from omegaconf import DictConfig
-
-from toolsense.comparison.annotate import AnnotateJobConfig, register_configs, run
-from toolsense.utils.config import to_config
-from toolsense.utils.hydra import shared_output_dir
-
-register_configs()
-
-
-@hydra.main(version_base="1.3", config_path="conf", config_name="annotate")
-def main(dict_cfg: DictConfig) -> None:
-    cfg = to_config(AnnotateJobConfig, dict_cfg)
-    run(cfg, output_dir=shared_output_dir(cfg.output_dir))
-
+"""``python annotate.py ...`` = ``toolsense-annotate ...`` (toolsense/jobs/annotate.py)."""
+from toolsense.jobs.annotate import main
 
 if __name__ == "__main__":
     main()

@@ -1,27 +1,5 @@
-"""One ablation table over earlier evaluations: every results.json / drift.json under the roots.
-
-    python compare.py roots=[multirun/<date>,outputs/<run>]         # comparison.md, .csv, .json, plots, report.html
-    python compare.py roots=[<sweep dir>] 'metrics=[Rc@5,COMPc@5,Rprec_c]' output_dir=<dir>
-
-Runs that differ only in trainer.seed are one row (pooled over seeds, clustered by item). A -m
-sweep of train.py writes the same table into its sweep directory (CompareAfterSweep).
-"""
-
-import hydra
-from omegaconf import DictConfig
-
-from toolsense.comparison.compare import CompareConfig, register_configs, run
-from toolsense.utils.config import to_config
-from toolsense.utils.hydra import shared_output_dir
-
-register_configs()
-
-
-@hydra.main(version_base="1.3", config_path="conf", config_name="compare")
-def main(dict_cfg: DictConfig) -> None:
-    cfg = to_config(CompareConfig, dict_cfg)
-    run(cfg, output_dir=shared_output_dir(cfg.output_dir))
-
+"""``python compare.py ...`` = ``toolsense-compare ...`` (toolsense/jobs/compare.py)."""
+from toolsense.jobs.compare import main
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
 """Training-step speed on CPU, fp32 against bf16 autocast, on the real-tools study's own runs.
 
-Trains the way ``study=tools`` trains its grid (conf/study/tools.yaml: its ``common`` overrides
+Trains the way ``study=tools`` trains its grid (toolsense/conf/study/tools.yaml: its ``common`` overrides
 and the grid's model / tuning / seed, experiment=tg: SmolLM2-135M, LoRA r=64 with trainable
 embeddings, embedding_lr_scale 2.5, trainer=cpu, batch 16 = 8 x 2 accumulation, max_length 192)
 on Stage 1 of catalog=study_tools (1,000 real APIs, desc2tok), through the study's own stage
@@ -44,7 +44,7 @@ from timing import parse_args, stats  # noqa: E402  (benchmarks/timing.py, besid
 from tqdm.auto import tqdm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDY = ROOT / "conf" / "study" / "tools.yaml"
+STUDY = ROOT / "toolsense" / "conf" / "study" / "tools.yaml"
 MODES = ("fp32", "bf16")
 FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")
 LOAD_TIMEOUT_S = 900
@@ -62,8 +62,10 @@ def study_overrides(model: str, mode: str, steps: int) -> list[str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
+    from toolsense.utils.compose import quote_list_overrides
+
     study = OmegaConf.load(STUDY)
-    parsed = OverridesParser.create().parse_overrides([*study.common, *study.sweeps.grid])
+    parsed = OverridesParser.create().parse_overrides(quote_list_overrides([*study.common, *study.sweeps.grid]))
     first_job = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0][0]
     keep = [o for o in first_job
             if not o.startswith(("evaluate.", "trainer.save_steps", "trainer.logging_steps", "stage2.", "model=", "experiment="))]
@@ -73,17 +75,15 @@ def study_overrides(model: str, mode: str, steps: int) -> list[str]:
 
 def stage_runner(model: str, mode: str, steps: int, run_dir: str):
     """The study's Stage-1 StageRunner for this mode, set up (model loaded, Trainer built)."""
-    from hydra import compose, initialize_config_dir
-
     from toolsense.catalog.config import load_from_config
     from toolsense.data.memorization import build_memorization_examples
     from toolsense.index.config import index_from_config
     from toolsense.training.config import register_configs, to_train_config
     from toolsense.training.stage import StageRunner
+    from toolsense.utils.compose import compose
 
     register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = to_train_config(compose("train", overrides=study_overrides(model, mode, steps)))
+    cfg = to_train_config(compose("train", study_overrides(model, mode, steps)))
     catalog = load_from_config(cfg.catalog)
     index = index_from_config(cfg.index, catalog, None)
     examples = build_memorization_examples(catalog, index, cfg.memorization)

@@ -1,11 +1,12 @@
 """Every Hydra command shown in the README and docs/ still composes and converts to its typed config.
 
-A command in a fenced ``bash`` block that runs one of the entry scripts (``python train.py …``,
-``torchrun … evaluate.py …``) is parsed like a shell would, its overrides are composed against
-``conf/`` with Hydra's compose API (the first job of a ``-m`` sweep), and the result goes through
-the entry script's own converter (``to_config``), so a renamed group, a removed field or a value a
-``__post_init__`` refuses breaks this test, naming the page and the command. Placeholders written
-as ``<run dir>`` are replaced by a plain word first; they name paths, which composition never opens.
+A command in a fenced ``bash`` block that runs one of the jobs (``python train.py …``,
+``torchrun … evaluate.py …``, ``toolsense-train …``) is parsed like a shell would, its overrides are
+composed against the shipped configs (``toolsense/conf``) with Hydra's compose API (the first job of a
+``-m`` sweep), and the result goes through the job's own converter (``to_config``), so a renamed group,
+a removed field or a value a ``__post_init__`` refuses breaks this test, naming the page and the command.
+Placeholders written as ``<run dir>`` are replaced by a plain word first; they name paths, which
+composition never opens.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ FENCE = re.compile(r"```bash\n(.*?)```", re.S)
 PLACEHOLDER = re.compile(r"<[^<>\n]*>")
 ENTRY = {"train.py": "train", "evaluate.py": "evaluate", "compare.py": "compare", "annotate.py": "annotate",
          "generate.py": "generate", "audit.py": "audit", "reproduce.py": "reproduce"}
+ENTRY |= {f"toolsense-{job}": job for job in set(ENTRY.values())}  # the installed package's console commands
 SKIP_PAGES = {"reproduction.md", "paper_tables.md"}
 """Generated reports: their commands are written by code that the study's own tests check."""
 
@@ -114,14 +116,15 @@ def test_the_docs_show_commands_of_every_entry_script():
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=[f"{c.page}:{i}" for i, c in enumerate(COMMANDS)])
 def test_documented_command_composes(cmd: Command):
+    from toolsense.utils.compose import conf_dir, quote_list_overrides
     from toolsense.utils.config import to_config
 
     schema = _schema(cmd.script)
-    parsed = OverridesParser.create().parse_overrides(list(cmd.overrides))
+    parsed = OverridesParser.create().parse_overrides(quote_list_overrides(cmd.overrides))
     first_job = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0][0]
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             cfg = compose(config_name=cmd.script, overrides=list(first_job), return_hydra_config=True)
             HydraConfig.instance().set_config(cfg)  # resolves ${hydra:...} as a real run would
             with open_dict(cfg):

@@ -7,6 +7,7 @@ one obvious file (ARCHITECTURE.md)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,10 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "interop": {"catalog", "data", "evaluation", "metrics", "utils"},
     "generation": {"catalog", "models", "tracking", "utils"},
     "audit": {"catalog", "models", "utils"},
+    "conf": set(),  # the shipped configs (a package only so that Hydra finds it as pkg://toolsense.conf)
 }
+# The seven jobs (toolsense/jobs/<job>.py, console commands toolsense-<job>) stand above every room.
+ALLOWED_IMPORTS["jobs"] = (set(ALLOWED_IMPORTS) - {"conf"}) | {"pipeline"}  # train.py's job: toolsense/pipeline.py
 
 # concept -> the one module that defines it (class or function name at module level).
 CONCEPTS: dict[str, str] = {
@@ -111,6 +115,9 @@ CONCEPTS: dict[str, str] = {
     "toolgen_document": "models/encoders/documents.py",
     "encode_progressively": "models/encoders/progressive.py",
     "LossTotalCallback": "training/resume.py",
+    "compose_evaluate": "evaluation/config.py",
+    "quote_list_overrides": "utils/compose.py",
+    "conf_dir": "utils/compose.py",
 }
 
 
@@ -256,14 +263,47 @@ def test_no_room_is_over_the_limit():
     assert not over, f"rooms over {MAX_ROOM_LINES} lines (move a concept to a room of its own): {over}"
 
 
-def test_entry_scripts_are_the_same_few_lines():
-    """Each entry script registers its schema, converts Hydra's config and hands it to one ``run``:
-    the same shape, under 40 lines (train.py's chaining of training and evaluation is toolsense/pipeline.py)."""
-    root = PACKAGE.parent
-    for name in ("train.py", "evaluate.py", "compare.py", "annotate.py", "generate.py", "audit.py", "reproduce.py"):
-        text = (root / name).read_text(encoding="utf-8")
-        assert len(text.splitlines()) <= 40, name
-        assert "register_configs()" in text and "@hydra.main(" in text and "to_config(" in text, name
+JOBS = ("train", "evaluate", "compare", "annotate", "generate", "audit", "reproduce")
+
+
+def test_jobs_are_the_same_few_lines_and_the_root_scripts_wrap_them():
+    """Each job registers its schema, converts Hydra's config and hands it to one ``run``: the same
+    shape, under 50 lines (train's chaining of training and evaluation is toolsense/pipeline.py), over
+    the configs inside the package; the repo root's ``<job>.py`` only calls the job's ``main``."""
+    for job in JOBS:
+        text = (PACKAGE / "jobs" / f"{job}.py").read_text(encoding="utf-8")
+        assert len(text.splitlines()) <= 50, job
+        assert "register_configs()" in text and "@hydra.main(" in text and "to_config(" in text, job
+        assert 'config_path="../conf"' in text and "def main() -> None:" in text, job
+        wrapper = (PACKAGE.parent / f"{job}.py").read_text(encoding="utf-8")
+        assert len(wrapper.splitlines()) <= 5 and f"from toolsense.jobs.{job} import main" in wrapper, job
+
+
+def reaches_above(root: Path) -> list[str]:
+    """``path:line`` of every path built from ``__file__`` that climbs above the package
+    (``Path(__file__).parent`` counts one level, ``.parents[n]`` n + 1): an installed package has no
+    checkout around it."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        allowed = rel.count("/") + 1  # toolsense/<rel>: that many .parent steps reach toolsense/ itself
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "__file__" not in line:
+                continue
+            up = len(re.findall(r"\.parent\b(?!s)", line))
+            up += sum(int(k) + 1 for k in re.findall(r"\.parents\[(\d+)\]", line))
+            if up > allowed:
+                out.append(f"{rel}:{n}")
+    return out
+
+
+def test_nothing_in_the_package_reaches_above_it(tmp_path):
+    assert reaches_above(PACKAGE) == []
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "a.py").write_text("A = Path(__file__).resolve().parents[2]\n"
+                                             "B = Path(__file__).parent.parent\n")
+    (tmp_path / "b.py").write_text("C = Path(__file__).parent\nD = Path(__file__).parents[1]\n")
+    assert reaches_above(tmp_path) == ["b.py:2", "utils/a.py:1"]
 
 
 @pytest.mark.parametrize("concept", sorted(CONCEPTS))

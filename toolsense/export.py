@@ -29,17 +29,11 @@ USAGE = __doc__.split("\n\n")[1]
 
 def _compose(overrides: Sequence[str], default_out: str):
     """evaluate.yaml composed with ``overrides`` (``output_dir=`` taken out): (config, output dir)."""
-    from hydra import compose, initialize_config_dir
+    from toolsense.evaluation.config import compose_evaluate
 
-    from toolsense.evaluation.config import EvaluateConfig, register_configs
-    from toolsense.evaluation.runner import CONF_DIR
-    from toolsense.utils.config import to_config
-
-    register_configs()
     ovr = [o for o in overrides if not o.startswith("output_dir=")]
     out = Path(next((o.split("=", 1)[1] for o in overrides if o.startswith("output_dir=")), default_out))
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return to_config(EvaluateConfig, compose("evaluate", overrides=ovr)), out
+    return compose_evaluate(ovr), out
 
 
 def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:

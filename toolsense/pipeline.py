@@ -33,8 +33,9 @@ def train(cfg: TrainConfig, plain: Mapping[str, Any]) -> float | None:
     None when the run was skipped."""
     cfg.logger.group = cfg.logger.group or sweep_name()  # a sweep is one W&B group; a single run's is its experiment
     prepared = prepare(cfg)  # refuse a bad run before the folder is claimed or anything is written
-    refuse_scored_queries(cfg, prepared)
     run_dir = shared_output_dir(cfg.output_dir)
+    plan = evaluation_plan(cfg, run_dir)  # a bad evaluate.* fails here too, before anything is trained
+    refuse_scored_queries(prepared, plan)
     rd = RunDir(run_dir)
     identity = {k: v for k, v in plain.items() if k not in NOT_RESULT}
     with holding(Path(run_dir), "training") as held:
@@ -44,31 +45,56 @@ def train(cfg: TrainConfig, plain: Mapping[str, Any]) -> float | None:
             log.info("%s: trained and evaluated earlier under this config (done.json); skipped. Delete %s to redo "
                      "what is missing", run_dir, rd.done_path)
             return None
-        loss = train_and_evaluate(cfg, run_dir, prepared)
+        loss = train_and_evaluate(cfg, run_dir, prepared, plan)
         rd.mark_finished(identity)
         return loss
 
 
-def refuse_scored_queries(cfg: TrainConfig, prepared: Prepared) -> None:
+def evaluation_plan(cfg: TrainConfig, run_dir: str | Path) -> list:
+    """evaluate.py's typed config (``EvaluateConfig``) of every evaluation after training, composed
+    once, before training: each stage of ``evaluate.stages`` (stage2 into ``<run>/eval``, stage1 into
+    ``<run>/eval/stage1``) with ``evaluate.suite``, ``evaluate.overrides`` and that stage's
+    ``evaluate.stage_overrides``, then the drift into ``<run>/eval/drift``; [] when none is asked for.
+    The leakage refusal reads the same configs the evaluation runs."""
+    ev, run_dir = cfg.evaluate, Path(run_dir)
+    if ev.suite is None and not ev.overrides and not ev.drift:
+        return []
+    from toolsense.evaluation.config import compose_evaluate
+
+    overrides = list(ev.overrides)
+    if cfg.logger.kind == "wandb" and not any(o.startswith("logger") for o in overrides):  # W&B for eval too
+        overrides.insert(0, "logger=wandb")
+    plan = []
+    for stage in ev.stages if ev.suite is not None or ev.overrides else ():
+        out = run_dir / "eval" if stage == "stage2" else run_dir / "eval" / stage
+        plan.append(compose_evaluate([f"run={run_dir}", f"stage={stage}", f"output_dir={out}",
+                                      *([f"suite={ev.suite}"] if ev.suite else []), *overrides,
+                                      *ev.stage_overrides.get(stage, ())]))
+    if ev.drift:
+        plan.append(compose_evaluate([f"run={run_dir}", "task=drift", f"output_dir={run_dir / 'eval' / 'drift'}"]))
+    return plan
+
+
+def refuse_scored_queries(prepared: Prepared, plan: list) -> None:
     """Stage 2 must not train on a query the run's evaluation scores (by normalised text, or id
     within one file): refused naming each source and benchmark file and the count."""
-    if not prepared.sources:
+    if not prepared.sources or not plan:
         return
-    from toolsense.evaluation.leakage import scored_query_sets  # composes the evaluation suite: only when Stage 2 has sources
+    from toolsense.evaluation.leakage import scored_query_sets
 
-    refuse_leakage(prepared.sources, scored_query_sets(cfg.evaluate.suite, list(cfg.evaluate.overrides), list(cfg.evaluate.stages),
-                                                       {k: list(v) for k, v in cfg.evaluate.stage_overrides.items()}))
+    refuse_leakage(prepared.sources, scored_query_sets(plan))
 
 
-def train_and_evaluate(cfg: TrainConfig, run_dir: str, prepared: Prepared | None = None) -> float | None:
+def train_and_evaluate(cfg: TrainConfig, run_dir: str, prepared: Prepared | None = None,
+                       plan: list = ()) -> float | None:
+    """Train, then run each evaluation of ``plan`` (:func:`evaluation_plan`); the last stage's loss.
+    Under torchrun every process takes part in each evaluation (data-parallel retrieval)."""
     summary = run(cfg, output_dir=run_dir, prepared=prepared)
-    if cfg.evaluate.suite is not None or cfg.evaluate.overrides or cfg.evaluate.drift:
-        from toolsense.evaluation.runner import evaluate_trained_run  # the evaluator loads only after training
+    if plan:
+        from toolsense.evaluation.runner import run as evaluate  # the evaluator's model code loads only after training
 
-        overrides = list(cfg.evaluate.overrides)
-        if cfg.logger.kind == "wandb" and not any(o.startswith("logger") for o in overrides):  # W&B for eval too
-            overrides.insert(0, "logger=wandb")
-        evaluate_trained_run(run_dir, cfg.evaluate.suite, overrides, cfg.evaluate.drift, list(cfg.evaluate.stages),
-                             {k: list(v) for k, v in cfg.evaluate.stage_overrides.items()})
+        for ev_cfg in plan:
+            log.info("evaluating %s (%s, %s)", run_dir, ev_cfg.task, ev_cfg.output_dir)
+            evaluate(ev_cfg)
     last = summary.get("stage2") or summary.get("stage1") or {}
     return last.get("train_loss")

@@ -30,18 +30,13 @@ def fast_stats():
     return FAST_STATS
 
 
-CONF = Path(__file__).parents[2] / "conf"
-
-
 def compose_audit(overrides: list[str]):
     """conf/audit.yaml composed with Hydra overrides, as `python audit.py ...` would see it."""
-    from hydra import compose, initialize_config_dir
-
     from toolsense.audit import register_configs
+    from toolsense.utils.compose import compose
 
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("audit", overrides=overrides)
+    return compose("audit", overrides)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ def test_composed_config_equals_the_dataclass_defaults(section, compose):
 
 
 def test_audit_yaml_repeats_no_dataclass_default():
-    yaml = OmegaConf.load(Path(__file__).parents[2] / "conf" / "audit.yaml")
+    yaml = OmegaConf.load(Path(__file__).parents[2] / "toolsense" / "conf" / "audit.yaml")
     assert not set(yaml) & set(SECTIONS), "a section's defaults belong in its dataclass"
 
 

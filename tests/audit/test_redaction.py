@@ -69,7 +69,8 @@ def test_demo_classes_count_exactly(demo_traces):
     from omegaconf import OmegaConf
     from pathlib import Path
 
-    conf = OmegaConf.to_container(OmegaConf.load(Path(__file__).parents[2] / "conf/audit/redaction/demo.yaml"))
+    demo = Path(__file__).parents[2] / "toolsense/conf/audit/redaction/demo.yaml"
+    conf = OmegaConf.to_container(OmegaConf.load(demo))
     cfg = to_config(RedactionConfig, conf, "redaction")
     from toolsense.audit.prompting import AuditPromptConfig
     from toolsense.audit.redaction_eval import redaction_variants

@@ -18,7 +18,7 @@ from toolsense.baselines.config import BaselineConfig
 from toolsense.models.encoders import TEXT_TEMPLATES
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "evaluation"
-CONF = Path(__file__).resolve().parents[2] / "conf" / "baseline"
+CONF = Path(__file__).resolve().parents[2] / "toolsense" / "conf" / "baseline"
 
 TOOL = Tool.from_name("Weather Now&&Forecast", tool_title="Weather Now", tool_description="All about weather",
                       api_title="Forecast", api_description="Seven-day forecast for a city", category="Weather",

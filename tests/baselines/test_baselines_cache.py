@@ -15,7 +15,7 @@ from toolsense.baselines.config import BaselineConfig
 from toolsense.models.encoders import SentenceEncoder
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "evaluation"
-CONF = Path(__file__).resolve().parents[2] / "conf" / "baseline"
+CONF = Path(__file__).resolve().parents[2] / "toolsense" / "conf" / "baseline"
 
 
 @pytest.fixture

@@ -202,6 +202,7 @@ def test_precision_trains_the_study_grids_first_job(monkeypatch):
     from hydra.core.global_hydra import GlobalHydra
 
     from toolsense.training.config import register_configs, to_train_config
+    from toolsense.utils.compose import conf_dir
 
     monkeypatch.syspath_prepend(str(BENCH))
     spec = importlib.util.spec_from_file_location("benchmarks_precision", BENCH / "precision.py")
@@ -210,7 +211,7 @@ def test_precision_trains_the_study_grids_first_job(monkeypatch):
     overrides = precision.study_overrides("tiny_random", "bf16", 2)
     register_configs()
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = to_train_config(compose("train", overrides=overrides))
     GlobalHydra.instance().clear()
     assert (cfg.trainer.seed, cfg.trainer.effective_batch, cfg.trainer.per_device_batch, cfg.trainer.max_length) == (0, 16, 8, 192)

@@ -54,7 +54,7 @@ def test_appendix_e_short_split_covers_every_tool_and_no_test_query(demo_catalog
     from toolsense.data.leakage import normalise_query
     from toolsense.data.sources import QuerySource, load_queries
 
-    raw = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "stage2" / "demo_short.yaml"))
+    raw = OmegaConf.to_container(OmegaConf.load(ROOT / "toolsense" / "conf" / "stage2" / "demo_short.yaml"))
     short = load_queries([QuerySource(**s) for s in raw["sources"]])
     verbose = load_demo_queries(split="train", style="verbose")
     assert {q.style for q in short} == {"short"} and {q.split for q in short} == {"train"}

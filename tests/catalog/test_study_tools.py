@@ -11,7 +11,7 @@ from toolsense.catalog.config import CatalogConfig, load_from_config
 from toolsense.catalog.study_tools import build_study_tools_catalog, rrb_path, select_tools
 from toolsense.utils.io import DataError, sha256_file
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "catalog" / "study_tools.yaml"
+CONF = Path(__file__).resolve().parents[2] / "toolsense" / "conf" / "catalog" / "study_tools.yaml"
 
 ITEMS = [  # gold, pool: item 3 needs nothing new (its gold is a probe tool), 0 and 1 one tool each, 2 three
     {"gold": ["S&&A"], "pool": ["S&&A", "N&&1", "N&&2"]},

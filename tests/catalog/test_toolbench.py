@@ -12,7 +12,7 @@ from toolsense.catalog.config import CatalogConfig, load_from_config
 from toolsense.catalog.toolbench import SOURCES, build_toolbench_catalog
 from toolsense.utils.io import sha256_file
 
-CONF = __import__("pathlib").Path(__file__).resolve().parents[2] / "conf" / "catalog" / "toolbench.yaml"
+CONF = __import__("pathlib").Path(__file__).resolve().parents[2] / "toolsense" / "conf" / "catalog" / "toolbench.yaml"
 
 
 def tiny_data(root):

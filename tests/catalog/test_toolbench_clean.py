@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from toolsense.catalog.builders import CATALOG_BUILDERS
 from toolsense.catalog.toolbench import build_toolbench_catalog
 
-CONF = __import__("pathlib").Path(__file__).resolve().parents[2] / "conf" / "catalog"
+CONF = __import__("pathlib").Path(__file__).resolve().parents[2] / "toolsense" / "conf" / "catalog"
 
 
 def tiny_data(root):

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from toolsense.comparison.annotate import AnnotateConfig, kappas, register_configs, run
+from toolsense.utils.compose import compose
 from toolsense.utils.io import DataError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,8 +19,7 @@ WIKIPEDIA = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0]
 
 def _evaluate(overrides, out):
     register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose("annotate", overrides=[*overrides, f"output_dir={out}"])
+    return compose("annotate", [*overrides, f"output_dir={out}"])
 
 
 def _rows(path):

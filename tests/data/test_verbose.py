@@ -16,7 +16,7 @@ from toolsense.data.naming import TOOLBENCH_G1
 from toolsense.data.verbose import (KEEP, _DANGLING, _cut, PARAM_PHRASES, PER_TOOL, SPLITS, TEMPLATES, clause, default_output, ensure_written,
                                     generate, load_verbose, main, tool_queries)
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "toolsense" / "conf"
 
 
 def test_clause_is_the_first_sentence_as_a_verb_phrase():

@@ -91,10 +91,10 @@ def test_empty_after_filtering_is_an_error(tmp_path):
 def _conf(name):
     from omegaconf import OmegaConf
 
-    from toolsense.evaluation.runner import CONF_DIR
+    from toolsense.utils.compose import conf_dir
     from toolsense.utils.config import to_config
 
-    return to_config(BenchmarkConfig, OmegaConf.load(CONF_DIR / "benchmark" / f"{name}.yaml"), name)
+    return to_config(BenchmarkConfig, OmegaConf.load(conf_dir() / "benchmark" / f"{name}.yaml"), name)
 
 
 def test_toolbench_groups_pool_files_as_the_paper(shared_data):
@@ -153,13 +153,11 @@ def test_released_configs_need_a_path_and_samples_are_named_apart(shared_data):
 
 
 def test_toolbench_suite_composes_the_three_groups(shared_data):
-    from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from toolsense.evaluation.runner import CONF_DIR
+    from toolsense.utils.compose import compose
 
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("evaluate", overrides=["suite=toolbench", "benchmarks.G1.missing=drop"])
+    cfg = compose("evaluate", overrides=["suite=toolbench", "benchmarks.G1.missing=drop"])
     benches = OmegaConf.to_container(cfg.benchmarks, resolve=True)
     assert list(benches) == ["G1", "G2", "G3"] and [len(b["paths"]) for b in benches.values()] == [3, 2, 1]
     assert benches["G1"]["missing"] == "drop" and benches["G2"]["missing"] == "count"

@@ -38,6 +38,7 @@ def _compose(script: str, overrides: list[str]):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    from toolsense.utils.compose import conf_dir
     from toolsense.utils.config import to_config
 
     if script == "train.py":
@@ -49,7 +50,7 @@ def _compose(script: str, overrides: list[str]):
     register_configs()
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             return to_config(schema, compose(script[:-3], overrides=overrides))
     finally:
         GlobalHydra.instance().clear()

@@ -101,11 +101,11 @@ def test_app_e_split_of_conf_stage2_demo_short_covers_every_realistic_item(tmp_p
     """stage2=demo_short (the short split plus one query for each of the 31 tools it lacks): all
     126 tools, so every one of the 54 realistic test items is covered — App. E's rerun on equal terms."""
     from toolsense.catalog import load_demo_queries
-    from toolsense.evaluation.runner import CONF_DIR
+    from toolsense.utils.compose import conf_dir
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    stage2 = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "stage2" / "demo_short.yaml"))
+    stage2 = OmegaConf.to_container(OmegaConf.load(conf_dir() / "stage2" / "demo_short.yaml"))
     OmegaConf.save(OmegaConf.create({"stage2": stage2}), run_dir / "config.yaml")
     trained = stage2_tools(run_dir, DEMO_TOOLS)
     assert trained.tools == DEMO_TOOLS

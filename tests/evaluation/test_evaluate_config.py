@@ -4,24 +4,24 @@ defaults list; every override users type still lands."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
 from toolsense.evaluation.config import EvaluateConfig, MetricsConfig, Task
-from toolsense.evaluation.runner import CONF_DIR
+from toolsense.utils.compose import conf_dir
 from toolsense.utils.config import as_plain, to_config
 
 
 def _compose(overrides: list[str]):
-    from hydra import compose, initialize_config_dir
+    from toolsense.utils.compose import compose
 
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose("evaluate", overrides=overrides)
+    return compose("evaluate", overrides=overrides)
 
 
 def test_evaluate_yaml_holds_no_dataclass_default():
-    yaml = OmegaConf.load(CONF_DIR / "evaluate.yaml")
+    yaml = OmegaConf.load(conf_dir() / "evaluate.yaml")
     assert set(yaml) == {"defaults", "hydra"}
 
 
@@ -121,7 +121,8 @@ def test_empty_ks_is_refused_by_evaluate_py_before_anything_loads(tmp_path):
 
     out = tmp_path / "out"
     cmd = [sys.executable, "evaluate.py", "model=tiny_random", "metrics.ks=[]", f"output_dir={out}"]
-    proc = subprocess.run(cmd, cwd=CONF_DIR.parent, env={**os.environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "1"},
+    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2],
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "1"},
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "metrics.ks is empty" in proc.stderr
     assert not out.exists()  # refused before the output folder (or a model) was touched

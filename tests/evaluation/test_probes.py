@@ -240,15 +240,12 @@ def test_table_and_comparison_show_probe_diagnostics_and_the_flag(tmp_path):
 
 
 def test_demo_suite_probes_in_three_modes_and_debias_is_selectable():
-    from hydra import compose, initialize_config_dir
-
-    from toolsense.evaluation.runner import CONF_DIR
+    from toolsense.utils.compose import compose
     from toolsense.utils.config import to_config
 
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        demo = compose("evaluate", overrides=["suite=demo"])
-        circ = compose("evaluate", overrides=["suite=demo", "probe.debias=circular"])
-        token = compose("evaluate", overrides=["probe=token"])
+    demo = compose("evaluate", overrides=["suite=demo"])
+    circ = compose("evaluate", overrides=["suite=demo", "probe.debias=circular"])
+    token = compose("evaluate", overrides=["probe=token"])
     assert to_config(ProbeConfig, demo.probe, "probe").modes == ["token", "control", "card"]
     assert demo.probe.debias == "none" and to_config(ProbeConfig, circ.probe, "probe").debias == "circular"
     assert token.probe.modes == ["token"] and token.probe.debias == "none"

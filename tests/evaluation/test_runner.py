@@ -223,18 +223,15 @@ def test_samples_without_fingerprint_are_refused(tiny_run, tmp_path):
 
 
 def test_released_benchmark_needs_its_path_and_samples_are_marked(tiny_run, tmp_path, shared_data):
-    from hydra import compose, initialize_config_dir
+    from toolsense.utils.compose import compose
 
-    from toolsense.evaluation.runner import CONF_DIR
-
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        for name in ("rrb", "mcq", "qa"):
-            cfg = compose("evaluate", overrides=[f"run={tiny_run}", f"benchmark={name}", f"output_dir={tmp_path / name}"])
-            with pytest.raises(ValueError, match=rf"benchmark.path is required: point it at the released {name}.jsonl"):
-                run(cfg)
-        cfg = compose("evaluate", overrides=[f"run={tiny_run}", "benchmark=qa_sample", "device=cpu", "probe.modes=[token]",
-                                             "decoding=beam10", "metrics.resamples=50", f"output_dir={tmp_path / 's'}"])
-        summary = run(cfg)
+    for name in ("rrb", "mcq", "qa"):
+        cfg = compose("evaluate", overrides=[f"run={tiny_run}", f"benchmark={name}", f"output_dir={tmp_path / name}"])
+        with pytest.raises(ValueError, match=rf"benchmark.path is required: point it at the released {name}.jsonl"):
+            run(cfg)
+    cfg = compose("evaluate", overrides=[f"run={tiny_run}", "benchmark=qa_sample", "device=cpu", "probe.modes=[token]",
+                                         "decoding=beam10", "metrics.resamples=50", f"output_dir={tmp_path / 's'}"])
+    summary = run(cfg)
     res = summary["results"][0]
     assert res["benchmark"] == "qa" and res["is_sample"] is True and res["n"] == 0  # no sample tool is a demo tool
     assert json.loads((tmp_path / "s" / "qa" / "token" / "results.json").read_text())["is_sample"] is True

@@ -126,13 +126,10 @@ def test_runner_evaluates_fingerprints_and_resumes_a_system(tiny_run, tmp_path):
 
 @pytest.mark.parametrize("suite,bench", [("hybrids", "realistic"), ("hybrids_rrb", "rrb")])
 def test_hybrid_suites_compose(suite, bench):
-    from hydra import compose, initialize_config_dir
-
-    from toolsense.evaluation.runner import CONF_DIR
+    from toolsense.utils.compose import compose
     from toolsense.utils.config import to_config
 
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = to_config(EvaluateConfig, compose("evaluate", overrides=[f"suite={suite}"]))
+    cfg = to_config(EvaluateConfig, compose("evaluate", overrides=[f"suite={suite}"]))
     systems = cfg.system_sections()
     assert sorted(systems) == ["restricted_bm25", "restricted_dense", "rrf_bm25", "rrf_dense"]
     assert systems["restricted_dense"].candidates.kind == "dense" and systems["restricted_bm25"].n_candidates == 20
@@ -140,6 +137,5 @@ def test_hybrid_suites_compose(suite, bench):
     assert list(cfg.benchmark_sections()) == [bench]
     if suite == "hybrids_rrb":
         assert cfg.benchmark_sections()["rrb"].path.endswith("released/rrb_dev.jsonl")
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        one = to_config(EvaluateConfig, compose("evaluate", overrides=["system=rrf_dense"]))
+    one = to_config(EvaluateConfig, compose("evaluate", overrides=["system=rrf_dense"]))
     assert list(one.system_sections()) == ["rrf_dense"]

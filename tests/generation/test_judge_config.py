@@ -3,21 +3,15 @@ a field without a judge is refused naming it, and a bad value names the dotted f
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from hydra import compose, initialize_config_dir
 
 from toolsense.generation.config import GenerateConfig, check_judge_overrides, register_configs
+from toolsense.utils.compose import compose
 from toolsense.utils.config import to_config
-
-CONF = Path(__file__).resolve().parents[2] / "conf"
-
 
 def _compose(overrides: list[str]) -> GenerateConfig:
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return to_config(GenerateConfig, compose("generate", overrides=overrides))
+    return to_config(GenerateConfig, compose("generate", overrides))
 
 
 def test_no_judge_by_default_and_another_model_by_group():

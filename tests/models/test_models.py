@@ -138,7 +138,8 @@ def test_gemma3_it_configs_load_under_sdpa():
 
     from omegaconf import OmegaConf
 
-    confs = {p.name: OmegaConf.load(p) for p in (Path(__file__).resolve().parents[2] / "conf" / "model").glob("*.yaml")}
+    models = Path(__file__).resolve().parents[2] / "toolsense" / "conf" / "model"
+    confs = {p.name: OmegaConf.load(p) for p in models.glob("*.yaml")}
     it = {n: c for n, c in confs.items() if "gemma-3" in str(c.name_or_path) and str(c.name_or_path).endswith("-it")}
     assert sorted(it) == ["gemma3_12b.yaml", "gemma3_4b.yaml"]
     assert all(c.attn_implementation == "sdpa" for c in it.values())

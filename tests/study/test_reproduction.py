@@ -332,7 +332,8 @@ def test_study_config_checks_and_sweep_command_order(tmp_path):
         StudyConfig(sweeps={"grid": ["experiment=tg"]}, only=["nope"])
     cfg = StudyConfig(root=str(tmp_path), common=["catalog=demo"], sweeps={"grid": ["experiment=tg,tg_h"]})
     cmd = sweep_command(cfg, "grid")
-    assert cmd[1:] == [str(ROOT / "train.py"), "-m", "catalog=demo", "experiment=tg,tg_h", f"hydra.sweep.dir={tmp_path / 'grid'}"]
+    assert cmd[1:] == ["-m", "toolsense.jobs.train", "-m", "catalog=demo", "experiment=tg,tg_h",
+                       f"hydra.sweep.dir={tmp_path / 'grid'}"]  # the installed package's job: no checkout needed
 
 
 def test_a_sweep_can_run_with_fewer_workers_than_the_study(tmp_path, monkeypatch):

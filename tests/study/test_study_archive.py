@@ -4,6 +4,7 @@ its outputs deleted, rerun -> the finished run restored and skipped, not retrain
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -100,12 +101,17 @@ def test_restore_brings_back_finished_runs_without_overwriting(tmp_path):
 
 
 def test_an_untrained_evaluation_is_skipped_only_under_the_same_overrides(tmp_path):
-    cmd = [sys.executable, "evaluate.py", "model=x", "benchmarks.mcq.limit=120", f"output_dir={tmp_path / 'e'}"]
+    cmd = [sys.executable, "-m", "toolsense.jobs.evaluate", "model=x", "benchmarks.mcq.limit=120",
+           f"output_dir={tmp_path / 'e'}"]
     assert not evaluation_finished(tmp_path / "e", cmd)
     mark_evaluation_finished(tmp_path / "e", cmd)
     assert evaluation_finished(tmp_path / "e", cmd)
     assert evaluation_finished(tmp_path / "e", [*cmd[:-1], "output_dir=/elsewhere"])  # where it was written does not count
-    assert not evaluation_finished(tmp_path / "e", [*cmd[:3], "benchmarks.mcq.limit=230", cmd[-1]])
+    assert not evaluation_finished(tmp_path / "e", [*cmd[:4], "benchmarks.mcq.limit=230", cmd[-1]])
+    # the identity is the overrides alone, as when the job was the script evaluate.py: archived done.json still match
+    done = json.loads((tmp_path / "e" / "done.json").read_text())
+    overrides = json.dumps(["model=x", "benchmarks.mcq.limit=120"]).encode()
+    assert done["overrides_sha256"] == hashlib.sha256(overrides).hexdigest()
 
 
 def _reproduce(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:

@@ -20,6 +20,7 @@ from toolsense.catalog import load_catalog
 from toolsense.study.config import StudyConfig, register_configs
 from toolsense.study.run import run_study
 from toolsense.study.sweeps import sweep_command
+from toolsense.utils.compose import conf_dir, quote_list_overrides
 from toolsense.utils.config import to_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ needs_data = pytest.mark.skipif(not (DATA / "released" / "rrb_dev.jsonl").is_fil
 def _compose(name: str, overrides: list[str]):
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             return compose(config_name=name, overrides=overrides)
     finally:
         GlobalHydra.instance().clear()
@@ -66,11 +67,11 @@ def _first_jobs(cfg: StudyConfig) -> dict:
     train_configs()
     seen = {}
     for name in cfg.sweeps:
-        parsed = OverridesParser.create().parse_overrides(sweep_command(cfg, name)[3:-1])
+        parsed = OverridesParser.create().parse_overrides(quote_list_overrides(sweep_command(cfg, name)[4:-1]))
         first = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0][0]
         GlobalHydra.instance().clear()
         try:
-            with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+            with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
                 dc = compose(config_name="train", overrides=list(first), return_hydra_config=True)
                 HydraConfig.instance().set_config(dc)
                 launcher = dc.hydra.launcher

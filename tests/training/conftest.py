@@ -33,13 +33,11 @@ TINY = [
 
 
 def compose_train(overrides: list[str]):
-    from hydra import compose, initialize_config_dir
-
     from toolsense.training import register_configs
+    from toolsense.utils.compose import compose
 
     register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose("train", overrides=overrides)
+    return compose("train", overrides)
 
 
 @pytest.fixture

@@ -10,20 +10,19 @@ import subprocess
 import sys
 
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from tests.training.conftest import ASSETS, ROOT, TINY, compose_train
 from tests.training.test_sweep import ENV
 from toolsense.training.config import to_train_config
+from toolsense.utils.compose import compose
 
 
 def test_sweep_parameters_are_every_subset_of_the_flat_formats():
     from toolsense.training import register_configs
 
     register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=["experiment=ablate_formats"], return_hydra_config=True)
+    cfg = compose("train", ["experiment=ablate_formats"], return_hydra_config=True)
     params = cfg.hydra.sweeper.params
     assert list(params) == ["memorization.formats"]
     (override,) = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()])

@@ -115,7 +115,7 @@ def test_toolbench_stage2_has_no_default_path():
     """conf/stage2/toolbench.yaml must not point at the G1 test queries by default."""
     from omegaconf import OmegaConf
 
-    raw = OmegaConf.load(ROOT / "conf" / "stage2" / "toolbench.yaml")
+    raw = OmegaConf.load(ROOT / "toolsense" / "conf" / "stage2" / "toolbench.yaml")
     assert OmegaConf.is_missing(raw.sources[0], "path")
     from toolsense.training import prepare
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Literal, Optional, Sequence
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig, check_probe_template
@@ -225,3 +225,14 @@ def register_configs() -> None:
     from toolsense.utils.hydra import register_schema
 
     register_schema("evaluate_schema", EvaluateConfig)
+
+
+def compose_evaluate(overrides: Sequence[str] = ()) -> EvaluateConfig:
+    """evaluate.yaml composed with ``overrides`` as ``toolsense-evaluate`` would compose it, typed:
+    the one composition of every caller outside evaluate.py (the evaluation after training, its
+    leakage check, the paper's rows, the exports)."""
+    from toolsense.utils.compose import compose
+    from toolsense.utils.config import to_config
+
+    register_configs()
+    return to_config(EvaluateConfig, compose("evaluate", overrides))

@@ -1,50 +1,33 @@
 """The retrieval queries a training run will be scored on, for ``train.py``'s leakage refusal.
 
 ``train.py evaluate.suite=... evaluate.overrides=[...]`` evaluates each trained stage with
-evaluate.py's own config (:func:`toolsense.evaluation.runner.evaluate_trained_run`). Before any
-training starts, :func:`scored_query_sets` composes those same evaluate configs and loads their
-retrieval benchmarks, so that :func:`toolsense.data.leakage.refuse_leakage` can refuse Stage-2
-sources that hold a scored query (a model that trained on a test query scores it from memory).
+evaluate.py's own config, composed once before training (``toolsense/pipeline.py: evaluation_plan``).
+From those same typed configs :func:`scored_query_sets` loads the retrieval benchmarks, so that
+:func:`toolsense.data.leakage.refuse_leakage` can refuse Stage-2 sources that hold a scored query
+(a model that trained on a test query scores it from memory).
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Sequence
 
 from toolsense.data.leakage import QuerySet
 from toolsense.evaluation.benchmarks import load_benchmark
-from toolsense.evaluation.config import EvaluateConfig, register_configs
-from toolsense.utils.config import to_config
+from toolsense.evaluation.config import EvaluateConfig, Task
 
 
-def _compose(overrides: list[str]):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from toolsense.evaluation.runner import CONF_DIR
-
-    register_configs()
-    if GlobalHydra.instance().is_initialized():
-        return compose("evaluate", overrides=overrides)
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose("evaluate", overrides=overrides)
-
-
-def scored_query_sets(suite: str | None, overrides: Sequence[str] = (), stages: Sequence[str] = ("stage2",),
-                      stage_overrides: Mapping[str, Sequence[str]] | None = None) -> list[QuerySet]:
-    """Every retrieval benchmark the evaluation after training will score (each stage's suite and
-    overrides, as ``evaluate_trained_run`` composes them), named ``benchmarks.<label>`` with the
-    files it reads; [] when the run is not evaluated. A benchmark that cannot load (a missing
-    file) fails here, before training, naming its config key."""
-    if suite is None and not overrides:
-        return []
+def scored_query_sets(plan: Sequence[EvaluateConfig]) -> list[QuerySet]:
+    """Every retrieval benchmark the evaluations of ``plan`` score, named ``benchmarks.<label>``
+    with the files it reads; [] when the run is not evaluated. A benchmark that cannot load (a
+    missing file) fails here, before training, naming its config key."""
     seen: dict[tuple[str, tuple[str, ...]], QuerySet] = {}
-    for stage in stages:
-        ovr = ([f"suite={suite}"] if suite else []) + list(overrides) + list((stage_overrides or {}).get(stage, ()))
-        cfg = to_config(EvaluateConfig, _compose(ovr))
+    for cfg in plan:
+        if cfg.task != Task.evaluate:
+            continue
         for label, bc in cfg.benchmark_sections().items():
             if bc.loader in ("mcq", "qa"):  # probe items ask about tools; they are not retrieval queries
                 continue
             bench = load_benchmark(bc, f"benchmarks.{label}")
-            seen.setdefault((label, tuple(bench.files)), QuerySet(f"benchmarks.{label}", tuple(bench.files), bench.items))
+            files = tuple(bench.files)
+            seen.setdefault((label, files), QuerySet(f"benchmarks.{label}", files, bench.items))
     return list(seen.values())

@@ -17,7 +17,7 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from omegaconf import DictConfig
 
@@ -26,7 +26,7 @@ from toolsense.baselines.rankers import build_baseline
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.baselines.config import BaselineConfig
 from toolsense.decoding.config import DecodingConfig
-from toolsense.evaluation.config import EvaluateConfig, MetricsConfig, ProbeConfig, Task, register_configs
+from toolsense.evaluation.config import EvaluateConfig, MetricsConfig, ProbeConfig, Task
 from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.distributed import Shard, init_shard
@@ -213,40 +213,4 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
         log_evaluation(track, out, eval_metrics(results))  # metrics, the samples table, the files (sample_table.py)
     print(table)
     print(f"wrote {out / 'table.md'}, {out / 'results.json'} and {report} ({summary['seconds']} s)")
-    return summary
-
-
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
-
-
-def evaluate_trained_run(run_dir: str | Path, suite: str | None = None, overrides: Sequence[str] = (),
-                         drift: bool = False, stages: Sequence[str] = ("stage2",),
-                         stage_overrides: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any] | None:
-    """evaluate.py on a finished training run (train.py's ``evaluate.suite=...``), once per
-    checkpoint of ``stages``: stage2 into ``<run_dir>/eval``, another stage into
-    ``<run_dir>/eval/<stage>``, each with its ``stage_overrides`` after ``overrides``; with ``drift`` its embedding drift into ``<run_dir>/eval/drift``.
-    Returns the last stage's summary.
-    Composes evaluate.yaml with ``run=<run_dir>`` plus the overrides, from inside a running Hydra
-    app or standalone. Under torchrun every process takes part (data-parallel retrieval)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    register_configs()
-
-    def _compose(ovr: list[str]):
-        if GlobalHydra.instance().is_initialized():
-            return compose("evaluate", overrides=ovr)
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return compose("evaluate", overrides=ovr)
-
-    run_dir = Path(run_dir)
-    summary = None
-    for stage in stages if suite or overrides else ():
-        out = run_dir / "eval" if stage == "stage2" else run_dir / "eval" / stage
-        ovr = [f"run={run_dir}", f"stage={stage}", f"output_dir={out}"] + ([f"suite={suite}"] if suite else []) + list(overrides)
-        ovr += list((stage_overrides or {}).get(stage, ()))
-        log.info("evaluating %s (%s)", run_dir, " ".join(ovr[1:]))
-        summary = run(to_config(EvaluateConfig, _compose(ovr)))
-    if drift:
-        run(to_config(EvaluateConfig, _compose([f"run={run_dir}", "task=drift", f"output_dir={run_dir / 'eval' / 'drift'}"])))
     return summary

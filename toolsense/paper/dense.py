@@ -39,7 +39,8 @@ def paper_context(data_dir: str) -> tuple[Any, dict[str, list]]:
     """``catalog=toolbench`` and the queries of G1/G2/G3 and the released RRB part."""
     from toolsense.catalog.config import load_from_config
     from toolsense.evaluation.benchmarks import load_benchmark
-    from toolsense.paper.tables import BENCHMARKS, benchmark_overrides, compose_evaluate
+    from toolsense.evaluation.config import compose_evaluate
+    from toolsense.paper.tables import BENCHMARKS, benchmark_overrides
 
     cfg = compose_evaluate(["parametric=false", f"catalog.data_dir={data_dir}", "catalog=toolbench"]
                            + benchmark_overrides(BENCHMARKS, data_dir))

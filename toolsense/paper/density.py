@@ -86,7 +86,8 @@ def run_density(out: Path, data_dir: str) -> dict:
     from toolsense.baselines.config import BaselineConfig
     from toolsense.evaluation.benchmarks import load_benchmark
     from toolsense.catalog.config import load_from_config
-    from toolsense.paper.tables import BENCHMARKS, benchmark_overrides, compose_evaluate
+    from toolsense.evaluation.config import compose_evaluate
+    from toolsense.paper.tables import BENCHMARKS, benchmark_overrides
 
     cfg = compose_evaluate(["parametric=false", f"catalog.data_dir={data_dir}", "catalog=toolbench"]
                            + benchmark_overrides({b: BENCHMARKS[b] for b in ("G1", "rrb")}, data_dir))

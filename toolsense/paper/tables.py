@@ -120,23 +120,11 @@ def toolgen_ndcg(ranked: Sequence[Mapping], gold: Sequence[str], k: int, window:
     return dcg / sum(disc[: min(k, n_rel)])
 
 
-def compose_evaluate(overrides: Sequence[str]):
-    """``conf/evaluate.yaml`` composed with ``overrides`` (as evaluate.py would), typed."""
-    from hydra import compose, initialize_config_dir
-
-    from toolsense.evaluation.config import EvaluateConfig, register_configs
-    from toolsense.evaluation.runner import CONF_DIR
-    from toolsense.utils.config import to_config
-
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return to_config(EvaluateConfig, compose("evaluate", overrides=list(overrides)))
-
-
 def run_setting(setting: Setting, out: Path, benchmarks: Mapping[str, str], data_dir: str,
                 extra: Sequence[str] = ()) -> Path:
     """``evaluate.py`` for one setting into ``out/<name>`` (skipped when its results.json exists:
     the runner writes it last). ``extra``: further evaluate.py overrides (tests: a small catalog)."""
+    from toolsense.evaluation.config import compose_evaluate
     from toolsense.evaluation.runner import run
 
     target = out / setting.name

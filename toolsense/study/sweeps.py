@@ -27,11 +27,12 @@ log = logging.getLogger(__name__)
 
 def sweep_command(cfg: StudyConfig, name: str) -> list[str]:
     """The command of one sweep (train.py -m: common overrides, then the sweep's own, into
-    ``<root>/<name>``) or of one untrained evaluation (evaluate.py into ``<root>/<name>``)."""
-    root = Path(__file__).resolve().parents[2]
+    ``<root>/<name>``) or of one untrained evaluation (evaluate.py into ``<root>/<name>``), each
+    run as the installed package's job module (``python -m toolsense.jobs.<job>``): no checkout needed."""
     if name in cfg.evaluations:
-        return [sys.executable, str(root / "evaluate.py"), *cfg.evaluations[name], f"output_dir={Path(cfg.root) / name}"]
-    return [sys.executable, str(root / "train.py"), "-m", *cfg.common, *cfg.sweeps[name], *cfg.launch, *cfg.extra,
+        return [sys.executable, "-m", "toolsense.jobs.evaluate", *cfg.evaluations[name],
+                f"output_dir={Path(cfg.root) / name}"]
+    return [sys.executable, "-m", "toolsense.jobs.train", "-m", *cfg.common, *cfg.sweeps[name], *cfg.launch, *cfg.extra,
             f"hydra.sweep.dir={Path(cfg.root) / name}"]
 
 
@@ -74,7 +75,8 @@ def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
 
 
 def _eval_identity(cmd: list[str]) -> str:
-    return hashlib.sha256(json.dumps(cmd[2:-1]).encode()).hexdigest()  # the overrides, without python, script and output_dir
+    # the overrides, without python, -m, the job and output_dir (as when the job was a script: done.json files match)
+    return hashlib.sha256(json.dumps(cmd[3:-1]).encode()).hexdigest()
 
 
 def evaluation_finished(out: Path, cmd: list[str]) -> bool:

@@ -21,6 +21,7 @@ from toolsense.index.config import IndexConfig
 from toolsense.models.config import ModelConfig
 from toolsense.tracking import LoggerConfig, LoggerKind  # noqa: F401  (re-exported: training's logger section)
 from toolsense.utils.choices import StrEnum, choice
+from toolsense.utils.compose import check_overrides
 
 
 class MultiTool(StrEnum):
@@ -234,8 +235,10 @@ class TrainerConfig:
 @dataclass
 class EvaluateAfterConfig:
     """Evaluate the run once it has trained (``<run dir>/eval``), with evaluate.py's own config:
-    ``evaluate.suite=demo`` or ``evaluate.overrides=[benchmark=rrb,baseline=bm25]``. In a sweep,
-    every job then evaluates its own run and the sweep ends with one comparison table."""
+    ``evaluate.suite=demo`` or ``evaluate.overrides=[benchmark=rrb,baseline=bm25]`` (each element one
+    evaluate.py override, no quotes needed; checked here). In a sweep, every job then evaluates its
+    own run and the sweep ends with one comparison table. ``toolsense/pipeline.py: evaluation_plan``
+    composes each evaluation's typed config once, before training."""
 
     suite: Optional[str] = None
     """An evaluate.py suite (conf/suite/); None and no overrides = do not evaluate."""
@@ -250,7 +253,7 @@ class EvaluateAfterConfig:
     knowledge-retention columns (probe accuracy after Stage 2 minus after Stage 1)."""
     stage_overrides: dict[str, list[str]] = field(default_factory=lambda: {"stage1": [], "stage2": []})
     """More evaluate.py overrides for one stage's evaluation only, after ``overrides``, e.g.
-    ``evaluate.stage_overrides.stage1=['~benchmarks.mcq','~benchmarks.qa']`` evaluates Stage 1 on
+    ``evaluate.stage_overrides.stage1=[~benchmarks.mcq,~benchmarks.qa]`` evaluates Stage 1 on
     retrieval alone."""
 
     def __post_init__(self) -> None:
@@ -260,6 +263,9 @@ class EvaluateAfterConfig:
         unknown = [s for s, ovr in self.stage_overrides.items() if ovr and s not in self.stages]
         if unknown:
             raise ValueError(f"evaluate.stage_overrides.{unknown[0]} is set, but {unknown[0]} is not in evaluate.stages={list(self.stages)}")
+        check_overrides(self.overrides, "evaluate.overrides")
+        for stage, ovr in self.stage_overrides.items():
+            check_overrides(ovr, f"evaluate.stage_overrides.{stage}")
 
 
 @dataclass

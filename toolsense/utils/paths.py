@@ -12,10 +12,12 @@ def cache_root() -> Path:
 
 
 def portable_text(text: str) -> str:
-    """``text`` without this machine's absolute paths: the checkout's become repo-relative, the
-    cache's ``$TOOLSENSE_CACHE``, the home folder's ``~`` (an archive is committed and read elsewhere)."""
+    """``text`` without this machine's absolute paths: the working directory's become relative to
+    it, the installed package's files ``toolsense/...`` (wherever it is installed), the cache's
+    ``$TOOLSENSE_CACHE``, the home folder's ``~`` (an archive is committed and read elsewhere)."""
+    package = Path(__file__).resolve().parent.parent  # toolsense/ itself: utils/ is one of its rooms
     for prefix, repl in ((str(cache_root()), "$TOOLSENSE_CACHE"), (str(Path.cwd()) + "/", ""),
-                         (str(Path(__file__).resolve().parents[2]) + "/", ""), (str(Path.home()) + "/", "~/")):
+                         (str(package) + "/", "toolsense/"), (str(Path.home()) + "/", "~/")):
         if len(prefix) > 2:
             text = text.replace(prefix, repl)
     return text

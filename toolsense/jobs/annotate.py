@@ -1,0 +1,32 @@
+"""Human agreement on benchmark items: blind rating sheets, then Fleiss' kappa from the filled ones.
+
+    toolsense-annotate benchmark=demo_mcq annotate.items=100 annotate.raters=3   # <out>/mcq_sheet.csv + mcq_key.csv
+    toolsense-annotate task=kappa annotate.sheets=[mcq_filled.csv,qa_filled.csv]  # <out>/kappa.md, kappa.json
+"""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from toolsense.comparison.annotate import AnnotateJobConfig, register_configs, run
+from toolsense.utils.compose import quote_list_overrides
+from toolsense.utils.config import to_config
+from toolsense.utils.hydra import shared_output_dir
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="annotate")
+def job(dict_cfg: DictConfig) -> None:
+    cfg = to_config(AnnotateJobConfig, dict_cfg)
+    run(cfg, output_dir=shared_output_dir(cfg.output_dir))
+
+
+def main() -> None:
+    sys.argv[1:] = quote_list_overrides(sys.argv[1:])
+    job()
+
+
+if __name__ == "__main__":
+    main()

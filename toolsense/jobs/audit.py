@@ -1,0 +1,30 @@
+"""Tool-trace audit (PT2D, dilution sweeps, token-class redaction).
+
+    toolsense-audit data.path=traces.jsonl audit/scorer=precomputed scorer.path=scores.jsonl
+    toolsense-audit audit/mode=demo   # synthetic traces, LoRA SmolLM2, full audit (make audit-demo)
+"""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from toolsense.audit import AuditConfig, register_configs, run, sweep_metric
+from toolsense.utils.compose import quote_list_overrides
+from toolsense.utils.config import to_config
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="audit")
+def job(cfg: DictConfig) -> float:
+    return sweep_metric(run(to_config(AuditConfig, cfg)))
+
+
+def main() -> None:
+    sys.argv[1:] = quote_list_overrides(sys.argv[1:])
+    job()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Evaluate a trained run (or an untrained base model) on retrieval benchmarks, probes and baselines.
+
+    toolsense-evaluate run=<run dir> suite=demo               # the demo table (or: python evaluate.py ...)
+    toolsense-evaluate run=<run dir> benchmark=rrb benchmark.path=<released rrb.jsonl> baseline=bm25
+    toolsense-evaluate model=smollm2_135m catalog=demo index=flat   # untrained baseline
+    toolsense-evaluate run=<run dir> task=drift               # embedding drift base -> stage1 -> stage2
+
+Tables over many evaluations: toolsense-compare roots=[...]; rater sheets and kappa: toolsense-annotate.
+
+One process evaluates into an output_dir at a time (its .lock): a second is refused naming the
+holder (pid, host), or with TOOLSENSE_BUSY=wait waits for it, with TOOLSENSE_BUSY=skip does nothing.
+"""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from toolsense.evaluation.config import EvaluateConfig, register_configs
+from toolsense.evaluation.runner import run
+from toolsense.utils.compose import quote_list_overrides
+from toolsense.utils.config import to_config
+from toolsense.utils.hydra import shared_output_dir
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
+def job(dict_cfg: DictConfig) -> None:
+    cfg = to_config(EvaluateConfig, dict_cfg)
+    run(cfg, output_dir=shared_output_dir(cfg.output_dir))
+
+
+def main() -> None:
+    sys.argv[1:] = quote_list_overrides(sys.argv[1:])
+    job()
+
+
+if __name__ == "__main__":
+    main()

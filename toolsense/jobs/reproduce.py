@@ -1,0 +1,32 @@
+"""Reproduce the paper's findings: train and evaluate its configurations, then write the report.
+
+    toolsense-reproduce                          # study=cpu (make reproduce): docs/reports/reproduction.md
+    toolsense-reproduce train=false              # rebuild the report from results under root
+    toolsense-reproduce only=[grid]              # train one sweep of the study
+"""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from toolsense.study.config import StudyConfig, register_configs
+from toolsense.study.run import run_study
+from toolsense.utils.compose import quote_list_overrides
+from toolsense.utils.config import to_config
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="reproduce")
+def job(dict_cfg: DictConfig) -> None:
+    run_study(to_config(StudyConfig, dict_cfg))
+
+
+def main() -> None:
+    sys.argv[1:] = quote_list_overrides(sys.argv[1:])
+    job()
+
+
+if __name__ == "__main__":
+    main()
