@@ -92,10 +92,10 @@ setup-browser:
 	  || echo "note: apt-get could not install chromium; the browser tests skip" >&2; fi
 
 test: setup setup-local setup-browser
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=15
 
 test-slow: setup
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m slow
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=15 -m slow
 
 bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/index_scale.py

@@ -50,6 +50,12 @@ def catalog():
     return load_demo_catalog()
 
 
+@pytest.fixture(scope="module")
+def small(catalog):
+    """24 demo tools for the cache's rules, which hold at any size (encoding all 126 took ~10 s a time, loaded)."""
+    return catalog.subset(catalog.names[:24])
+
+
 def test_length_sorted_batches_are_a_permutation_longest_first():
     batches = list(length_sorted_batches([3, 10, 1, 7, 7, 2], 4))
     assert [b.tolist() for b in batches] == [[1, 3, 4, 0], [5, 2]]
@@ -80,43 +86,43 @@ def test_second_run_encodes_nothing_and_loads_memory_mapped(cache, catalog):
     assert not list(cache.glob("*.parts")) and not list(cache.glob(".*tmp"))
 
 
-def test_key_separates_template_normalisation_and_catalog(cache, catalog):
+def test_key_separates_template_normalisation_and_catalog(cache, small):
     spy = Spy(SentenceEncoder(batch_size=64))
-    unit = catalog_embeddings(catalog, spy, progress=False)
-    raw = catalog_embeddings(catalog, spy, normalize=False, progress=False)
-    api = catalog_embeddings(catalog, spy, template="api_text", progress=False)
-    sub = catalog_embeddings(catalog.subset(catalog.names[:10]), spy, progress=False)
+    unit = catalog_embeddings(small, spy, progress=False)
+    raw = catalog_embeddings(small, spy, normalize=False, progress=False)
+    api = catalog_embeddings(small, spy, template="api_text", progress=False)
+    sub = catalog_embeddings(small.subset(small.names[:10]), spy, progress=False)
     assert spy.calls == 4 and len(list(cache.glob("*.npy"))) == 4
     assert np.allclose(unit, raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-6)
     assert not np.allclose(unit, api)
     assert np.allclose(sub, unit[:10], atol=1e-5)
 
 
-def test_torn_or_foreign_entries_are_not_trusted(cache, catalog):
+def test_torn_or_foreign_entries_are_not_trusted(cache, small):
     spy = Spy(SentenceEncoder(batch_size=64))
-    good = np.array(catalog_embeddings(catalog, spy, progress=False))
+    good = np.array(catalog_embeddings(small, spy, progress=False))
     [npy] = cache.glob("*.npy")
     npy.write_bytes(npy.read_bytes()[:1000])  # a file cut short (not possible through the rename; a disk error)
-    assert np.array_equal(np.asarray(catalog_embeddings(catalog, spy, progress=False)), good) and spy.calls == 2
+    assert np.array_equal(np.asarray(catalog_embeddings(small, spy, progress=False)), good) and spy.calls == 2
     side = npy.with_suffix(".json")
     meta = json.loads(side.read_text())
     side.write_text(json.dumps({**meta, "names": list(reversed(meta["names"]))}))
-    catalog_embeddings(catalog, spy, progress=False)
+    catalog_embeddings(small, spy, progress=False)
     assert spy.calls == 3
     side.unlink()  # killed between the two renames: the matrix alone is never used
-    catalog_embeddings(catalog, spy, progress=False)
+    catalog_embeddings(small, spy, progress=False)
     assert spy.calls == 4
 
 
-def test_interrupted_encoding_resumes_from_its_batches(cache, catalog):
-    killed = Spy(SentenceEncoder(batch_size=32), fail_after_batches=2)
+def test_interrupted_encoding_resumes_from_its_batches(cache, small):
+    killed = Spy(SentenceEncoder(batch_size=8), fail_after_batches=2)
     with pytest.raises(KeyboardInterrupt):
-        catalog_embeddings(catalog, killed, progress=False)
+        catalog_embeddings(small, killed, progress=False)
     assert not list(cache.glob("*.npy")) and len(list(next(cache.glob("*.parts")).iterdir())) == 2
-    resumed = Spy(SentenceEncoder(batch_size=32))
-    emb = catalog_embeddings(catalog, resumed, progress=False)
-    assert resumed.texts == len(catalog) - 64  # the two finished batches were read back, not encoded
-    fresh = SentenceEncoder(batch_size=32).encode([t.text() for t in catalog])
+    resumed = Spy(SentenceEncoder(batch_size=8))
+    emb = catalog_embeddings(small, resumed, progress=False)
+    assert resumed.texts == len(small) - 16  # the two finished batches were read back, not encoded
+    fresh = SentenceEncoder(batch_size=8).encode([t.text() for t in small])
     assert np.abs(np.asarray(emb) - fresh / np.linalg.norm(fresh, axis=1, keepdims=True)).max() < 1e-5
 
 

@@ -15,6 +15,7 @@ from tests.training.conftest import ASSETS, ROOT, TINY
 from tests.training.test_sweep import ENV
 
 
+@pytest.mark.slow  # 4 jobs (~2 min): the sweep path is test_sweep's, seed averaging into one cell test_compare's
 def test_seed_sweep_is_averaged_into_one_row(tmp_path):
     sweep = tmp_path / "sweep"
     evaluate = (f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test",'
