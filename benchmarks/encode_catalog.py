@@ -49,7 +49,9 @@ def fixed_slice(catalog, queries, n: int):
 def recall_at_10(tool_emb: np.ndarray, query_emb: np.ndarray, names: list[str], queries) -> float:
     from toolsense.metrics.ranking import recall_at
 
-    unit = lambda x: x / np.linalg.norm(x, axis=1, keepdims=True)
+    def unit(x):
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
     top = np.argsort(-(unit(query_emb) @ unit(np.asarray(tool_emb)).T), axis=1, kind="stable")[:, :10]
     return float(np.mean([recall_at([names[i] for i in row], q.tools, 10) for row, q in zip(top, queries)]))
 

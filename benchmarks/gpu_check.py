@@ -194,7 +194,6 @@ def check_train(args, device, tok, catalog, index, rng, vocab) -> dict:
            "master_dtype": str(emb.dtype), "tokens_per_s": {k: round(per_run / v, 1) for k, v in
                                                              (("best", min(times)), ("median", stats(times)["median"]))},
            "seconds": stats(times), "peak_gib": peak_gib()}
-    del model, opt
     return out
 
 
@@ -477,6 +476,7 @@ def preflight() -> None:
     with its name (exit 2), not minutes in."""
     try:
         import peft  # noqa: F401
+
         import toolsense.decoding.retrieval  # noqa: F401
         import toolsense.training.memory  # noqa: F401
         import toolsense.training.tuning  # noqa: F401

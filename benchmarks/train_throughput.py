@@ -49,12 +49,12 @@ def measure(model_name: str, batching: str, steps: int, batch: int) -> dict:
     from transformers import TrainerCallback
 
     from toolsense.catalog import load_demo_catalog
+    from toolsense.data.examples import to_dataset
     from toolsense.data.memorization import MemorizationConfig, build_memorization_examples
     from toolsense.index import add_index_tokens, build_index
     from toolsense.models import ModelConfig, load_model_and_tokenizer
     from toolsense.training.config import StageSchedule, TrainerConfig, TuningConfig
     from toolsense.training.trainer import ToolsenseSFTTrainer, sft_config
-    from toolsense.data.examples import to_dataset
     from toolsense.training.tuning import prepare_trainable
 
     catalog = load_demo_catalog()

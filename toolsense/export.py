@@ -79,8 +79,8 @@ def trec(args: Sequence[str]) -> list[Path]:
 
 def lmeval(overrides: Sequence[str]) -> list[Path]:
     from toolsense.evaluation.benchmarks import load_benchmark
-    from toolsense.interop.lmeval import write_lmeval_model, write_lmeval_task
     from toolsense.evaluation.runner import load_model_under_test
+    from toolsense.interop.lmeval import write_lmeval_model, write_lmeval_task
 
     cfg, out = _compose(overrides, "outputs/lmeval")
     where = "benchmarks.{}" if cfg.benchmarks else "benchmark"

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from toolsense.audit.config import audit_config
-from toolsense.audit.run import run, sweep_metric
+from toolsense.audit.run import run
 
 
 @pytest.mark.slow

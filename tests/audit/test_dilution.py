@@ -7,8 +7,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from toolsense.audit.dilution import (DilutionConfig, diluted_texts, match_chars, resolve_real_order, run_dilution,
-                                      select_pool, target_lengths)
+from toolsense.audit.dilution import (
+    DilutionConfig,
+    diluted_texts,
+    match_chars,
+    resolve_real_order,
+    run_dilution,
+    select_pool,
+    target_lengths,
+)
 from toolsense.audit.pt2d import PT2DConfig
 from toolsense.audit.traces import ToolResult, TraceRecord, TraceSet
 

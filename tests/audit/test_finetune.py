@@ -7,8 +7,7 @@ from safetensors.torch import load_file
 
 from toolsense.audit import finetune as ft
 from toolsense.audit.config import FinetuneConfig
-from toolsense.audit.finetune import (answer_loss, balanced_batches, collate, encode_examples, finetune_lora,
-                                      frozen_states, top_layers_only)
+from toolsense.audit.finetune import answer_loss, balanced_batches, collate, encode_examples, finetune_lora, frozen_states, top_layers_only
 from toolsense.audit.prompting import AuditPromptConfig
 from toolsense.models import ModelConfig
 
@@ -38,7 +37,7 @@ def test_left_padded_answer_loss_equals_the_full_loss(tiny_model, demo_traces):
     with torch.no_grad():
         batched = answer_loss(model, ids, mask, labels)
         ref = [(model(input_ids=torch.tensor([x]), labels=torch.tensor([y])).loss, sum(v != -100 for v in y) - 1) for x, y in ex]
-    assert float(batched) == pytest.approx(float(sum(l * n for l, n in ref) / sum(n for _, n in ref)), rel=1e-4)
+    assert float(batched) == pytest.approx(float(sum(ln * n for ln, n in ref) / sum(n for _, n in ref)), rel=1e-4)
 
 
 def test_cached_frozen_layers_give_the_same_loss_and_gradients(tiny_model, demo_traces):

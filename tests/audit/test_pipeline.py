@@ -5,11 +5,10 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from toolsense.audit.config import audit_config
-from toolsense.audit.generator import GeneratorConfig, generate_traces
+from toolsense.audit.generator import generate_traces
 from toolsense.audit.redaction import RedactionConfig
 from toolsense.audit.redaction_eval import redaction_variants, variant_messages
 from toolsense.audit.run import run, sweep_metric

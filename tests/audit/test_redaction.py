@@ -65,9 +65,11 @@ def test_config_level_errors():
 def test_demo_classes_count_exactly(demo_traces):
     """Every demo record has 5 identifiers (1 planted + 4 noise), its project 3 times, 3 times of
     day, and 5 rendered section headers."""
-    from toolsense.utils.config import to_config
-    from omegaconf import OmegaConf
     from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from toolsense.utils.config import to_config
 
     demo = Path(__file__).parents[2] / "toolsense/conf/audit/redaction/demo.yaml"
     conf = OmegaConf.to_container(OmegaConf.load(demo))
@@ -113,7 +115,7 @@ def test_format_class_redacts_rendered_headers_the_field_classes_cannot_reach():
     trace: the rendered-scope format class replaces both per record (4 in all); the same
     pattern over fields finds nothing, and the field classes leave every header in place."""
     from toolsense.audit.prompting import AuditPromptConfig
-    from toolsense.audit.redaction_eval import variant_messages, redaction_variants
+    from toolsense.audit.redaction_eval import redaction_variants, variant_messages
 
     fmt = dict(name="format", patterns=[r"(?m:^)\[[A-Za-z_][\w.-]*\] "], placeholder="- ")
     cfg = RedactionConfig(classes=[TokenClassConfig(**fmt, scope="rendered"),

@@ -1,8 +1,8 @@
 import json
 import math
 import threading
-from types import SimpleNamespace
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from types import SimpleNamespace
 
 import pytest
 
@@ -35,7 +35,7 @@ def test_precomputed_scores_by_id_or_prompt_hash(tmp_path, demo_traces):
     path.write_text("\n".join(json.dumps(r) for r in rows))
     scorer = build_scorer(ScorerConfig(kind="precomputed", path=str(path)))
     assert scorer.answer(items) == [0.25, "<answer>10</answer>", None]
-    with pytest.raises(DataError, match=rf"s.jsonl: no score for record 'c0-3' variant 'original' \(prompt_sha256 "):
+    with pytest.raises(DataError, match=r"s.jsonl: no score for record 'c0-3' variant 'original' \(prompt_sha256 "):
         scorer.answer(_items(demo_traces, 4)[3:])
 
 

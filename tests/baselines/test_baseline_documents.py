@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
+from toolsense.baselines.bm25 import BM25_SCORERS, BM25_TOKENIZERS
+from toolsense.baselines.config import BaselineConfig
+from toolsense.baselines.rankers import build_baseline
 from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.catalog.tool import Parameter, Tool
-from toolsense.baselines.bm25 import BM25_SCORERS, BM25_TOKENIZERS
-from toolsense.baselines.rankers import build_baseline
-from toolsense.baselines.config import BaselineConfig
 from toolsense.models.encoders import TEXT_TEMPLATES
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "evaluation"

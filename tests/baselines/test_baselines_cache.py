@@ -4,14 +4,13 @@ tools (only the queries), ranks identically, and te3l is the OpenAI default."""
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.baselines import rankers as baselines
-from toolsense.baselines.rankers import build_baseline
 from toolsense.baselines.config import BaselineConfig
+from toolsense.baselines.rankers import build_baseline
+from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.models.encoders import SentenceEncoder
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "evaluation"

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from toolsense.catalog import load_catalog, load_query_jsonl
-from toolsense.baselines.rankers import build_baseline
 from toolsense.baselines.config import BaselineConfig
+from toolsense.baselines.rankers import build_baseline
+from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.evaluation.outputs import SampleLog
 from toolsense.reporting.tables import estimate, markdown_table
 

@@ -2,7 +2,6 @@
 
 import gzip
 import json
-import logging
 
 import pytest
 from omegaconf import OmegaConf

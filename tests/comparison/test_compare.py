@@ -264,8 +264,8 @@ def test_results_find_their_run_wherever_they_lie(tmp_path):
     """A result records its run relative to its own folder (context.portable_source); the old
     absolute form, a path of the machine that trained it, is located by where the result lies:
     unpacked anywhere, its run is found and its rows are the same."""
-    from toolsense.evaluation.context import portable_source
     from toolsense.comparison.runs import run_dir_of
+    from toolsense.evaluation.context import portable_source
 
     run = _run(tmp_path / "here", "0_tg-lora", "tg", "lora", 0.4, 0.3)
     res_dir = run / "eval" / "standard" / "model"

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import t
 
-from toolsense.comparison.seed_stats import (seed_contrast, seed_item_interval, seed_mean, seed_normalized_gain_contrast,
-                                             seed_paired_diff)
+from toolsense.comparison.seed_stats import seed_contrast, seed_item_interval, seed_mean, seed_normalized_gain_contrast, seed_paired_diff
 from toolsense.comparison.stats import cluster_bootstrap, contrast, normalized_gain_contrast
 
 

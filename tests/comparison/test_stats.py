@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-import numpy as np
-
-from toolsense.comparison.stats import (cluster_bootstrap, cohens_d, cohens_d_ci, contrast, drift_ratio, fleiss_kappa, mean_sd,
-                                       normalized_gain_contrast,
-                                        paired_diff)
+from toolsense.comparison.stats import (
+    cluster_bootstrap,
+    cohens_d,
+    cohens_d_ci,
+    contrast,
+    drift_ratio,
+    fleiss_kappa,
+    mean_sd,
+    normalized_gain_contrast,
+    paired_diff,
+)
 
 # Wikipedia's worked example of Fleiss' kappa: 10 items, 14 raters, 5 categories; P = 0.378, Pe = 0.213
 WIKIPEDIA = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],

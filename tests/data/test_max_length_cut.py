@@ -4,7 +4,6 @@ silently), the counts pinned against each example's own token length."""
 from __future__ import annotations
 
 import logging
-
 from pathlib import Path
 
 from toolsense.catalog import load_catalog

@@ -3,6 +3,7 @@ generator drawing its queries at those rates."""
 
 import dataclasses
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,6 @@ import pytest
 from toolsense.catalog import Tool
 from toolsense.data.naming import G1_FILES, TOOLBENCH_G1, content_words, measure, names
 from toolsense.data.verbose import generate, naming_case, tool_queries
-import random
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared/data/toolbench_queries"
 

@@ -11,10 +11,24 @@ from omegaconf import OmegaConf
 
 from toolsense.catalog import Tool
 from toolsense.catalog.tool import Parameter, fold_text
-from toolsense.data.sources import QUERY_SOURCES, QuerySource, source_files
 from toolsense.data.naming import TOOLBENCH_G1
-from toolsense.data.verbose import (KEEP, _DANGLING, _cut, PARAM_PHRASES, PER_TOOL, SPLITS, TEMPLATES, clause, default_output, ensure_written,
-                                    generate, load_verbose, main, tool_queries)
+from toolsense.data.sources import QUERY_SOURCES, QuerySource, source_files
+from toolsense.data.verbose import (
+    _DANGLING,
+    KEEP,
+    PARAM_PHRASES,
+    PER_TOOL,
+    SPLITS,
+    TEMPLATES,
+    _cut,
+    clause,
+    default_output,
+    ensure_written,
+    generate,
+    load_verbose,
+    main,
+    tool_queries,
+)
 
 CONF = Path(__file__).resolve().parents[2] / "toolsense" / "conf"
 

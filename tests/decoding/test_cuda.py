@@ -81,8 +81,8 @@ def test_auto_batch_size_on_the_gpu_ranks_as_batch_8():
     memory free: the ceiling) and ranks exactly as batches of 8."""
     from toolsense.catalog import Query
     from toolsense.decoding import batching
-    from toolsense.decoding.retrieval import Retriever
     from toolsense.decoding.config import DecodingConfig
+    from toolsense.decoding.retrieval import Retriever
 
     ev = _untrained()
     queries = [Query(str(i), q, ("x",)) for i, q in enumerate(QUERIES * 6)]
@@ -98,8 +98,8 @@ def test_auto_batch_size_on_the_gpu_ranks_as_batch_8():
 @pytest.mark.parametrize("precision", ["tf32", "bf16"])
 def test_a_faster_lm_head_ranks_as_the_fp32_head_up_to_near_ties(precision):
     from toolsense.catalog import Query
-    from toolsense.decoding.retrieval import Retriever
     from toolsense.decoding.config import DecodingConfig
+    from toolsense.decoding.retrieval import Retriever
 
     ev = _untrained()
     queries = [Query(str(i), q, ("x",)) for i, q in enumerate(QUERIES)]

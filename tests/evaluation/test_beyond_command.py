@@ -42,11 +42,14 @@ def _compose(script: str, overrides: list[str]):
     from toolsense.utils.config import to_config
 
     if script == "train.py":
-        from toolsense.training import TrainConfig as schema, register_configs
+        from toolsense.training import TrainConfig as schema
+        from toolsense.training import register_configs
     elif script == "compare.py":
-        from toolsense.comparison.compare import CompareConfig as schema, register_configs
+        from toolsense.comparison.compare import CompareConfig as schema
+        from toolsense.comparison.compare import register_configs
     else:
-        from toolsense.evaluation.config import EvaluateConfig as schema, register_configs
+        from toolsense.evaluation.config import EvaluateConfig as schema
+        from toolsense.evaluation.config import register_configs
     register_configs()
     GlobalHydra.instance().clear()
     try:

@@ -11,8 +11,8 @@ from omegaconf import OmegaConf
 from tests.evaluation.conftest import make_run_dir
 from toolsense.catalog import load_demo_catalog
 from toolsense.evaluation.coverage import coverage_summary, stage2_tools
-from toolsense.reporting.tables import coverage_cell
 from toolsense.evaluation.runner import run
+from toolsense.reporting.tables import coverage_cell
 
 DEMO_TOOLS = set(load_demo_catalog().names)
 

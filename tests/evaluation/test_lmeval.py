@@ -13,8 +13,8 @@ import yaml
 from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import load_run
-from toolsense.interop.lmeval import LOADER, TAG, write_lmeval_model, write_lmeval_task
 from toolsense.evaluation.probes import evaluate_probe
+from toolsense.interop.lmeval import LOADER, TAG, write_lmeval_model, write_lmeval_task
 
 
 @pytest.fixture(scope="module")

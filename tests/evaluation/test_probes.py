@@ -3,16 +3,23 @@ import json
 import pytest
 import torch
 
+from toolsense.comparison.runs import item_values
+from toolsense.evaluation import probes
 from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import load_run
-from toolsense.generation.probe_gen import make_probes
-from toolsense.evaluation import probes
-from toolsense.reporting.tables import flag_text, results_table
-from toolsense.evaluation.probe_stats import balanced_correct, centred_predictions, distribution, majority_rate, rotation, top_answer
+from toolsense.evaluation.probe_stats import (
+    DEBIASED,
+    balanced_correct,
+    centred_predictions,
+    distribution,
+    majority_rate,
+    rotation,
+    top_answer,
+)
 from toolsense.evaluation.probes import evaluate_probe, permutation, probe_prompt, score_answers, summarize_probe
-from toolsense.evaluation.probe_stats import DEBIASED
-from toolsense.comparison.runs import item_values
+from toolsense.generation.probe_gen import make_probes
+from toolsense.reporting.tables import flag_text, results_table
 
 
 @pytest.fixture(scope="module")

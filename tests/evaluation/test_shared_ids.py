@@ -28,15 +28,15 @@ def test_retrieval_and_probes_on_shared_ids(shared_run, tmp_path):
            "decoding": {"beam_width": 5, "batch_size": 4}, "metrics": {"ks": [1, 5], "resamples": 20},
            "probe": {"modes": ["token"]}, "logger": {"kind": "none"}, "output_dir": str(tmp_path)}
     res = {(r["benchmark"], r["system"]): r for r in run(cfg)["results"]}
-    samples = [json.loads(l) for l in (tmp_path / "realistic" / "model" / "samples.jsonl").read_text().splitlines()]
+    samples = [json.loads(ln) for ln in (tmp_path / "realistic" / "model" / "samples.jsonl").read_text().splitlines()]
     index = json.loads((run_dir / "index.json").read_text())
     names = {t["name"] for t in index["tools"]}
     assert len(samples) == 4 and all(len(s["constrained"]) == 5 and {x["tool"] for x in s["constrained"]} <= names for s in samples)
     probe = res[("qa", "token")]
     assert probe["index_sharing"]["unit"] == "per_level" and probe["index_sharing"]["shared_tokens"] > 0
-    prompts = [json.loads(l)["prompt"] for l in (tmp_path / "qa" / "token" / "samples.jsonl").read_text().splitlines()]
+    prompts = [json.loads(ln)["prompt"] for ln in (tmp_path / "qa" / "token" / "samples.jsonl").read_text().splitlines()]
     tokens = {t["name"]: "".join(t["tokens"]) for t in index["tools"]}
-    rows = [json.loads(l) for l in (tmp_path / "qa" / "token" / "samples.jsonl").read_text().splitlines()]
+    rows = [json.loads(ln) for ln in (tmp_path / "qa" / "token" / "samples.jsonl").read_text().splitlines()]
     assert all(tokens[r["tool"]] in p for r, p in zip(rows, prompts))  # the whole id, every shared token of it
 
 

@@ -9,14 +9,14 @@ import json
 
 import pytest
 
-from toolsense.baselines.rankers import build_baseline
-from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.baselines.config import BaselineConfig
+from toolsense.baselines.rankers import build_baseline
 from toolsense.decoding.config import DecodingConfig
+from toolsense.decoding.retrieval import Retriever
+from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import EvaluateConfig
 from toolsense.evaluation.context import load_run
 from toolsense.evaluation.systems import FusionRanker, RestrictedRanker, SystemConfig, reciprocal_rank_fusion
-from toolsense.decoding.retrieval import Retriever
 
 
 def test_rrf_hand_values():
@@ -103,7 +103,7 @@ def test_runner_evaluates_fingerprints_and_resumes_a_system(tiny_run, tmp_path):
     hyb = tmp_path / "realistic" / "hyb"
     fp = json.loads((hyb / "samples.fingerprint.json").read_text())
     assert "n_candidates" in json.dumps(fp) and "checkpoint_sha256" in json.dumps(fp)
-    samples = [json.loads(l) for l in (hyb / "samples.jsonl").read_text().splitlines()]
+    samples = [json.loads(ln) for ln in (hyb / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 6 and all(len(s["constrained"]) <= 4 for s in samples)
     assert "COMPc@6" in rows["hyb"]["metrics"] and "Rf@6" not in rows["hyb"]["metrics"]  # constrained only
     src = json.loads((hyb / "results.json").read_text())["source"]

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from toolsense.catalog import load_demo_catalog
+from toolsense.catalog.config import CatalogConfig
 from toolsense.evaluation.context import load_untrained
 from toolsense.evaluation.runner import run
 from toolsense.index import add_index_tokens, build_index
 from toolsense.index.config import IndexConfig
-from toolsense.catalog.config import CatalogConfig
 from toolsense.models import ModelConfig, load_model_and_tokenizer
 from toolsense.utils.modeling import embeddings_tied
 

@@ -108,7 +108,7 @@ def test_runner_scores_a_toolken_system_without_a_parametric_model(toolken_run, 
     row = {r["system"]: r for r in first["results"]}["toolken"]
     assert {"Rc@1", "Rf@1", "IS@1", "COMPf@6", "Rprec_f"} <= set(row["metrics"])
     d = tmp_path / "realistic" / "toolken"
-    samples = [json.loads(l) for l in (d / "samples.jsonl").read_text().splitlines()]
+    samples = [json.loads(ln) for ln in (d / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 6 and all(len(s["constrained"]) == 6 and len(s["free"]) == 6 for s in samples)
     rc1 = sum(s["metrics"]["c_hit@1"] for s in samples) / 6
     assert row["metrics"]["Rc@1"]["value"] == pytest.approx(rc1)
@@ -178,8 +178,8 @@ def test_smollm2_toolken_learns_its_training_queries(tmp_path, smollm2_dir):
 
 
 def _start_rows(run_dir, tools):
-    from toolsense.index import ToolIndex
     from toolsense.catalog.config import CatalogConfig, load_from_config
+    from toolsense.index import ToolIndex
     from toolsense.models import ModelConfig, load_model_and_tokenizer
     from toolsense.models.toolken import name_mean_rows
     from toolsense.utils.rundir import RunDir

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tests.training.test_tracking import _offline_run, _wandb_records
 from toolsense.evaluation.runner import run
 

@@ -38,7 +38,7 @@ class ScriptedLLM:
             proposed = json.loads(re.search(r"Proposed answer set: (\[.*?\])", text).group(1))
             return json.dumps({"naturalness": 5, "tier_compliance": 5, "label_correctness": 5, "satisfying": proposed})
         if "Which option is correct" in text:
-            return json.dumps({"answer": "ABCD"[[l.startswith(("A.", "B.", "C.", "D.")) and "CORRECT" in l for l in text.splitlines() if l[:2] in ("A.", "B.", "C.", "D.")].index(True)]})
+            return json.dumps({"answer": "ABCD"[[ln.startswith(("A.", "B.", "C.", "D.")) and "CORRECT" in ln for ln in text.splitlines() if ln[:2] in ("A.", "B.", "C.", "D.")].index(True)]})
         if "Reply as JSON: {\"answer\": \"Yes\"|\"No\"}" in text:
             return json.dumps({"answer": "Yes" if "YES-FACT" in text else "No"})
         desc = " ".join(cards[0][2].lower().split()[:6]) if cards else ""

@@ -2,20 +2,17 @@
 the prompt like a model would) — checks planning, code checks, judging, formats and resume."""
 
 import json
-import re
 import zlib
 
 import numpy as np
 import pytest
 
+from tests.generation.scripted import ScriptedLLM
 from toolsense.catalog import load_query_jsonl
-from toolsense.generation.checks import check_mcq, check_qa, check_query, leaked_names
 from toolsense.generation.config import GenerateConfig
-from toolsense.generation.llm import CachedLLM, LLMConfig, parse_json_reply
-from toolsense.generation.pools import Neighbourhoods
+from toolsense.generation.llm import CachedLLM, LLMConfig
 from toolsense.generation.rrb import plan_rrb
 from toolsense.generation.runner import run
-from tests.generation.scripted import ScriptedLLM
 
 
 def test_plan_rrb_anchor_pools_and_determinism(demo_catalog, nb):
@@ -37,8 +34,8 @@ def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
     cfg = GenerateConfig(rrb_per_tier={"easy": 4, "medium": 3, "hard": 2}, n_probes=4, output_dir=str(tmp_path), max_attempts=2)
     llm = ScriptedLLM(leak_every=5)
     summary = run(cfg, writer=llm, judge=llm, catalog=demo_catalog, embeddings=nb.emb)
-    rrb = [json.loads(l) for l in (tmp_path / "rrb.jsonl").read_text().splitlines()]
-    rejected = [json.loads(l) for l in (tmp_path / "rejected.jsonl").read_text().splitlines()]
+    rrb = [json.loads(ln) for ln in (tmp_path / "rrb.jsonl").read_text().splitlines()]
+    rejected = [json.loads(ln) for ln in (tmp_path / "rejected.jsonl").read_text().splitlines()]
     assert any(r["reason"].startswith("query names the tool") for r in rejected)  # code check caught leaks
     n_acc = sum(v for k, v in summary.items() if k.startswith("gen/rrb/") and k.endswith("accepted"))
     assert n_acc == len(rrb) >= 5
@@ -55,8 +52,8 @@ def test_run_writes_released_formats_and_resumes(tmp_path, demo_catalog, nb):
     # the files load with the project's query loader (gold as tool dicts)
     qs = load_query_jsonl(tmp_path / "rrb.jsonl")
     assert all(n in demo_catalog for q in qs for n in q.tools)
-    mcq = [json.loads(l) for l in (tmp_path / "mcq.jsonl").read_text().splitlines()]
-    qa = [json.loads(l) for l in (tmp_path / "qa.jsonl").read_text().splitlines()]
+    mcq = [json.loads(ln) for ln in (tmp_path / "mcq.jsonl").read_text().splitlines()]
+    qa = [json.loads(ln) for ln in (tmp_path / "qa.jsonl").read_text().splitlines()]
     assert len(mcq) == 4 and all(len(m["wrong_answers"]) == 3 for m in mcq)
     assert [q["answer"] for q in qa] == ["Yes", "No", "Yes", "No"]
     from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark  # the evaluation loaders read them

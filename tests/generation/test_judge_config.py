@@ -9,6 +9,7 @@ from toolsense.generation.config import GenerateConfig, check_judge_overrides, r
 from toolsense.utils.compose import compose
 from toolsense.utils.config import to_config
 
+
 def _compose(overrides: list[str]) -> GenerateConfig:
     register_configs()
     return to_config(GenerateConfig, compose("generate", overrides))

@@ -118,9 +118,9 @@ def test_rerun_after_a_kill_between_attempts_or_a_torn_final_row_counts_each_att
 
         # killed between attempts 2 and 3: the third attempt neither asked (no cache row) nor recorded
         lines = (out / "rejected.jsonl").read_text().splitlines(keepends=True)
-        (out / "rejected.jsonl").write_text("".join(l for l in lines if not (easy[0].task_id in l and '"final": true' in l)))
+        (out / "rejected.jsonl").write_text("".join(ln for ln in lines if not (easy[0].task_id in ln and '"final": true' in ln)))
         cache = (out / "llm_cache.jsonl").read_text().splitlines(keepends=True)
-        last_bad = max(i for i, l in enumerate(cache) if json.loads(l)["reply"].startswith("Sure! {query: "))
+        last_bad = max(i for i, ln in enumerate(cache) if json.loads(ln)["reply"].startswith("Sure! {query: "))
         (out / "llm_cache.jsonl").write_text("".join(cache[:last_bad] + cache[last_bad + 1:]))
         sent = len(server.requests)
         again = run(cfg, catalog=demo_catalog, embeddings=nb.emb)

@@ -1,8 +1,7 @@
 import math
 
-import pytest
-
 import numpy as np
+import pytest
 
 from toolsense.metrics.aggregate import aggregate, item_metrics
 from toolsense.metrics.intervals import Estimate, bootstrap_indices, is_ci, is_delta_variance, mean_ci, wilson_ci

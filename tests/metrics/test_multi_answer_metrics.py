@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from toolsense.reporting.export import run_lines
 from toolsense.metrics.aggregate import aggregate, item_metrics
 from toolsense.metrics.ranking import complete_at, r_precision
+from toolsense.reporting.export import run_lines
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 from toolsense.catalog import load_demo_catalog
-from toolsense.models.encoders import (SentenceEncoder, cache_root, catalog_embeddings, encoder_embeddings,
-                                       length_sorted_batches, load_encoder)
+from toolsense.models.encoders import (
+    SentenceEncoder,
+    cache_root,
+    catalog_embeddings,
+    encoder_embeddings,
+    length_sorted_batches,
+    load_encoder,
+)
 
 
 class Spy:
@@ -133,7 +139,9 @@ def test_int8_backend_is_close_but_not_exact_and_keyed_apart(cache, catalog):
     cos = np.sum(np.asarray(exact) * np.asarray(fast), axis=1)
     assert cos.min() > 0.95 and cos.mean() > 0.975 and not np.array_equal(exact, fast)
     # most nearest neighbours survive quantisation (demo tools come in tight look-alike groups)
-    nn = lambda e: np.argsort(-(np.asarray(e) @ np.asarray(e).T), axis=1)[:, 1]
+    def nn(e):
+        return np.argsort(-(np.asarray(e) @ np.asarray(e).T), axis=1)[:, 1]
+
     assert np.mean(nn(exact) == nn(fast)) > 0.7
 
 

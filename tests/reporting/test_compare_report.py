@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reporting.test_html_report import CHROMIUM, dump_dom, needs_chromium
+from tests.reporting.test_html_report import dump_dom, needs_chromium
 from toolsense.comparison.compare import CompareConfig, report_notes, run_compare
 from toolsense.reporting.compare_report import column_groups, query_records, source_folders
 

@@ -10,11 +10,25 @@ from pathlib import Path
 
 import pytest
 
-from toolsense.reporting.export import (INVALID, MODES, QRELS, REPEAT, TIE_STEP, doc_id, export_tree, from_doc_id,
-                                         read_qrels, read_run, run_lines, strictly_decreasing, without_padding, write_beir,
-                                         write_trec)
-from toolsense.metrics.aggregate import item_metrics
 from toolsense.evaluation.runner import run
+from toolsense.metrics.aggregate import item_metrics
+from toolsense.reporting.export import (
+    INVALID,
+    MODES,
+    QRELS,
+    REPEAT,
+    TIE_STEP,
+    doc_id,
+    export_tree,
+    from_doc_id,
+    read_qrels,
+    read_run,
+    run_lines,
+    strictly_decreasing,
+    without_padding,
+    write_beir,
+    write_trec,
+)
 from toolsense.utils.io import DataError
 
 pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec-eval-terrier is not installed (the dev extra)")
@@ -51,7 +65,7 @@ def test_invalid_and_repeated_outputs_keep_their_rank_slot():
     lines = run_lines("q 1", ["a", None, "a", "b"], "sys")
     assert lines == ["q%201 Q0 a 1 4 sys", f"q%201 Q0 {INVALID}2 2 3 sys", f"q%201 Q0 {REPEAT}3 3 2 sys", "q%201 Q0 b 4 1 sys"]
     # trec_eval on that ranking: "b" is found at rank 4, not 2, exactly as our NDCG counts it
-    got = trec_measures({"q": {"b": 1, "c": 1}}, {"q": {l.split()[2]: float(l.split()[4]) for l in lines}}, (4,))["q"]
+    got = trec_measures({"q": {"b": 1, "c": 1}}, {"q": {ln.split()[2]: float(ln.split()[4]) for ln in lines}}, (4,))["q"]
     ours = item_metrics(["a", None, "a", "b"], ["b", "c"], [4], "")
     assert got["ndcg_cut_4"] == pytest.approx(ours["ndcg@4"]) == pytest.approx((1 / math.log2(5)) / (1 + 1 / math.log2(3)))
     assert got["recall_4"] == ours["recall@4"] == 0.5 and got["success_4"] == ours["hit@4"] == 1.0

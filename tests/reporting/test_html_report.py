@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from toolsense.reporting.html_report import render, collect_evaluations
 from toolsense.evaluation.runner import run
+from toolsense.reporting.html_report import collect_evaluations, render
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make setup-browser: apt-get install chromium)")

@@ -3,8 +3,6 @@ the section's arithmetic on known estimates, and the real setting on the shared 
 
 from __future__ import annotations
 
-import pytest
-
 from toolsense.metrics.intervals import Estimate
 from toolsense.paper.page import load_cell
 from toolsense.paper.release import release_direction, release_section

@@ -76,11 +76,9 @@ def test_the_settings_cover_each_choice_once():
 
 
 def test_density_subsets_keep_gold_and_a_seeded_share_of_documented_tools(demo_catalog, tmp_path):
-    from toolsense.catalog import load_demo_queries
     from toolsense.baselines.config import BaselineConfig
+    from toolsense.catalog import Catalog, Tool, load_demo_queries
     from toolsense.paper.density import density_curve, documented, subsets
-
-    from toolsense.catalog import Catalog, Tool
 
     cat = Catalog(list(demo_catalog)[:39] + [Tool.from_name("Bare&&x", tool_description="a service, no API text")])
     gold = {t.name for t in list(cat)[:3]}
@@ -120,9 +118,9 @@ def test_dense_sample_ranks_the_encoded_sample_and_fills_the_dense_rows(demo_cat
     import numpy as np
 
     from toolsense.catalog import load_demo_queries
+    from toolsense.models.encoders import SentenceEncoder
     from toolsense.paper.dense import extrapolated_rc50, sample_cells, sample_est, sample_section
     from toolsense.paper.page import Grid, paper_rows_table
-    from toolsense.models.encoders import SentenceEncoder
 
     queries = [q for q in load_demo_queries() if set(q.tools) <= set(demo_catalog.names)][:8]
     gold = {t for q in queries for t in q.tools}
@@ -147,7 +145,7 @@ def test_dense_sample_ranks_the_encoded_sample_and_fills_the_dense_rows(demo_cat
     share = round(100 * 20 / (len(demo_catalog) - len(gold)))
     x = extrapolated_rc50(sample, "dense", "dense", "G1")
     assert [r["n_distractors"] for r in s["curve"]] == [5, 10] and 0 <= s["curve"][0]["dense"]["G1"] <= 1
-    assert f"| te3l (ours: MiniLM) | G1 (474 solvable queries) | 47.0 | " in rows
+    assert "| te3l (ours: MiniLM) | G1 (474 solvable queries) | 47.0 | " in rows
     assert f"with {share}% of the non-gold tools; ≈ {100 * x:.1f} extrapolated to all | — |" in rows
     assert "| BM25 | G1 (474 solvable queries) | 27.8 | — | — | not run |" in rows
     section = sample_section(sample, {})

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from toolsense.comparison.scales import rate_contrast
 from toolsense.study.config import AnalysisPlan, FindingRule, StudyConfig
 from toolsense.study.plan_report import binding_plan, changed_findings, changes_markdown, finding_tables, rule_changes
 from toolsense.study.registration import plan_dict, register
-from toolsense.comparison.scales import rate_contrast
 from toolsense.study.sweep import Settings, Sweep
 
 ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reproduction_tools_results.tar.xz"

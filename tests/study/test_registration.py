@@ -3,7 +3,6 @@ and a rule changed afterwards is kept as a change with the keys that moved."""
 
 from __future__ import annotations
 
-import json
 import tarfile
 
 import pytest

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolsense.study import findings as F
-from toolsense.reporting.tables import pct
-from toolsense.study.sweep import Settings, Sweep, combine, near_chance, verdict
 from toolsense.comparison.stats import cluster_bootstrap, cohens_d
+from toolsense.reporting.tables import pct
+from toolsense.study import findings as F
 from toolsense.study.config import StudyConfig
+from toolsense.study.sweep import Settings, Sweep, combine, near_chance, verdict
 from toolsense.study.sweeps import sweep_command
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ import torch
 
 from tests.training.conftest import compose_train
 from toolsense.training import to_train_config
-from toolsense.training.trainer import plan_batch
 from toolsense.training.config import TrainerConfig
+from toolsense.training.trainer import plan_batch
 
 
 @pytest.mark.parametrize("tuning, lr", [("lora", 2e-4), ("full", 2e-5)])

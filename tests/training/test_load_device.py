@@ -56,8 +56,8 @@ def test_a_cuda_load_streams_the_weights_to_the_device(cuda_rank3, monkeypatch):
 @pytest.mark.parametrize("tuning,dtype", [("lora", "bfloat16"), ("full", "float32")])
 def test_stage_setup_loads_onto_the_rank_gpu(cuda_rank3, monkeypatch, tmp_path, tuning, dtype):
     """LoRA's frozen base in bf16 (what trains is made fp32 after), full fine-tuning's fp32 master weights."""
-    from tests.training.conftest import TINY, compose_train
     import toolsense.training.stage as stage
+    from tests.training.conftest import TINY, compose_train
     from toolsense.catalog import load_catalog
     from toolsense.index import build_index
     from toolsense.training import to_train_config
@@ -81,8 +81,8 @@ def test_stage_setup_loads_onto_the_rank_gpu(cuda_rank3, monkeypatch, tmp_path, 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_stage_model_is_on_the_gpu_before_the_trainer_moves_it(monkeypatch, tmp_path):
-    from tests.training.conftest import TINY, compose_train
     import toolsense.training.stage as stage
+    from tests.training.conftest import TINY, compose_train
     from toolsense.catalog import load_catalog
     from toolsense.index import build_index
     from toolsense.training import to_train_config

@@ -45,14 +45,14 @@ def test_toolken_trains_only_its_rows_and_its_loss_falls(tmp_path):
     model, tok = load_model_and_tokenizer(ModelConfig("tiny_random", dtype="float32"))
     after = model.state_dict()
     assert set(after) == set(before) and all(torch.equal(after[k], before[k]) for k in before)  # base bit-identical
-    from toolsense.index import ToolIndex
     from toolsense.catalog.config import load_from_config
+    from toolsense.index import ToolIndex
 
     index = ToolIndex.load(tmp_path / "run" / "index.json", load_from_config(cfg.catalog))
     init = name_mean_rows(model, tok, [index.init_text[index.paths[t][0]] for t in head["tools"]])
     moved = (head["rows"] - init).norm(dim=1)
     assert (moved > 1e-4).all()  # every toolken row moved from its name-mean start
-    rows = [json.loads(l) for l in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    rows = [json.loads(ln) for ln in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     logged = [r for r in rows if r.get("stage") == "toolken" and "train/toolken/loss" in r]
     assert [r["step"] for r in logged] == list(range(1, 13))
     assert not (tmp_path / "run" / "stage2").exists()
@@ -71,7 +71,7 @@ def test_toolken_resume_ends_with_the_uninterrupted_rows(tmp_path):
     assert summary["stage2"]["resumed_from"].endswith("checkpoint-4")
     again = torch.load(tmp_path / "a" / "toolken" / "head.pt")["rows"]
     assert torch.allclose(again, full, atol=1e-6)
-    rows = [json.loads(l) for l in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    rows = [json.loads(ln) for ln in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
     steps = [r["step"] for r in rows if r.get("stage") == "toolken" and "train/toolken/loss" in r]
     assert sorted(steps) == list(range(1, 13))  # the redone steps replace the lost ones: each once
 

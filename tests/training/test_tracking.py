@@ -135,7 +135,8 @@ def test_sweep_logs_comparable_wandb_runs_without_the_key(tmp_path):
 def test_generate_summary_goes_through_the_one_tracker(tmp_path, monkeypatch):
     """generate.py's gen/ counts: only numeric gen/ keys are logged, through the same JSONL + W&B
     trackers (config redacted); kind=none logs nowhere."""
-    from toolsense.tracking import LoggerConfig as SharedLoggerConfig, log_job_summary
+    from toolsense.tracking import LoggerConfig as SharedLoggerConfig
+    from toolsense.tracking import log_job_summary
 
     assert SharedLoggerConfig is LoggerConfig  # training's logger section is the shared one
     summary = {"gen/rrb/easy/accepted": 3, "gen/qa/rejected": 1, "rejection_reasons": {"dup": 1}, "usage": {"tokens": 9},

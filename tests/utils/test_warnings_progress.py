@@ -5,9 +5,9 @@ import json
 import logging
 
 from toolsense.catalog import Query, load_toolsense
+from toolsense.decoding.retrieval import Retrieved
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import MetricsConfig
-from toolsense.decoding.retrieval import Retrieved
 from toolsense.evaluation.tasks import evaluate_ranking
 from toolsense.index.trie import Trie
 from toolsense.utils.progress import progress

@@ -15,7 +15,6 @@ from toolsense.audit.scorers import ScorerConfig
 from toolsense.models import ModelConfig
 from toolsense.utils.config import to_config
 
-
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 

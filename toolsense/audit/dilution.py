@@ -28,8 +28,8 @@ from tqdm.auto import tqdm
 
 from toolsense.audit.pt2d import FEATURES, PT2DConfig, fit_score
 from toolsense.audit.stats import UNDEFINED, auroc_ci, json_safe, value
-from toolsense.utils.jsonl import JsonlStore
 from toolsense.audit.traces import TraceSet
+from toolsense.utils.jsonl import JsonlStore
 
 ORDER_RULES = {"auto": "the probe tool, then the other tools in trace order (the paper's order)",
                "ranking": "the probe tool, then the other tools by their PT2D AUROC, highest first"}

@@ -19,8 +19,8 @@ from sklearn.pipeline import Pipeline
 from tqdm.auto import tqdm
 
 from toolsense.audit.stats import auroc_by_partition, value
-from toolsense.utils.jsonl import JsonlStore
 from toolsense.audit.traces import TraceSet
+from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.registry import Registry
 
 FEATURES: Registry[Callable[..., TfidfVectorizer]] = Registry("PT2D feature set")

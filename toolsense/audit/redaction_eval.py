@@ -18,7 +18,6 @@ from toolsense.audit.stats import auroc_by_partition, paired_delta_ci
 from toolsense.audit.traces import TraceRecord, TraceSet
 from toolsense.utils.io import write_jsonl
 
-
 Rendered = dict[str, tuple[re.Pattern, str]]
 """Per rendered-scope variant: the class pattern and placeholder applied to its messages."""
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 NUMBERS = ("auroc", "lo", "hi", "gap", "mean", "sd")
 """The keys whose null in results.json is an undefined number (an AUROC of one class), read back as NaN."""
 
@@ -162,7 +161,7 @@ def _delta(d: dict) -> str:
 def write_report(res: dict, out_dir: Path) -> Path:
     """``report.md`` with findings, tables and the plots, from the results dict."""
     res = numbers(res)
-    plots = plot_all(res, out_dir)
+    plot_all(res, out_dir)  # the images the sections below link by name
     md = ["# Tool-trace audit", "", f"Data: `{res['data']['path']}` ({res['data']['n_records']} records, "
           f"fit partitions {res['data']['fit']}, eval {res['data']['eval']}; sha256 {res['data']['sha256'][:12]})", "",
           "## Findings", ""] + [f"- {f.strip()}" for f in res["findings"]] + [""]

@@ -9,7 +9,6 @@ import numpy as np
 from scipy.stats import rankdata
 from sklearn.metrics import roc_auc_score
 
-
 UNDEFINED = "one class"
 """Why an AUROC is undefined (null in the files): its records hold one label only."""
 

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from toolsense.comparison.stats import fleiss_kappa
 from toolsense.data.prompts import LETTERS
 from toolsense.evaluation.benchmarks import Benchmark, BenchmarkConfig, benchmark_sections, load_benchmark
 from toolsense.evaluation.outputs import write_json
 from toolsense.evaluation.probes import permutation
-from toolsense.comparison.stats import fleiss_kappa
 from toolsense.reporting.tables import markdown_table
 from toolsense.utils.choices import StrEnum, choice
 from toolsense.utils.config import to_config

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from toolsense.metrics.intervals import bootstrap_indices, is_ci, wilson_ci
-from toolsense.metrics.registry import METRICS
 from toolsense.comparison.runs import item_values, run_dir_of
 from toolsense.comparison.seed_stats import seed_mean, seed_paired_diff
 from toolsense.comparison.stats import cluster_bootstrap, cohens_d_ci, mean_sd, paired_diff
+from toolsense.metrics.intervals import bootstrap_indices, is_ci, wilson_ci
+from toolsense.metrics.registry import METRICS
 
 
 def combine_seeds(metric: str | None, entries: Sequence[tuple[dict | None, dict]], resamples: int, seed: int,

@@ -28,16 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from toolsense.evaluation.outputs import write_json
 from toolsense.comparison.cell_stats import combine_seeds, effect_size, retention, stage2_schemes
-from toolsense.reporting.compare_report import write_comparison_report
-from toolsense.comparison.significance import legend, marker, table_significance
-from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
 from toolsense.comparison.item_sets import item_set, items_text, same_evaluation, why_different
+from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
+from toolsense.comparison.significance import legend, marker, table_significance
 from toolsense.comparison.stats import drift_ratio
+from toolsense.evaluation.outputs import write_json
 from toolsense.metrics.registry import METRICS
-from toolsense.reporting.tables import (ONE_SEED_LEGEND, SEED_LEGEND, benchmark_label, comparison_cell, flag_text,
-                                        markdown_table)
+from toolsense.reporting.compare_report import write_comparison_report
+from toolsense.reporting.tables import ONE_SEED_LEGEND, SEED_LEGEND, benchmark_label, comparison_cell, flag_text, markdown_table
 from toolsense.utils.config import to_config
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress

@@ -12,8 +12,8 @@ from typing import Any, Callable, Optional
 from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_toolbench_queries
 from toolsense.catalog.loaders import DEMO_DIR
 from toolsense.catalog.tool import canonical_name
-from toolsense.data.leakage import QuerySet
 from toolsense.data import realistic
+from toolsense.data.leakage import QuerySet
 from toolsense.data.verbose import ensure_written, load_verbose
 from toolsense.utils.io import DataError, load_json
 from toolsense.utils.registry import Registry

@@ -302,7 +302,6 @@ def flat_constrained(model, pre: Prefill, tt: TrieTensors, width: int, length_pe
     forward of those candidates side by side (:func:`_decode_siblings`). Equal to
     :func:`beam_search` with ``constrained=True``: every hypothesis has length 2, so the length
     normalisation divides all scores by the same ``2 ** length_penalty`` and keeps the ranking."""
-    nq = pre.logp.shape[0]
     cand = tt.root_tokens()
     after = tt.advance(torch.zeros_like(cand), cand)
     term = tt.advance(after, torch.full_like(cand, tt.eos_id))

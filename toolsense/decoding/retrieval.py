@@ -13,8 +13,8 @@ import torch
 from toolsense.catalog import Query
 from toolsense.data.prompts import PromptConfig, render_prompt, retrieval_messages
 from toolsense.decoding.batching import auto_batch_size, is_out_of_memory
-from toolsense.decoding.config import DecodingConfig
 from toolsense.decoding.beam import Beams, beam_search, flat_constrained, left_pad, prefill, prefill_shared
+from toolsense.decoding.config import DecodingConfig
 from toolsense.decoding.head import fp32_head
 from toolsense.decoding.trie_tensors import TrieTensors
 

@@ -6,17 +6,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal, Optional, Sequence
 
+from toolsense.baselines.config import BaselineConfig
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.prompts import PromptConfig, check_probe_template
 from toolsense.decoding.config import DecodingConfig, QueryLengthConfig
-from toolsense.baselines.config import BaselineConfig
 from toolsense.evaluation.benchmarks import BenchmarkConfig, benchmark_sections
 from toolsense.evaluation.systems import STANDALONE, SystemConfig
 from toolsense.index.config import IndexConfig
 from toolsense.models import ModelConfig
 from toolsense.tracking import LoggerConfig
 from toolsense.utils.choices import StrEnum, choice
-
 
 PAPER_KS = (1, 5, 10, 50)
 """ToolGen's cut-offs; the default ``metrics.ks`` keeps those within the beam."""

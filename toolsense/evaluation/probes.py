@@ -22,19 +22,18 @@ from typing import Any, Optional, Sequence
 import torch
 from tqdm import tqdm
 
-from toolsense.data.prompts import render_prompt, with_system
+from toolsense.data.prompts import LETTERS, options_only, probe_answers, render_prompt, with_system
 from toolsense.decoding.beam import left_pad, prefill
+from toolsense.decoding.retrieval import encode
 from toolsense.evaluation.benchmarks import Benchmark, ProbeItem
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered
-from toolsense.metrics.intervals import accuracy
 from toolsense.evaluation.outputs import SampleLog, write_json
-from toolsense.decoding.retrieval import encode
-from toolsense.data.prompts import LETTERS, options_only, probe_answers
 from toolsense.evaluation.probe_stats import centred_predictions, debiased_correct, distribution, majority_rate, rotation, top_answer
-from toolsense.utils.warnings import summarise
+from toolsense.metrics.intervals import accuracy
 from toolsense.utils.io import git_sha
+from toolsense.utils.warnings import summarise
 
 log = logging.getLogger(__name__)
 

@@ -21,25 +21,24 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig
 
-from toolsense.catalog.config import load_from_config
-from toolsense.baselines.rankers import build_baseline
-from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.baselines.config import BaselineConfig
+from toolsense.baselines.rankers import build_baseline
+from toolsense.catalog.config import load_from_config
 from toolsense.decoding.config import DecodingConfig
+from toolsense.decoding.length import fit_queries
+from toolsense.decoding.retrieval import Retriever
+from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.evaluation.config import EvaluateConfig, MetricsConfig, ProbeConfig, Task
-from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
+from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.distributed import Shard, init_shard
-from toolsense.reporting.html_report import write_html_report
-from toolsense.reporting.sample_table import log_evaluation
-from toolsense.evaluation.fingerprint import (benchmark_identity, catalog_identity, claim, decoding_identity,
-                                              model_identity)
+from toolsense.evaluation.fingerprint import benchmark_identity, catalog_identity, claim, decoding_identity, model_identity
 from toolsense.evaluation.outputs import write_json
 from toolsense.evaluation.probes import evaluate_probe
 from toolsense.evaluation.systems import SystemConfig, build_system, system_decoding, system_model_identity
-from toolsense.decoding.length import fit_queries
-from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.tasks import evaluate_ranking
+from toolsense.reporting.html_report import write_html_report
+from toolsense.reporting.sample_table import log_evaluation
 from toolsense.reporting.tables import results_table
 from toolsense.tracking import eval_metrics, evaluation_tracker, namespaced
 from toolsense.utils.config import as_plain, to_config

@@ -203,10 +203,9 @@ def restricted(ev: "EvalModel", catalog: Catalog, cfg: SystemConfig, dec: Decodi
 def toolken(ev: "EvalModel | None", catalog: Catalog, cfg: SystemConfig, dec: DecodingConfig) -> SystemRanker:
     """A ToolkenGPT-style head (evaluation/toolken.py): its own frozen model and toolken rows from
     ``cfg.run``; constrained and free-form, without the parametric model."""
-    from toolsense.evaluation.toolken import ToolkenRanker
-
     from toolsense.decoding.batching import AUTO_CPU
     from toolsense.evaluation.context import pick_device
+    from toolsense.evaluation.toolken import ToolkenRanker
 
     device = str(ev.device if ev is not None else pick_device(None))
     # one forward per query, no beams: "auto" is the CPU batch off a GPU and 4x it on one (a prompt's activations only)

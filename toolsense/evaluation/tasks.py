@@ -12,17 +12,17 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 from tqdm import tqdm
 
 from toolsense.catalog import Query
+from toolsense.decoding.retrieval import Retrieved
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import MetricsConfig
 from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered, is_covered_any
 from toolsense.evaluation.distributed import Shard
+from toolsense.evaluation.outputs import SampleLog, write_json
 from toolsense.metrics.aggregate import aggregate, item_metrics
 from toolsense.reporting.export import write_trec
-from toolsense.evaluation.outputs import SampleLog, write_json
-from toolsense.decoding.retrieval import Retrieved
+from toolsense.utils.io import git_sha
 from toolsense.utils.progress import heartbeat
 from toolsense.utils.warnings import summarise
-from toolsense.utils.io import git_sha
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from toolsense.catalog import Catalog, Tool
 from toolsense.generation import prompts
 from toolsense.generation.checks import catalog_names, check_mcq, check_qa
 from toolsense.generation.dedupe import QuestionDeduper
-from toolsense.generation.llm import ChatLLM, ask_judge, ask_json, unparsed_reason
+from toolsense.generation.llm import ChatLLM, ask_json, ask_judge, unparsed_reason
 from toolsense.generation.pools import Neighbourhoods
 from toolsense.generation.prompts import usable_description
 

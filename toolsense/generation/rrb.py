@@ -20,7 +20,7 @@ from toolsense.generation import prompts
 from toolsense.generation.checks import TIER_SIZES, check_answer_set, check_query, copies_example, leaked_names
 from toolsense.generation.config import GenerateConfig
 from toolsense.generation.guard import HeldOut
-from toolsense.generation.llm import ChatLLM, ask_judge, ask_json, unparsed_reason
+from toolsense.generation.llm import ChatLLM, ask_json, ask_judge, unparsed_reason
 from toolsense.generation.pools import Neighbourhoods
 from toolsense.generation.sampling import anchor_pools, clone_key, stratified_sample
 

@@ -8,8 +8,7 @@ from toolsense.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from toolsense.models.config import ModelConfig
-    from toolsense.models.loading import (EmbeddingMatrices, default_device, load_model_and_tokenizer, read_embeddings,
-                                          resolve_model_dir)
+    from toolsense.models.loading import EmbeddingMatrices, default_device, load_model_and_tokenizer, read_embeddings, resolve_model_dir
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "config": ["ModelConfig"],

@@ -111,8 +111,8 @@ def size_curve(catalog, benches: Mapping[str, Sequence], names: list[str], emb: 
                embed_queries) -> list[dict[str, Any]]:
     """Rc@50 of dense and ``bm25`` on G1 and the RRB part with a quarter and a half of the sample's
     non-gold tools (nested prefixes of the encoding order: uniform samples too)."""
-    from toolsense.baselines.rankers import build_baseline
     from toolsense.baselines.config import BaselineConfig
+    from toolsense.baselines.rankers import build_baseline
 
     n_d, out = len(names) - n_gold, []
     for div in (4, 2):
@@ -138,8 +138,8 @@ def sample_cells(catalog, benches: Mapping[str, Sequence], names: list[str], emb
                  document: str) -> dict[str, Any]:
     """Dense over the encoded sample, and ours / ToolGen's BM25 over the same sample catalog:
     per benchmark and system, per-query values (item ids alongside, for paired differences)."""
-    from toolsense.baselines.rankers import build_baseline
     from toolsense.baselines.config import BaselineConfig
+    from toolsense.baselines.rankers import build_baseline
     from toolsense.paper.format import DENSE_WINDOW
     from toolsense.paper.tables import WINDOW
 
@@ -286,8 +286,8 @@ def sample_share(s: Mapping[str, Any]) -> float:
 def sample_section(sample: Mapping[str, Any], full_bm25: Mapping[tuple[str, str], Any]) -> str:
     """The page's section on the dense sample. ``full_bm25``: (setting, bench) -> full-catalog
     Rc@50 Estimate of ``bm25`` / ``bm25_toolgen`` (from the evaluate.py runs)."""
-    from toolsense.reporting.tables import markdown_table
     from toolsense.paper.format import BENCH_TITLES, pct, signed
+    from toolsense.reporting.tables import markdown_table
 
     if not sample:
         return "No encoding has reached every gold tool yet (`python -m toolsense.paper.dense encode tool_text toolgen`).\n"

@@ -84,8 +84,8 @@ def density_curve(out: Path, catalog: Catalog, benches: Mapping[str, Sequence], 
 def run_density(out: Path, data_dir: str) -> dict:
     """The curve on ``catalog=toolbench`` for G1 and the released RRB part, default and ToolGen BM25."""
     from toolsense.baselines.config import BaselineConfig
-    from toolsense.evaluation.benchmarks import load_benchmark
     from toolsense.catalog.config import load_from_config
+    from toolsense.evaluation.benchmarks import load_benchmark
     from toolsense.evaluation.config import compose_evaluate
     from toolsense.paper.tables import BENCHMARKS, benchmark_overrides
 
@@ -99,8 +99,8 @@ def run_density(out: Path, data_dir: str) -> dict:
 def density_section(curve: Optional[dict]) -> str:
     """The catalog-density table and the Rc@50 it extrapolates to a catalog whose
     46,984 tools are all documented, one log2 step per halving of the documented distractors."""
-    from toolsense.reporting.tables import markdown_table
     from toolsense.paper.format import BENCH_TITLES, pct
+    from toolsense.reporting.tables import markdown_table
 
     if not curve:
         return "Not computed yet (`python -m toolsense.paper` computes it).\n"

@@ -10,17 +10,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from toolsense.metrics.intervals import Estimate, bootstrap_indices, mean_ci
-from toolsense.reporting.tables import markdown_table
 from toolsense.paper.density import density_section, documentation
 from toolsense.paper.format import BENCH_TITLES, DENSE_WINDOW, contains, pct, signed
 from toolsense.paper.release import release_direction, release_section
 from toolsense.paper.tables import WINDOW, Setting, toolgen_ndcg
+from toolsense.reporting.tables import markdown_table
 from toolsense.utils.paths import atomic_write_text
+
 
 @dataclass(frozen=True)
 class PaperRow:

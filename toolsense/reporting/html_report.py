@@ -18,9 +18,9 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from toolsense.reporting.html_assets import CSS, JS
 from toolsense.data.prompts import probe_answers
 from toolsense.metrics.registry import METRICS, MODES
+from toolsense.reporting.html_assets import CSS, JS
 from toolsense.reporting.tables import benchmark_label, flag_text
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.paths import atomic_write_text
@@ -200,7 +200,7 @@ def render(evaluations: Sequence[tuple[Path, dict[str, Any]]], title: str, meta:
     ks = ks_of(results) or [1]
     records = [rec for folder, res in evaluations for rec in sample_records(folder, res, ks)]
     data = json.dumps(records, ensure_ascii=False).replace("</", "<\\/")
-    filters = (f'<label>search <input id="f-q" type="search" placeholder="query, tool or id"></label>'
+    filters = ('<label>search <input id="f-q" type="search" placeholder="query, tool or id"></label>'
                + _select("f-bench", "benchmark", list(dict.fromkeys(r["bench"] for r in records)))
                + _select("f-tier", "tier", sorted({r["tier"] for r in records}))
                + _select("f-outcome", "outcome", ["hit", "miss"])

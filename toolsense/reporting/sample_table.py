@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from toolsense.reporting.html_report import MAX_BEAMS, collect_evaluations, ks_of, sample_records
+from toolsense.reporting.html_report import collect_evaluations, ks_of, sample_records
 
 BASE_COLUMNS = ["benchmark", "system", "kind", "item_id", "tier", "query", "gold", "constrained", "free", "tool", "pred", "correct"]
 """Columns of every row; then ``hit@<k>`` (constrained) per k evaluated. A retrieval row leaves

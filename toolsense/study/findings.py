@@ -10,14 +10,24 @@ where every arm has one seed, marked); every verdict follows sweep.verdict / nea
 from __future__ import annotations
 
 from toolsense.comparison.cell_stats import EFFECT_UNIT, effect_size
+from toolsense.comparison.runs import item_values
+from toolsense.reporting.tables import pct
 from toolsense.study.coverage import item_coverage
 from toolsense.study.drift_finding import DRIFT_RULE, hierarchical_drift
 from toolsense.study.probe_findings import PROBE_RULE, RETAIN_RULE, formats_and_lora_retain, probes_near_chance
-from toolsense.reporting.tables import pct
-from toolsense.study.sweep import (Arms, Finding, Settings, Sweep, arm_seeds, arms_contrast, arms_diff, arms_gain, seed_arms,
-                                  seed_gate, verdict)
-from toolsense.comparison.runs import item_values
-
+from toolsense.study.sweep import (
+    Arms,
+    Finding,
+    Settings,
+    Sweep,
+    arm_seeds,
+    arms_contrast,
+    arms_diff,
+    arms_gain,
+    seed_arms,
+    seed_gate,
+    verdict,
+)
 
 RULES = {
     1: "sign rule on the difference of the two normalized Stage-2 gains (standard − realistic): each the share of the queries "

@@ -19,11 +19,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
+from toolsense.comparison.scales import RATE_SCALES
 from toolsense.reporting.tables import markdown_table
 from toolsense.study.config import AnalysisPlan, FindingRule
 from toolsense.study.findings import FINDINGS
 from toolsense.study.registration import plan_dict
-from toolsense.comparison.scales import RATE_SCALES
 from toolsense.study.sensitivity import lift_sensitivity, sensitivity_markdown
 from toolsense.study.sensitivity_findings import appendix_e_sensitivity, collapse_sensitivity, drift_sensitivity
 from toolsense.study.sweep import Finding, Settings, Sweep

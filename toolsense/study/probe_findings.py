@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolsense.reporting.tables import pct
-from toolsense.study.sweep import (Finding, Settings, Sweep, arm_seeds, combine, near_chance, paired, seed_arms, seed_gate,
-                                  verdict)
+from toolsense.study.sweep import Finding, Settings, Sweep, arm_seeds, combine, near_chance, paired, seed_arms, seed_gate, verdict
 
 DEBIASED_COL = {"mcq": ("bal", "balanced_accuracy"), "qa": ("calib", "calibrated_accuracy")}
 """A probe's debiased token column and its per-item metric: what findings 4 and 5 are judged on

@@ -14,18 +14,18 @@ import yaml
 
 from toolsense.comparison.compare import comparison_table
 from toolsense.evaluation.outputs import write_json
+from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
 from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_table
-from toolsense.utils.paths import portable_text
 from toolsense.study.config import AnalysisPlan
 from toolsense.study.design import catalog_section, registration_section
-from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
-from toolsense.study.plan_report import changes_markdown, finding_tables, mark_depends, rule_changes, tables_markdown
-from toolsense.study.registration import read_registration
 from toolsense.study.findings import FINDINGS, RULES
+from toolsense.study.plan_report import changes_markdown, finding_tables, mark_depends, rule_changes, tables_markdown
 from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
+from toolsense.study.registration import read_registration
 from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
 from toolsense.study.timings import study_wall_time, untimed_invocations
 from toolsense.utils.io import git_sha
+from toolsense.utils.paths import portable_text
 
 SECOND_READINGS = ("architecture", "probe_model", "retention")
 """Sweeps read as grids of their own, each a column pair of the findings table beside the grid's."""

@@ -14,7 +14,6 @@ chance, an IS on too few constrained hits, drift without per-token rows), with t
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence

@@ -9,7 +9,6 @@ Hydra checks keys, types and enum choices while composing; cross-field combinati
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 from typing import Any, Optional
 

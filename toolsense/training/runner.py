@@ -25,9 +25,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from toolsense.catalog import Catalog, Query
 from toolsense.catalog.config import load_from_config
+from toolsense.data.leakage import QuerySet
 from toolsense.data.memorization import build_memorization_examples
 from toolsense.data.retrieval import retrieval_examples
-from toolsense.data.leakage import QuerySet
 from toolsense.data.sources import load_query_sets
 from toolsense.index import ToolIndex
 from toolsense.index.config import index_from_config

@@ -25,11 +25,21 @@ from toolsense.models import load_model_and_tokenizer
 from toolsense.models.loading import resolve_dtype
 from toolsense.training.config import StageSchedule, TrainConfig
 from toolsense.training.memory import device_memory, memory_plan, model_shape
-from toolsense.training.trainer import (
-    ROWS_FILE, EmbeddingRowsCallback, ToolsenseSFTTrainer, TrackerCallback, load_device, master_weights, plan_batch, release_deepspeed_state,
-    restore_embedding_rows, sft_config, use_bf16, world_size,
-)
 from toolsense.training.resume import LOSS_FILE, LossTotalCallback, checkpoint_step, forget_logged_after, loss_sum_at, stage_loss, tokens_at
+from toolsense.training.trainer import (
+    ROWS_FILE,
+    EmbeddingRowsCallback,
+    ToolsenseSFTTrainer,
+    TrackerCallback,
+    load_device,
+    master_weights,
+    plan_batch,
+    release_deepspeed_state,
+    restore_embedding_rows,
+    sft_config,
+    use_bf16,
+    world_size,
+)
 from toolsense.training.tuning import Trainable, prepare_trainable
 
 log = logging.getLogger(__name__)

@@ -20,10 +20,10 @@ contract is one place:
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
-import fcntl
 import threading
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator

@@ -26,8 +26,8 @@ import logging
 import os
 import socket
 import sys
-from datetime import datetime, timezone
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TypeVar
 

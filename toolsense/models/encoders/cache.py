@@ -18,8 +18,8 @@ import logging
 import os
 import shutil
 import time
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
