@@ -67,12 +67,9 @@ def test_a_run_directory_in_use_is_refused_or_skipped(tmp_path):
     cmd = [sys.executable, str(ROOT / "train.py"), *TINY, f"output_dir={run}"]
     with RunDir(run).claim() as held:
         assert held
-        # the three at once: each is mostly its imports (~12 s apiece on a loaded 2-core machine)
-        procs = [subprocess.Popen(cmd, cwd=ROOT, env={**ENV, **busy}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True) for busy in ({}, {"TOOLSENSE_BUSY": "skip"}, {"TOOLSENSE_BUSY": "later"})]
-        outputs = [p.communicate(timeout=300) for p in procs]
-        refused, skipped, invalid = [subprocess.CompletedProcess(p.args, p.returncode, out, err)
-                                     for p, (out, err) in zip(procs, outputs)]
+        refused = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+        skipped = subprocess.run(cmd, cwd=ROOT, env={**ENV, "TOOLSENSE_BUSY": "skip"}, capture_output=True, text=True, timeout=300)
+        invalid = subprocess.run(cmd, cwd=ROOT, env={**ENV, "TOOLSENSE_BUSY": "later"}, capture_output=True, text=True, timeout=300)
     holder = f"pid {os.getpid()} on {socket.gethostname()}"
     assert refused.returncode != 0 and f"{run}: another process is training into this folder ({holder}" in refused.stderr
     assert skipped.returncode == 0 and f"{holder} (" in skipped.stdout + skipped.stderr
