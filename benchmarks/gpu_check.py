@@ -262,8 +262,9 @@ def check_train_8b(args, device) -> dict:
     model = build_model(args.large, tok, torch.bfloat16 if device == "cuda" else torch.float32, device)
     ids = add_index_tokens(index, model, tok)
     tuning = TuningConfig()  # LoRA r=64 on every linear layer, every embedding row trainable
-    plan = memory_plan(Shape.from_config(model.config), tuning, TrainerConfig(per_device_batch=args.plan_batch, max_length=args.train_tokens,
-                                                                             gradient_checkpointing=True), bf16=device == "cuda")
+    plan = memory_plan(Shape.from_config(model.config), tuning,
+                       TrainerConfig(per_device_batch=args.plan_batch, max_length=args.train_tokens, gradient_checkpointing=True),
+                       bf16=device == "cuda")
     tqdm.write(plan.text())
     trainable = prepare_trainable(model, tuning, ids, upcast=True)
     base = trainable.model.get_base_model()

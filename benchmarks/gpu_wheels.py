@@ -66,7 +66,8 @@ def main() -> None:
         raise SystemExit(f"{out}: two versions of one package ({sorted(n for n in names if names.count(n) > 1)}): pip would refuse both")
     size = sum(f.stat().st_size for f in files)
     print("\n".join(f"{f.stat().st_size / 2**20:7.2f} MiB  {f.name}" for f in files))
-    print(f"{len(files)} wheels, {size / 2**20:.1f} MiB in {out}" + ("" if size < 64 * 2**20 else " -- over the 64 MiB a device call carries"))
+    print(f"{len(files)} wheels, {size / 2**20:.1f} MiB in {out}"
+          + ("" if size < 64 * 2**20 else " -- over the 64 MiB a device call carries"))
 
 
 if __name__ == "__main__":

@@ -89,7 +89,8 @@ def stage_runner(model: str, mode: str, steps: int, run_dir: str):
     examples = build_memorization_examples(catalog, index, cfg.memorization)
     runner = StageRunner("stage1", cfg, cfg.stage1, index, examples, Path(run_dir))
     runner.setup()
-    print(f"READY {json.dumps({'examples': len(examples), 'formats': list(cfg.memorization.formats), 'precision': str(cfg.trainer.precision), 'bf16': runner.trainer.args.bf16})}", flush=True)
+    print("READY " + json.dumps({"examples": len(examples), "formats": list(cfg.memorization.formats),
+                                 "precision": str(cfg.trainer.precision), "bf16": runner.trainer.args.bf16}), flush=True)
     return runner
 
 
@@ -121,7 +122,8 @@ def measure(model: str, mode: str, steps: int) -> dict:
     start = marks[1] if len(marks) > 2 else marks[0]
     wall, cpu, tokens = (b - a for a, b in zip(start, marks[-1]))
     out.update(steps_timed=len(marks) - 1 - (len(marks) > 2), warmup_included=len(marks) == 2, tokens=int(tokens),
-               seconds=round(wall, 2), cpu_seconds=round(cpu, 2), tokens_per_s=round(tokens / wall, 1), tokens_per_cpu_s=round(tokens / cpu, 1))
+               seconds=round(wall, 2), cpu_seconds=round(cpu, 2), tokens_per_s=round(tokens / wall, 1),
+               tokens_per_cpu_s=round(tokens / cpu, 1))
     return out
 
 
@@ -212,7 +214,8 @@ def _report(runs: dict[str, list[dict]], stopped: dict[str, list[str]], key: str
     for m in MODES:
         if rates[m]:
             st = stats(rates[m])
-            print(f"  {m:<5} {unit:<16} min {min(rates[m]):8.1f}  median {st['median']:8.1f}  spread {100 * st['spread']:5.1f}%  (n={st['n']})")
+            print(f"  {m:<5} {unit:<16} min {min(rates[m]):8.1f}  median {st['median']:8.1f}  "
+                  f"spread {100 * st['spread']:5.1f}%  (n={st['n']})")
         elif stopped[m]:
             print(f"  {m:<5} {unit:<16} none: every run stopped")
     if rates["fp32"] and rates["bf16"]:
@@ -240,7 +243,8 @@ def main() -> None:
     cpu, flags = cpu_info()
     load = os.getloadavg()
     print(f"CPU: {cpu}; " + ", ".join(f"{f} {'yes' if v else 'no'}" for f, v in flags.items())
-          + f"; torch threads OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+          + f"; torch threads OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; "
+            f"load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     runs: dict[str, list[dict]] = {m: [] for m in MODES}
     stopped: dict[str, list[str]] = {m: [] for m in MODES}
     with tqdm(total=len(MODES) * a.repeats, desc="precision", unit="run", dynamic_ncols=True) as bar:

@@ -87,7 +87,8 @@ def measure(model_name: str, batching: str, steps: int, batch: int) -> dict:
         elapsed = time.perf_counter() - Count.t0
         tokens = trainer._total_train_tokens - Count.tok0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"batching": batching + (f" to {pad_to}" if pad_to else ""), "steps_timed": steps - 1, "tokens": int(tokens), "seconds": round(elapsed, 2),
+    return {"batching": batching + (f" to {pad_to}" if pad_to else ""), "steps_timed": steps - 1, "tokens": int(tokens),
+            "seconds": round(elapsed, 2),
             "tokens_per_s": round(tokens / elapsed, 1), "peak_rss_mib": round(rss)}
 
 

@@ -52,7 +52,8 @@ def test_real_sweep_appends_sections_in_the_configured_order(tmp_path):
     ts = _traces()
     fit, ev = ts.split(["0"], None)
     res = run_dilution(ts, fit, ev, DilutionConfig(tool="t3", ks=[0], seeds=[0]), PT2DConfig(), TOOLS, STATS, tmp_path / "d.jsonl")
-    assert [r["tools"] for r in res["real"]] == [["t3"], ["t3", "t1"], ["t3", "t1", "t2"], ["t3", "t1", "t2", "t4"], TOOLS[2:3] + ["t1", "t2", "t4", "t5"]]
+    assert [r["tools"] for r in res["real"]] == [["t3"], ["t3", "t1"], ["t3", "t1", "t2"], ["t3", "t1", "t2", "t4"],
+                                                 TOOLS[2:3] + ["t1", "t2", "t4", "t5"]]
     assert res["real_order"]["setting"] == "auto" and "trace order" in res["real_order"]["rule"]
     # a changed order never reuses the stored rows of another
     res2 = run_dilution(ts, fit, ev, DilutionConfig(tool="t3", real_order=[3, 5], ks=[0], seeds=[0]), PT2DConfig(), TOOLS,

@@ -112,7 +112,8 @@ def test_openai_endpoint_scorer_key_from_env_only(endpoint, demo_traces, tmp_pat
     assert all(s["auth"] == f"Bearer {secret}" and s["path"] == "/v1/chat/completions" for s in _Endpoint.seen)
     assert _Endpoint.seen[0]["body"]["temperature"] == 0.0 and _Endpoint.seen[0]["body"]["max_tokens"] == 16
     # a rerun is served from the cache: no new requests
-    scores2, _ = score_variants(build_scorer(cfg), ScoreCache(tmp_path / "cache"), sets, idx, AuditPromptConfig(), 0.5, tmp_path / "samples.jsonl")
+    scores2, _ = score_variants(build_scorer(cfg), ScoreCache(tmp_path / "cache"), sets, idx, AuditPromptConfig(), 0.5,
+                                tmp_path / "samples.jsonl")
     assert len(_Endpoint.seen) == 8 and scores2["original"].tolist() == scores["original"].tolist()
     for f in tmp_path.rglob("*"):
         if f.is_file():

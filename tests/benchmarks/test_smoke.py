@@ -99,7 +99,8 @@ def check_encode_catalog(out: str) -> None:
     speed, _, cos_mean, cos_min = numbers(
         rf"^int8 vs torch: {NUM}x the speed \(medians\), recall@10 {NUM}, cosine to torch mean {NUM} min {NUM}$", out)
     assert speed > 0 and 0.9 < cos_mean <= 1.0001 and cos_min <= cos_mean  # int8 stays close to fp32 MiniLM
-    first, again, faster = numbers(rf"^cache \(torch\): first call .* {NUM} s, second call \(memory-mapped load\) {NUM} s = {NUM}x faster", out)
+    first, again, faster = numbers(rf"^cache \(torch\): first call .* {NUM} s, "
+                                   rf"second call \(memory-mapped load\) {NUM} s = {NUM}x faster", out)
     assert first > 0 and again >= 0 and faster > 1
 
 

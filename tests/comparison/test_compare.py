@@ -123,7 +123,8 @@ def test_seeds_of_one_configuration_are_averaged_with_a_pooled_interval(tmp_path
     assert is_cell["few_hits"] and "⚑ 9 hits" in comparison_table(comp)
     assert comp["cells"]["tg-lora"]["mcq token acc"]["sd"] == 0.0  # no samples.jsonl: mean ± sd, no interval
     assert comp["cells"]["tg-lora"]["mcq token acc"]["lo"] is None
-    assert comparison_table(comp).splitlines()[2].startswith(f"| tg-lora | 45.0 [{100 * cell['lo']:.1f}, {100 * cell['hi']:.1f}] n=2 sd 7.1 |")
+    assert comparison_table(comp).splitlines()[2].startswith(
+        f"| tg-lora | 45.0 [{100 * cell['lo']:.1f}, {100 * cell['hi']:.1f}] n=2 sd 7.1 |")
     assert "n = training seeds of the configuration" in comparison_table(comp) and "† one seed" not in comparison_table(comp)
 
 

@@ -118,4 +118,5 @@ def test_retention_of_several_runs_pairs_each_run_with_itself():
     assert one["one_seed"] and one["value"] == pytest.approx(-0.5) and one["n_seeds"] == 1
     two = retention_estimate([(s1, _items([1, 1, 0, 0])), (s1, _items([1, 1, 1, 0]))], "tg-lora", 200, 0)
     assert two["value"] == pytest.approx(-0.375) and two["seeds"] == {"tg-lora": 2} and not two["one_seed"]
-    assert two["sd"] == pytest.approx(0.25 / 2**0.5) and -1.0 <= two["lo"] < -0.375 < two["hi"] <= 1.0  # bounded: a difference of 0/1 values
+    # bounded: a difference of 0/1 values
+    assert two["sd"] == pytest.approx(0.25 / 2**0.5) and -1.0 <= two["lo"] < -0.375 < two["hi"] <= 1.0

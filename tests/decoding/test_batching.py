@@ -115,7 +115,8 @@ def test_a_cublas_allocation_failure_is_out_of_memory_too(tiny, monkeypatch, cap
 
     assert is_out_of_memory(RuntimeError(CUBLAS_ALLOC)) and is_out_of_memory(torch.cuda.OutOfMemoryError("x"))
     assert is_out_of_memory(RuntimeError("CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported"))
-    assert not is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied")) and not is_out_of_memory(ValueError(CUBLAS_ALLOC))
+    assert (not is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+            and not is_out_of_memory(ValueError(CUBLAS_ALLOC)))
     want = _ranked(_retriever(tiny, batch_size=3))
     auto = _retriever(tiny)
     monkeypatch.setattr(auto, "batch_size", lambda prompt_tokens: 8)

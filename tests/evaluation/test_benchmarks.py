@@ -66,12 +66,14 @@ GOOD_RRB = {"sample_id": "s1", "query": "q", "tool": {"tool_name": "A&&b"}, "ana
      r"mcq.jsonl:2: field 'wrong_answers' must be a list of 3 non-empty strings"),
     ("mcq", {"id": "m", "question": "?", "correct_answer": "a", "wrong_answers": ["a", "c", "d"], "tool": {"tool_name": "A&&b"}},
      r"mcq.jsonl:2: field 'wrong_answers' repeats an option"),
-    ("qa", {"id": "q", "question": "?", "answer": "Maybe", "tool": {"tool_name": "A&&b"}}, r"qa.jsonl:2: field 'answer' must be 'Yes' or 'No'"),
+    ("qa", {"id": "q", "question": "?", "answer": "Maybe", "tool": {"tool_name": "A&&b"}},
+     r"qa.jsonl:2: field 'answer' must be 'Yes' or 'No'"),
     ("qa", {"id": "q", "question": "?", "answer": "Yes", "tool": "A&&b"}, r"qa.jsonl:2: field 'tool' must be a tool object"),
     # a repeated probe id would be scored and counted twice (issue 38: n=4 for 3 ids); retrieval files refuse it too
     ("mcq", {"id": "m0", "question": "??", "correct_answer": "x", "wrong_answers": ["b", "c", "d"], "tool": {"tool_name": "A&&b"}},
      r"mcq.jsonl:2: repeated id 'm0' \(first at line 1\)"),
-    ("qa", {"id": "q0", "question": "??", "answer": "Yes", "tool": {"tool_name": "A&&b"}}, r"qa.jsonl:2: repeated id 'q0' \(first at line 1\)"),
+    ("qa", {"id": "q0", "question": "??", "answer": "Yes", "tool": {"tool_name": "A&&b"}},
+     r"qa.jsonl:2: repeated id 'q0' \(first at line 1\)"),
 ])
 def test_malformed_line_names_file_line_and_field(tmp_path, loader, bad, message):
     good = {"rrb": GOOD_RRB,

@@ -43,7 +43,8 @@ def test_prompt_names_tool_by_token_or_in_control_by_name(ev):
     perm = [2, 0, 3, 1]
     tok_prompt = probe_prompt(ev, it, "mcq", "token", perm, ProbeConfig())
     ctl_prompt = probe_prompt(ev, it, "mcq", "control", perm, ProbeConfig())
-    assert "<<SkyCast Weather&&current_weather>>" in tok_prompt and "SkyCast" not in tok_prompt.replace("<<SkyCast Weather&&current_weather>>", "")
+    assert ("<<SkyCast Weather&&current_weather>>" in tok_prompt
+            and "SkyCast" not in tok_prompt.replace("<<SkyCast Weather&&current_weather>>", ""))
     assert "SkyCast Weather (API: current_weather)" in ctl_prompt and "<<" not in ctl_prompt
     assert f"B. {it.options[0]}" in tok_prompt  # the correct option (index 0) sits at slot B under this permutation
     assert "Answer with A, B, C or D only." in tok_prompt
@@ -184,7 +185,8 @@ def test_card_mode_shows_the_tool_description(ev):
     card = probe_prompt(ev, it, "mcq", "card", [0, 1, 2, 3], ProbeConfig())
     desc = ev.catalog[it.tool].api_description
     service_desc = ev.catalog[it.tool].tool_description
-    assert f"Consider this tool: SkyCast Weather (API: current_weather). Service description: {service_desc} API description: {desc}\n" in card
+    assert (f"Consider this tool: SkyCast Weather (API: current_weather). Service description: {service_desc} "
+            f"API description: {desc}\n") in card
     assert "<<" not in card  # card mode names the tool by its text, never by its virtual token
     with pytest.raises(ValueError, match="probe.modes may only contain"):
         ProbeConfig(modes=["token", "tool"])
@@ -282,7 +284,8 @@ def test_options_mode_names_no_tool_and_refuses_a_template_that_would_lose_the_q
     it = load_benchmark(BenchmarkConfig(loader="mcq")).items[0]
     perm = [2, 0, 3, 1]
     opt = probe_prompt(ev, it, "mcq", "options", perm, ProbeConfig(), chat=False)[0]["content"]
-    assert opt == f"{it.question}\n" + "\n".join(f"{'ABCD'[j]}. {it.options[p]}" for j, p in enumerate(perm)) + "\nAnswer with A, B, C or D only."
+    assert opt == (f"{it.question}\n" + "\n".join(f"{'ABCD'[j]}. {it.options[p]}" for j, p in enumerate(perm))
+                   + "\nAnswer with A, B, C or D only.")
     assert "SkyCast" not in opt and "<<" not in opt and "Consider this tool" not in opt
     one_line = "About {tool}: {question}\n{options}\nAnswer with {choices} only."
     assert ProbeConfig(modes=["token"], template=one_line).template == one_line

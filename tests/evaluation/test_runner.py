@@ -64,7 +64,8 @@ def test_run_dir_evaluation_writes_results_samples_and_one_table(tiny_run, tmp_p
 
 def test_missing_gold_tools_are_reported_not_dropped(tiny_run, tmp_path):
     qfile = tmp_path / "q.jsonl"
-    qfile.write_text(json.dumps({"query_id": "a", "query": "weather now", "tools": ["SkyCast Weather&&current_weather", "Ghost&&tool"]}) + "\n"
+    qfile.write_text(json.dumps({"query_id": "a", "query": "weather now",
+                                 "tools": ["SkyCast Weather&&current_weather", "Ghost&&tool"]}) + "\n"
                      + json.dumps({"query_id": "b", "query": "haunted", "tools": ["Ghost&&tool"]}) + "\n")
     cfg = _cfg(tiny_run, tmp_path / "out", benchmarks={"custom": {"loader": "query_jsonl", "path": str(qfile)}}, baselines={})
     res = run(cfg)["results"][0]

@@ -120,7 +120,8 @@ def test_runner_scores_a_toolken_system_without_a_parametric_model(toolken_run, 
 
     trained = stage2_tools(toolken_run, [t["name"] for t in json.loads((toolken_run / "index.json").read_text())["tools"]])
     assert 0 < len(trained.tools) < 126 and res["coverage"]["trained_tools"] == len(trained.tools)
-    assert res["coverage"]["covered"] == sum(bool(s["covered"]) for s in samples) == sum(bool(set(s["gold"]) & trained.tools) for s in samples)
+    assert (res["coverage"]["covered"] == sum(bool(s["covered"]) for s in samples)
+            == sum(bool(set(s["gold"]) & trained.tools) for s in samples))
     assert not res["source"]["model"]["run"].startswith("/")
     fp = json.loads((d / "samples.fingerprint.json").read_text())
     assert "checkpoint_sha256" in json.dumps(fp) and '"free_form": true' in json.dumps(fp)

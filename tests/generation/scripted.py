@@ -38,12 +38,14 @@ class ScriptedLLM:
             proposed = json.loads(re.search(r"Proposed answer set: (\[.*?\])", text).group(1))
             return json.dumps({"naturalness": 5, "tier_compliance": 5, "label_correctness": 5, "satisfying": proposed})
         if "Which option is correct" in text:
-            return json.dumps({"answer": "ABCD"[[ln.startswith(("A.", "B.", "C.", "D.")) and "CORRECT" in ln for ln in text.splitlines() if ln[:2] in ("A.", "B.", "C.", "D.")].index(True)]})
+            return json.dumps({"answer": "ABCD"[[ln.startswith(("A.", "B.", "C.", "D.")) and "CORRECT" in ln
+                                                 for ln in text.splitlines() if ln[:2] in ("A.", "B.", "C.", "D.")].index(True)]})
         if "Reply as JSON: {\"answer\": \"Yes\"|\"No\"}" in text:
             return json.dumps({"answer": "Yes" if "YES-FACT" in text else "No"})
         desc = " ".join(cards[0][2].lower().split()[:6]) if cards else ""
         if "multiple-choice" in text:
-            return json.dumps({"question": f"Which statement fits a tool that can {desc}?", "correct_answer": "CORRECT: " + cards[0][2][:40],
+            return json.dumps({"question": f"Which statement fits a tool that can {desc}?",
+                               "correct_answer": "CORRECT: " + cards[0][2][:40],
                                "wrong_answers": [c[2][:40] for c in cards[1:4]]})
         if "yes/no question" in text:
             if "answer is Yes" in text:
@@ -84,7 +86,8 @@ class FakeOpenAIServer:
     ``malformed`` (not JSON), ``http500_once`` (500 on a body's first request), ``http400``
     (context length, always), ``timeout_once`` (sleeps past the client time-out once),
     ``truncated`` (``finish_reason=length``, half a JSON object), ``leak`` (the query names
-    the service), ``copy:<title>`` (the last reply given for that title's prompt: a duplicate), ``wrong_count`` (an MCQ with two wrong answers);
+    the service), ``copy:<title>`` (the last reply given for that title's prompt: a duplicate), ``wrong_count`` (an MCQ
+    with two wrong answers);
     ``echo_key`` (400 whose body echoes the request's ``Authorization`` header and bare key, as
     some endpoints do: "Incorrect API key provided");
     ``judge_garbled=True`` makes every temperature-0 judge reply prose (the retry parses).

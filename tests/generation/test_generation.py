@@ -117,9 +117,11 @@ def test_generate_cli_with_embedded_smollm2(tmp_path):
 
     out = tmp_path / "gen"
     subprocess.run([sys.executable, "generate.py", "rrb_per_tier={easy:1,medium:1,hard:1}", "n_probes=1",
-                    "max_attempts=1", f"output_dir={out}", f"hydra.run.dir={out / 'logs'}"], check=True, cwd=str(__import__("pathlib").Path(__file__).parents[2]))
+                    "max_attempts=1", f"output_dir={out}", f"hydra.run.dir={out / 'logs'}"], check=True,
+                   cwd=str(__import__("pathlib").Path(__file__).parents[2]))
     summary = json.loads((out / "summary.json").read_text())
-    n_files = {f: len((out / f).read_text().splitlines()) if (out / f).exists() else 0 for f in ("rrb.jsonl", "mcq.jsonl", "qa.jsonl", "rejected.jsonl")}
+    n_files = {f: len((out / f).read_text().splitlines()) if (out / f).exists() else 0
+               for f in ("rrb.jsonl", "mcq.jsonl", "qa.jsonl", "rejected.jsonl")}
     assert n_files["rrb.jsonl"] + n_files["mcq.jsonl"] + n_files["qa.jsonl"] + n_files["rejected.jsonl"] == 5
     assert sum(v for k, v in summary.items() if k.startswith("gen/") and k.endswith(("/accepted", "/rejected"))) == 5
 

@@ -115,7 +115,8 @@ def test_nothing_made_says_why_in_one_line():
                     "Connection error.), 0 rejected for good; fix the endpoint (writer.base_url) and rerun the same command to resume")
     rejected = nothing_made({"gen/qa/accepted": 0, "gen/qa/rejected": 3, "gen/rrb/easy/rejected": 2,
                              "rejection_reasons": {"writer reply is not a JSON object": 7, "duplicate query": 1}})
-    assert rejected == "made nothing: all 5 items were rejected for good (most often, 7x: writer reply is not a JSON object); see rejected.jsonl"
+    assert rejected == ("made nothing: all 5 items were rejected for good (most often, 7x: writer reply is not a JSON object); "
+                        "see rejected.jsonl")
     with pytest.raises(ValueError, match=r"nothing to generate: tasks=\['rrb'\] with rrb_per_tier=\{'easy': 0\} and n_probes=20"):
         GenerateConfig(tasks=["rrb"], rrb_per_tier={"easy": 0})
 

@@ -137,7 +137,8 @@ def test_false_negative_audit_relabel_or_reject(demo_catalog, nb):
     assert item["gold"] == [ANCHOR, task.pool[others[0] - 1], task.pool[others[1] - 1]]
     assert item["judge"]["relabelled"] == [task.pool[others[1] - 1]]
     assert sum(item["judge"]["pool_verdicts"].values()) == 3
-    item, reason, _ = _make(task, demo_catalog, HandLLM(rrb_writer=[write]), HandLLM(rrb_judge=[verdict]), GenerateConfig(fn_policy="reject"))
+    item, reason, _ = _make(task, demo_catalog, HandLLM(rrb_writer=[write]), HandLLM(rrb_judge=[verdict]),
+                            GenerateConfig(fn_policy="reject"))
     assert item is None and reason == "judge found unlabelled positives in the pool (fn_policy=reject)"
     easy = _task(nb, "easy")
     me = easy.pool.index(ANCHOR) + 1
@@ -187,7 +188,8 @@ def test_question_dedupe_exact_and_near(nb):
 
 def test_generic_questions_rejected(demo_catalog):
     tool = demo_catalog[ANCHOR]
-    item = {"correct_answer": "Observed temperature, humidity and wind", "wrong_answers": ["A five-day forecast", "Pollen levels", "Sunrise times"]}
+    item = {"correct_answer": "Observed temperature, humidity and wind",
+            "wrong_answers": ["A five-day forecast", "Pollen levels", "Sunrise times"]}
     assert check_mcq({**item, "question": "What is the primary function of this tool?"}, tool) == "generic question (template)"
     assert check_mcq({**item, "question": "Which invoice format does this tool export?"}, tool) == \
         "generic question (no content word from the tool card)"

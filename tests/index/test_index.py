@@ -75,7 +75,8 @@ def test_index_package_does_not_import_the_models():
     import subprocess
     import sys
 
-    code = ("import sys, numpy as np; from toolsense.catalog import Catalog, Tool; from toolsense.index.config import IndexConfig, index_from_config; "
+    code = ("import sys, numpy as np; from toolsense.catalog import Catalog, Tool; "
+            "from toolsense.index.config import IndexConfig, index_from_config; "
             "cat = Catalog.from_tools((Tool.from_name(f'S&&a{i}'), f'm:{i}') for i in range(12)); "
             "idx = index_from_config(IndexConfig(builder='clustered', branching=3), cat, lambda: np.eye(12, dtype=np.float32)); "
             "print(len(set(idx.paths.values())), sorted(m for m in sys.modules if m.startswith('toolsense.models')))")

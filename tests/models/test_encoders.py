@@ -39,7 +39,8 @@ class Spy:
         def counting_skip(i):
             rows = skip(i) if skip else None
             if rows is None:
-                self.texts += len(next(b for j, b in enumerate(length_sorted_batches([len(t) for t in texts], self.inner.batch_size)) if j == i))
+                self.texts += len(next(b for j, b in enumerate(length_sorted_batches([len(t) for t in texts], self.inner.batch_size))
+                                       if j == i))
             return rows
 
         return self.inner.encode(texts, progress, done if chunk_done else None, counting_skip)

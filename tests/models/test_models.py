@@ -36,7 +36,8 @@ def test_smollm2_is_the_real_pretrained_model(smollm2_dir):
     assert type(model).__name__ == "LlamaForCausalLM"
     assert len(tok) == 49152 and tok.eos_token == "<|im_end|>"
     assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
-    assert "<|im_start|>assistant" in tok.apply_chat_template([{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True)
+    assert "<|im_start|>assistant" in tok.apply_chat_template([{"role": "user", "content": "x"}], tokenize=False,
+                                                              add_generation_prompt=True)
     # pretrained weights: natural English is far more likely than shuffled words
     natural = lm_loss(model, tok, "The capital of France is Paris. It is a large city with many museums.")
     shuffled = lm_loss(model, tok, "museums city France Paris with The many is a capital large It of is.")

@@ -48,7 +48,8 @@ def _retrieval(folder: Path, src: dict, system: str, skill: float, rng: random.R
     _samples(folder / "samples.jsonl", rows)
     mean = lambda k: sum(r["metrics"][f"c_hit@{k}"] for r in rows) / N  # noqa: E731
     _write(folder / "results.json", {"benchmark": "realistic", "system": system, "kind": "retrieval", "source": src, "n": N,
-                                     "metrics": {f"{m}@{k}": {"value": mean(k), "lo": 0.0, "hi": 1.0} for m in ("Rc", "Rf") for k in (1, 5)}})
+                                     "metrics": {f"{m}@{k}": {"value": mean(k), "lo": 0.0, "hi": 1.0}
+                                                 for m in ("Rc", "Rf") for k in (1, 5)}})
 
 
 def _probe(folder: Path, src: dict, kind: str, skill: float, rng: random.Random) -> None:
@@ -63,7 +64,8 @@ def _probe(folder: Path, src: dict, kind: str, skill: float, rng: random.Random)
     _samples(folder / "samples.jsonl", rows)
     acc = sum(r["correct"] for r in rows) / len(rows)
     _write(folder / "results.json", {"benchmark": kind, "system": "token", "kind": kind, "source": src, "n": len(rows),
-                                     "chance": 0.25 if kind == "mcq" else 0.5, "metrics": {"accuracy": {"value": acc, "lo": 0.0, "hi": 1.0}}})
+                                     "chance": 0.25 if kind == "mcq" else 0.5,
+                                     "metrics": {"accuracy": {"value": acc, "lo": 0.0, "hi": 1.0}}})
 
 
 @pytest.fixture(scope="module")

@@ -260,7 +260,8 @@ def test_beirs_dense_retriever_and_evaluator_on_the_export_give_our_dense_number
     bench = load_benchmark(BenchmarkConfig(**bench_cfg))
     write_beir(demo_catalog, bench.items, tmp_path / "beir")
     corpus, queries, qrels = GenericDataLoader(data_folder=str(tmp_path / "beir")).load(split="test")
-    assert set(queries) == set(read_qrels(out / "realistic" / "dense" / QRELS)) == set(read_run(out / "realistic" / "dense" / MODES["constrained"]))
+    assert (set(queries) == set(read_qrels(out / "realistic" / "dense" / QRELS))
+            == set(read_run(out / "realistic" / "dense" / MODES["constrained"])))
     retriever = EvaluateRetrieval(DenseRetrievalExactSearch(models.SentenceBERT(str(embedded_minilm_dir())), batch_size=64,
                                                             show_progress_bar=False), score_function="cos_sim", k_values=list(KS))
     results = retriever.retrieve(corpus, queries)

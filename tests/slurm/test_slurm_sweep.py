@@ -17,7 +17,8 @@ from tests.slurm.conftest import wait_for_jobs
 from tests.training.conftest import ASSETS, ROOT, TINY
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
-EVALUATE = f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test","decoding=beam10","metrics.resamples=100"]'
+EVALUATE = (f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test",'
+            '"decoding=beam10","metrics.resamples=100"]')
 
 
 def _sweep(tmp_path, experiments: str, seeds: str, missing: str) -> tuple[subprocess.CompletedProcess, list[str], float]:

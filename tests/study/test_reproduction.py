@@ -76,7 +76,8 @@ def _grid_cells(is_flat=(0.8, 0.7), is_hier=(0.3, 0.5), drift_flat=(0.2, 0.4), d
     cells, schemes = {}, {}
     rows = [("tg-lora", "flat"), ("tg_3fm-full", "flat"), ("tg_h-lora", "hierarchical"), ("tg_5fm-full", "hierarchical")]
     for (row, scheme), is_, dr in zip(rows, [*is_flat, *is_hier], [*drift_flat, *drift_hier]):
-        cells[row] = {"realistic IS@5": {"value": is_}, "standard Rc@5": {"value": 0.9}, "realistic Rc@5": {"value": 0.3, "lo": 0.2, "hi": 0.4},
+        cells[row] = {"realistic IS@5": {"value": is_}, "standard Rc@5": {"value": 0.9},
+                      "realistic Rc@5": {"value": 0.3, "lo": 0.2, "hi": 0.4},
                       "drift stage1->stage2 virtual": {"value": dr}, "drift stage1->stage2 Δcos": {"value": -0.001}}
         schemes[row] = scheme
     cells["dense"] = {"realistic Rc@5": {"value": 0.6, "lo": 0.5, "hi": 0.7}}
@@ -502,7 +503,8 @@ def test_retention_section_shows_stage1_probes_or_says_there_are_none():
     cells["tg-lora"]["mcq token acc"] = {"value": 0.25, "lo": 0.1, "hi": 0.4, "chance": 0.25}
     cells["tg-lora:stage1"] = {"mcq token acc": {"value": 0.5, "lo": 0.3, "hi": 0.7, "chance": 0.25}}
     table = retention_section({"grid": sw})
-    assert "| grid | tg-lora | mcq token | 50.0 [30.0, 70.0] (chance 25) | 25.0 [10.0, 40.0] (chance 25) | -25.0 [-50.0, 0.0] | 8 | yes |" in table
+    assert ("| grid | tg-lora | mcq token | 50.0 [30.0, 70.0] (chance 25) | 25.0 [10.0, 40.0] (chance 25) | "
+            "-25.0 [-50.0, 0.0] | 8 | yes |") in table
 
 
 def test_setup_table_shows_a_stage_sized_in_epochs_with_the_steps_each_run_took(tmp_path):
@@ -578,7 +580,8 @@ def test_no_verdict_rests_on_an_arm_with_fewer_than_min_seeds_seeds():
     assert F.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, Settings(k=5, resamples=200)).verdict == "yes"
     assert F.appendix_e({"grid": fake_sweep(cells, schemes)}, Settings()).verdict == "n/a"
     cfg = SimpleNamespace(k=5, resamples=10, margin=0.1, min_hits=10)
-    assert settings_of(cfg).min_seeds == 3 and settings_of(SimpleNamespace(**vars(cfg), analysis=SimpleNamespace(min_seeds=5))).min_seeds == 5
+    assert (settings_of(cfg).min_seeds == 3
+            and settings_of(SimpleNamespace(**vars(cfg), analysis=SimpleNamespace(min_seeds=5))).min_seeds == 5)
 
 
 def test_drift_ratio_over_runs_where_each_side_has_several(tmp_path):

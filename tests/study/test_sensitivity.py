@@ -43,4 +43,5 @@ def test_the_shipped_grid_depends_on_k_and_the_scale(tmp_path):
     assert odd["not_evaluated"] == [7] and "k = 7 not evaluated" in sensitivity_markdown(odd, [5, 7], ["pp"], g.rows())
     high = lift_sensitivity(g, g.rows(), [5], ["pp"], 0.20, 100)  # TG-H's standard Rc@5 (12.4%) is below 20%
     assert high["below_floor"] == ["tg_h-lora"]
-    assert "Below the retrieval floor (standard Rc@5 < 20%; shown, not pooled): tg_h-lora" in sensitivity_markdown(high, [5], ["pp"], g.rows())
+    assert ("Below the retrieval floor (standard Rc@5 < 20%; shown, not pooled): tg_h-lora"
+            in sensitivity_markdown(high, [5], ["pp"], g.rows()))

@@ -25,7 +25,8 @@ def _run(root: Path, name: str, done: bool, combined: bool = False) -> Path:
     run = root / "grid" / name
     (run / "eval" / "standard" / "model").mkdir(parents=True)
     (run / "stage2").mkdir()
-    (run / "config.yaml").write_text(f"output_dir: {ROOT}/outputs/x/{name}\ncatalog:\n  path: {Path.home()}/.cache/toolsense/catalogs/c.jsonl\n")
+    (run / "config.yaml").write_text(f"output_dir: {ROOT}/outputs/x/{name}\n"
+                                     f"catalog:\n  path: {Path.home()}/.cache/toolsense/catalogs/c.jsonl\n")
     (run / "stage2" / "model.safetensors").write_bytes(b"weights")
     (run / "eval" / "standard" / "model" / "results.json").write_text(json.dumps({"run": str(run)}))
     if done:

@@ -47,7 +47,8 @@ def test_demo_freezes_base_rows():
 
 def test_hierarchical_format_with_flat_index_rejected():
     cfg = compose_train(["experiment=tg_5fm", "index=flat"])
-    with pytest.raises(ValueError, match=r"^memorization.formats: 'hier_next' needs a hierarchical index, but index.builder gives a flat index"):
+    with pytest.raises(ValueError,
+                       match=r"^memorization.formats: 'hier_next' needs a hierarchical index, but index.builder gives a flat index"):
         to_train_config(cfg)
 
 

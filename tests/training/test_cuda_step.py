@@ -24,7 +24,8 @@ def test_one_bf16_stage_on_the_gpu(tmp_path):
     from toolsense.models import ModelConfig, load_model_and_tokenizer
 
     run_dir = tmp_path / "run"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0")}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled",
+           "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0")}
     cmd = [sys.executable, str(ROOT / "train.py"), *TINY, "experiment=tg", "trainer=gpu", "trainer.precision=bf16", "model.dtype=auto",
            "trainer.effective_batch=4", "trainer.per_device_batch=4", "stage1.max_steps=2", "stage2.enabled=false",
            "trainer.save_steps=2", "stage1.learning_rate=2e-5", f"output_dir={run_dir}"]

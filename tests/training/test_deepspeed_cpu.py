@@ -60,7 +60,8 @@ def test_zero_on_two_cpu_processes(tmp_path, trainer, tuning, rows, scale, port)
     assert [s for s in shards if "optim_states" in s] == ["zero_pp_rank_0_mp_rank_00_optim_states.pt",
                                                          "zero_pp_rank_1_mp_rank_00_optim_states.pt"]
     # tuning.embedding_lr_scale reaches DeepSpeed's optimizer as its own parameter group
-    files = [step_dir.parent / "scheduler.pt", step_dir / "zero_pp_rank_0_mp_rank_00_optim_states.pt", step_dir / "mp_rank_00_model_states.pt"]
+    files = [step_dir.parent / "scheduler.pt", step_dir / "zero_pp_rank_0_mp_rank_00_optim_states.pt",
+             step_dir / "mp_rank_00_model_states.pt"]
     found = [_group_lrs(torch.load(f, map_location="cpu", weights_only=False)) for f in files if f.exists()]
     lrs = next((x for x in found if x is not None), None)
     assert lrs is not None and max(lrs) == pytest.approx(1e-2 * scale) and min(lrs) == pytest.approx(1e-2)

@@ -101,7 +101,8 @@ def test_embedding_lr_scale_gives_virtual_rows_a_larger_first_step(tiny_model_di
         emb_before = model.get_input_embeddings().weight.detach()[n_old:].clone()
         tr = prepare_trainable(model, TuningConfig(r=8, alpha=16, embedding_lr_scale=scale), ids)
         args = sft_config(TrainerConfig(effective_batch=9, per_device_batch=9, use_cpu=True, save_steps=100, max_grad_norm=0.0),
-                          StageSchedule(max_steps=1, learning_rate=1e-3, warmup_ratio=0.0, lr_scheduler="constant"), tmp_path / str(scale), "t")
+                          StageSchedule(max_steps=1, learning_rate=1e-3, warmup_ratio=0.0, lr_scheduler="constant"),
+                          tmp_path / str(scale), "t")
         trainer = ToolsenseSFTTrainer(model=tr.model, args=args, train_dataset=data, processing_class=tok, embedding_lr_scale=scale)
         trainer.train()
         lrs = sorted(g["lr"] for g in trainer.optimizer.param_groups)

@@ -106,7 +106,8 @@ def test_stage2_on_scored_queries_is_refused_naming_files_and_count(monkeypatch,
     copy = tmp_path / "copy.jsonl"
     rows = [json.loads(line) for line in queries.read_text().splitlines()]
     test = [r for r in rows if r["split"] == "test"]
-    copy.write_text("".join(json.dumps({**r, "query_id": f"other-{i}", "query": r["query"].upper() + " !!"}) + "\n" for i, r in enumerate(test[:1])))
+    copy.write_text("".join(json.dumps({**r, "query_id": f"other-{i}", "query": r["query"].upper() + " !!"}) + "\n"
+                            for i, r in enumerate(test[:1])))
     err = _train(monkeypatch, tmp_path, [*leaky, f"stage2.sources.0.path={copy}"])
     assert err is not None and f"stage2.sources.0 ({copy}) shares 1 queries with benchmarks.generated" in capsys.readouterr().err
 

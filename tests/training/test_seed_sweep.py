@@ -22,7 +22,8 @@ def test_seed_sweep_is_averaged_into_one_row(tmp_path):
                 '"decoding=beam10","metrics.resamples=100"]')
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", "experiment=tg,tg_3fm", "launcher=submitit_local",
            *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))], "stage1.max_steps=2",
-           "stage2.max_steps=2", "trainer.seed=0,1", "stage2.sources.0.split=train", evaluate, "hydra.callbacks.compare.metrics=[Rc@5,Rf@5,IS@5]",
+           "stage2.max_steps=2", "trainer.seed=0,1", "stage2.sources.0.split=train", evaluate,
+           "hydra.callbacks.compare.metrics=[Rc@5,Rf@5,IS@5]",
            f"hydra.sweep.dir={sweep}"]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]

@@ -16,7 +16,9 @@ from toolsense.training.config import LoggerConfig
 
 def test_redact_drops_secret_values_only():
     cfg = {"model": {"eos_token": "<|im_end|>"}, "logger": {"api_key": "abc", "nested": [{"WANDB_KEY": "x", "ok": 1}]}, "hf_token": "t"}
-    assert redact(cfg) == {"model": {"eos_token": "<|im_end|>"}, "logger": {"api_key": "***", "nested": [{"WANDB_KEY": "***", "ok": 1}]}, "hf_token": "***"}
+    assert redact(cfg) == {"model": {"eos_token": "<|im_end|>"},
+                           "logger": {"api_key": "***", "nested": [{"WANDB_KEY": "***", "ok": 1}]},
+                           "hf_token": "***"}
 
 
 def test_jsonl_appends_across_instances(tmp_path):
@@ -101,9 +103,11 @@ def test_sweep_logs_comparable_wandb_runs_without_the_key(tmp_path):
     it are offline W&B runs in the sweep's group, labelled, with curves under train/ and metrics
     with intervals under eval/; WANDB_API_KEY appears in no file it wrote."""
     sweep = tmp_path / "sweep"
-    evaluate = f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test","decoding=beam10","metrics.resamples=100"]'
+    evaluate = (f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test",'
+                '"decoding=beam10","metrics.resamples=100"]')
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", *[o for o in TINY if "max_steps" not in o], "stage1.max_steps=2",
-           "stage2.max_steps=3", "experiment=tg_3fm", "trainer.seed=7", "logger=wandb", "stage2.sources.0.split=train", evaluate, f"hydra.sweep.dir={sweep}"]
+           "stage2.max_steps=3", "experiment=tg_3fm", "trainer.seed=7", "logger=wandb", "stage2.sources.0.split=train", evaluate,
+           f"hydra.sweep.dir={sweep}"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "WANDB_API_KEY": SENTINEL, "TOKENIZERS_PARALLELISM": "false"}
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]

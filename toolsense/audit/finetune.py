@@ -33,7 +33,9 @@ from toolsense.models import ModelConfig, default_device, load_model_and_tokeniz
 log = logging.getLogger(__name__)
 
 
-def encode_examples(tok, records: Sequence[TraceRecord], prompt: AuditPromptConfig, cfg: FinetuneConfig) -> list[tuple[list[int], list[int]]]:
+def encode_examples(
+    tok, records: Sequence[TraceRecord], prompt: AuditPromptConfig, cfg: FinetuneConfig
+) -> list[tuple[list[int], list[int]]]:
     """(input_ids, labels) per record; labels are -100 except on the trained answer tokens.
 
     With ``loss_on=label`` the example ends at the label token(s) (what follows is never

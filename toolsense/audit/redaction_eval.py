@@ -22,7 +22,9 @@ Rendered = dict[str, tuple[re.Pattern, str]]
 """Per rendered-scope variant: the class pattern and placeholder applied to its messages."""
 
 
-def redaction_variants(traces: TraceSet, cfg: RedactionConfig, prompt: AuditPromptConfig) -> tuple[dict[str, TraceSet], dict[str, dict], Rendered]:
+def redaction_variants(
+    traces: TraceSet, cfg: RedactionConfig, prompt: AuditPromptConfig
+) -> tuple[dict[str, TraceSet], dict[str, dict], Rendered]:
     """``{"original": traces, <class>: redacted traces}``, the replacement counts per class, and
     the rendered-scope classes (their traces are the original; the redaction hits the messages)."""
     out, counts, rendered = {"original": traces}, {}, {}

@@ -64,7 +64,8 @@ def findings(res: dict) -> list[str]:
             else:
                 verdict = "control intact" if d["lo"] <= 0 <= d["hi"] or abs(d["auroc"]) < 0.05 else "CONTROL MOVED"
             out.append(f"  redact {v}{' (control)' if row['control'] else ''}: AUROC {_f(a['auroc'], '.3f')} "
-                       f"[{_f(a['lo'], '.3f')}, {_f(a['hi'], '.3f')}], dA = A_orig - A_redacted = {_f(d['auroc'], '+.3f')} [{_f(d['lo'], '+.3f')}, {_f(d['hi'], '+.3f')}], "
+                       f"[{_f(a['lo'], '.3f')}, {_f(a['hi'], '.3f')}], dA = A_orig - A_redacted = {_f(d['auroc'], '+.3f')} "
+                       f"[{_f(d['lo'], '+.3f')}, {_f(d['hi'], '+.3f')}], "
                        f"{row['replacements']['replacements']} replacements -> {verdict}")
     return out
 
@@ -201,8 +202,11 @@ def write_report(res: dict, out_dir: Path) -> Path:
                          "" if delta is None else _delta(delta),
                          r.get("replacements", {}).get("replacements", ""), r["unparseable"]]
                         + [_f(r['auroc'][p]['auroc'], ".3f") for p in parts])
-        md += ["## Stage 2 - token-class redaction", "", f"Scorer: `{json.dumps(red['scorer'])}`, decoding `{json.dumps(red.get('decoding'))}`; {red['n_scored']} eval records per variant.", "",
-               _table(["variant", "scope", "AUROC", "ΔA = A_orig − A_redacted", "replacements", "unparseable"] + [f"c{p}" for p in parts], rows), "",
+        md += ["## Stage 2 - token-class redaction", "",
+               f"Scorer: `{json.dumps(red['scorer'])}`, decoding `{json.dumps(red.get('decoding'))}`; "
+               f"{red['n_scored']} eval records per variant.", "",
+               _table(["variant", "scope", "AUROC", "ΔA = A_orig − A_redacted", "replacements", "unparseable"]
+                      + [f"c{p}" for p in parts], rows), "",
                "Scope `fields`: the class is redacted in the record's prompt-bearing fields; `rendered`: in the "
                "rendered prompt as the model reads it (template text and section headers included - the format class).", "",
                "ΔA = A_original − A_redacted, the paper's sign: positive means the scorer depends on the class. "

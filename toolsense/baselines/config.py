@@ -48,7 +48,8 @@ class BaselineConfig:
         if self.backend != "torch" and self.kind != "dense":
             raise ValueError(f"baseline.backend={self.backend} applies to kind=dense only, not kind={self.kind}")
         if self.batch_size < 1 or self.encode_batch_size < 1:
-            raise ValueError(f"baseline.batch_size and baseline.encode_batch_size must be >= 1, got {self.batch_size}, {self.encode_batch_size}")
+            raise ValueError(f"baseline.batch_size and baseline.encode_batch_size must be >= 1, "
+                             f"got {self.batch_size}, {self.encode_batch_size}")
 
     def identity(self) -> dict[str, Optional[str]]:
         """What the baseline's rankings depend on (its fingerprint): kind and encoder, plus the

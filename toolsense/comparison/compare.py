@@ -10,7 +10,8 @@ within the configuration, items shared by every seed; IS as the ratio of pooled 
 its number of seeds and their SD (``41.2 [35.0, 47.1] n=3 sd 2.1``). A single run's cell is
 recomputed from its samples.jsonl over items alone (IS by metrics.is_ci: Wilson for a flat index)
 and marked ``†`` (one seed), or is its results.json estimate where it has no samples. An IS on
-fewer than ``min_hits`` constrained hits is flagged. A row is labelled ``experiment-tuning`` (plus the keys that differ, when configurations share that).
+fewer than ``min_hits`` constrained hits is flagged. A row is labelled ``experiment-tuning`` (plus the keys that
+differ, when configurations share that).
 Probe accuracy cells carry chance and the majority rate; with Stage-1 and Stage-2 evaluations
 of the same runs a retention column group holds their difference (paired per item and per run,
 over seeds and items). ``drift.json`` files add drift columns (virtual / base relative drift, their
@@ -86,7 +87,8 @@ def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
     for root in map(Path, roots):
         if not root.exists():
             raise FileNotFoundError(f"roots: {root} does not exist")
-        for path in progress(sorted([*root.rglob("results.json"), *root.rglob("drift.json")]), desc=f"compare {root}", unit="file", min_total=50):
+        for path in progress(sorted([*root.rglob("results.json"), *root.rglob("drift.json")]), desc=f"compare {root}", unit="file",
+                             min_total=50):
             try:
                 res = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as e:
@@ -293,7 +295,8 @@ def report_notes(comp: Mapping[str, Any]) -> dict[str, Any]:
     """What the comparison page (reporting/compare_report.py) shows from the statistics, as text:
     each row's letter, each cell's significance superscript, their legend, the Cohen's d line."""
     sig = (comp.get("statistics") or {}).get("significance") or {}
-    return {"letters": sig.get("letters") or {}, "legend": legend(sig), "cohens_d": cohens_d_text((comp.get("statistics") or {}).get("cohens_d")),
+    return {"letters": sig.get("letters") or {}, "legend": legend(sig),
+            "cohens_d": cohens_d_text((comp.get("statistics") or {}).get("cohens_d")),
             "markers": {row: {col: marker(sig, row, col) for col in comp["columns"]} for row in comp["rows"]}}
 
 
@@ -315,7 +318,8 @@ def write_csv(comp: dict[str, Any], path: Path) -> Path:
                 est = comp["cells"][label].get(col)
                 if est and est.get("value") is not None:
                     w.writerow([label, col] + [est.get(k) for k in ("value", "sd", "lo", "hi")]
-                               + [est.get("n_seeds", 1), est.get("chance"), est.get("majority_rate"), bool(est.get("one_seed")), est.get("method")])
+                               + [est.get("n_seeds", 1), est.get("chance"), est.get("majority_rate"), bool(est.get("one_seed")),
+                                  est.get("method")])
     return path
 
 

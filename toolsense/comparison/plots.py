@@ -22,7 +22,9 @@ def _plt():
     return plt
 
 
-def grouped_bars(ax, groups: Sequence[str], series: dict[str, Sequence[float | None]], errs: dict[str, Sequence] | None = None) -> list[float]:
+def grouped_bars(
+    ax, groups: Sequence[str], series: dict[str, Sequence[float | None]], errs: dict[str, Sequence] | None = None
+) -> list[float]:
     """Bars of each series side by side within each group (None = no bar); returns group centres."""
     n = max(len(series), 1)
     width = 0.8 / n

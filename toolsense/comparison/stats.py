@@ -219,7 +219,8 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:
     n = m.sum(axis=1)
     if not np.all(n == n[0]) or n[0] < 2:
         bad = int(np.argmax(n != n[0])) if not np.all(n == n[0]) else 0
-        raise ValueError(f"fleiss_kappa: every item needs the same number (>= 2) of ratings; item {bad} has {n[bad]:g}, item 0 has {n[0]:g}")
+        raise ValueError(f"fleiss_kappa: every item needs the same number (>= 2) of ratings; "
+                         f"item {bad} has {n[bad]:g}, item 0 has {n[0]:g}")
     r = n[0]
     p_items = ((m * (m - 1)).sum(axis=1) / (r * (r - 1))).mean()
     p_cat = m.sum(axis=0) / m.sum()

@@ -87,5 +87,6 @@ def coverage_summary(golds: Sequence[Sequence[str]], trained: Optional[Stage2Too
         return None
     n = len(golds)
     covered = sum(bool(is_covered(g, trained)) for g in golds)
-    return {"covered": covered, "covered_any": sum(bool(is_covered_any(g, trained)) for g in golds), "n": n, "fraction": covered / n if n else None, "trained_tools": len(trained.tools),
+    return {"covered": covered, "covered_any": sum(bool(is_covered_any(g, trained)) for g in golds), "n": n,
+            "fraction": covered / n if n else None, "trained_tools": len(trained.tools),
             "stage2_enabled": trained.enabled}

@@ -144,9 +144,11 @@ def run_drift(run_dir: str | Path, cfg: DriftConfig, out_dir: str | Path) -> dic
         del model
     gen = torch.Generator().manual_seed(cfg.seed)
     base_ids = torch.randperm(n_base, generator=gen)[: cfg.sample_size]
-    pair_ids = virt_ids if len(virt_ids) <= cfg.max_pairs_tokens else virt_ids[torch.randperm(len(virt_ids), generator=gen)[: cfg.max_pairs_tokens]]
+    pair_ids = (virt_ids if len(virt_ids) <= cfg.max_pairs_tokens
+                else virt_ids[torch.randperm(len(virt_ids), generator=gen)[: cfg.max_pairs_tokens]])
     summary = compare(mats, virt_ids, base_ids, pair_ids)
-    summary.update(run=Path(os.path.relpath(run.resolve(), out_dir.resolve())).as_posix(), checkpoints=cfg.checkpoints, n_virtual=len(virt_ids), n_base_sample=len(base_ids), seed=cfg.seed)
+    summary.update(run=Path(os.path.relpath(run.resolve(), out_dir.resolve())).as_posix(), checkpoints=cfg.checkpoints,
+                   n_virtual=len(virt_ids), n_base_sample=len(base_ids), seed=cfg.seed)
     summary["index_sharing"] = index.sharing()  # per_level: each distinct token counted once, whatever the tools sharing it
     summary["flat"] = {f"{p['from']}->{p['to']}/{m}/{k}": v for p in summary["pairs"] for m in ("input", "output")
                        if m in p for k, v in p[m].items() if k != "rows"}

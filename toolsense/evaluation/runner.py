@@ -128,8 +128,8 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
         if bench.kind == "retrieval":
             if retriever is not None:
                 d, (items, lengths) = out / label / "model", fits[label]
-                res = evaluate_ranking(dataclasses.replace(bench, items=items), system_name(ev), retriever.run, set(ev.index.paths), metrics, d,
-                                       {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d),
+                res = evaluate_ranking(dataclasses.replace(bench, items=items), system_name(ev), retriever.run, set(ev.index.paths),
+                                       metrics, d, {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d),
                                         "query_length": lengths}, shard, trained)
                 if res is not None:
                     results.append(res)

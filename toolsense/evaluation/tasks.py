@@ -55,7 +55,8 @@ def summarize(rows: Sequence[dict], tiers: Sequence[str], cfg: MetricsConfig, wi
     by_tier: dict[str, list[dict]] = defaultdict(list)
     for r, t in zip(rows, tiers):
         by_tier[t].append(r["metrics"])
-    tier_out = {t: {"n": len(v), "metrics": aggregate(v, cfg.ks, cfg.resamples, cfg.seed, with_free, cfg.min_hits)} for t, v in sorted(by_tier.items())}
+    tier_out = {t: {"n": len(v), "metrics": aggregate(v, cfg.ks, cfg.resamples, cfg.seed, with_free, cfg.min_hits)}
+                for t, v in sorted(by_tier.items())}
     return {"metrics": metrics, "tiers": tier_out}
 
 

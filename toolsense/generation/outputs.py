@@ -228,7 +228,8 @@ def data_card(summary: dict, ident: dict, elapsed_s: float) -> str:
     usage = summary["usage"]
     lines += ["", "## Tokens", "", "| stage | calls | prompt tokens | completion tokens | truncated |", "|---|---|---|---|---|"]
     for stage, c in usage["by_stage"].items():
-        lines.append(f"| {stage} | {c.get('calls', 0)} | {c.get('prompt_tokens', 0)} | {c.get('completion_tokens', 0)} | {c.get('truncated', 0)} |")
+        lines.append(f"| {stage} | {c.get('calls', 0)} | {c.get('prompt_tokens', 0)} | {c.get('completion_tokens', 0)} "
+                     f"| {c.get('truncated', 0)} |")
     cost = usage["estimated_cost_usd"]
     lines += ["", f"Estimated cost: {'n/a (a model has no price in config)' if cost is None else f'${cost:.4f}'}; "
               f"last run's wall time {elapsed_s:.1f} s.", ""]

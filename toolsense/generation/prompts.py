@@ -76,7 +76,8 @@ def mcq_writer(tool: Tool, similar: list[Tool]) -> list[dict]:
             f"The tool:\n{tool_card(tool)}\nSimilar but different tools:\n" + "\n".join(tool_card(t) for t in similar) +
             "\n\nWrite one multiple-choice question about what THE TOOL does. Refer to it only as 'this tool', never by "
             "name. The correct answer describes the tool; the three wrong answers are plausible but wrong (for example "
-            'what the similar tools do). Reply as JSON: {"question": "...", "correct_answer": "...", "wrong_answers": ["...", "...", "..."]}'
+            'what the similar tools do). Reply as JSON: {"question": "...", "correct_answer": "...", '
+            '"wrong_answers": ["...", "...", "..."]}'
         )},
     ]
 

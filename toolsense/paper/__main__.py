@@ -1,7 +1,8 @@
 """``python -m toolsense.paper``: the paper's baseline rows beside ours (docs/reference/paper_tables.md).
 
     python -m toolsense.paper                 # the BM25 settings (minutes), then the page
-    python -m toolsense.paper --dense         # first encode the catalog per document (gold first, resumable; ~32-40 min a document on a quiet core)
+    python -m toolsense.paper --dense         # first encode the catalog per document (gold first, resumable;
+                                              # ~32-40 min a document on a quiet core)
     python -m toolsense.paper --page-only     # rebuild the page from what is under --out
 
 tables.py holds the settings and runs each as an evaluation; density.py the

@@ -218,12 +218,18 @@ def direction(grid: Grid, setting: str, metric: str = "Rc@50") -> str:
 SOURCES = """\
 | what | where it is stated (read, not copied) |
 |---|---|
-| ToolGen's BM25: `rank_bm25.BM25Okapi` (defaults k1 1.5, b 0.75, epsilon 0.25) over `nltk.word_tokenize(text.lower())`, no stopwords; top 100 kept | Reason-Wang/ToolGen `evaluation/utils/retrieval.py` (`BM25Indexer`), `evaluation/retrieval/eval_bm25.py` |
-| ToolGen's document: `category, tool_name, api_name, api_description, required_params: <JSON>, optional_params: <JSON>, return_schema: <JSON of template_response>` from ToolBench's `corpus.tsv`; no tool description | `evaluation/retrieval/eval_bm25.py`, `eval_encoder.py` (`process_retrieval_ducoment`) |
+| ToolGen's BM25: `rank_bm25.BM25Okapi` (defaults k1 1.5, b 0.75, epsilon 0.25) over `nltk.word_tokenize(text.lower())`, \
+no stopwords; top 100 kept | Reason-Wang/ToolGen `evaluation/utils/retrieval.py` (`BM25Indexer`), `evaluation/retrieval/eval_bm25.py` |
+| ToolGen's document: `category, tool_name, api_name, api_description, required_params: <JSON>, optional_params: <JSON>, \
+return_schema: <JSON of template_response>` from ToolBench's `corpus.tsv`; no tool description | \
+`evaluation/retrieval/eval_bm25.py`, `eval_encoder.py` (`process_retrieval_ducoment`) |
 | ToolGen's dense baselines index the same document, keep the top 5 | `evaluation/retrieval/eval_encoder.py` |
-| ToolGen's metric: NDCG@1/3/5 by `sklearn.metrics.ndcg_score`, with relevance set only for gold tools *inside the retrieved list*, so the ideal DCG ignores gold tools never retrieved | `compute_ndcg` in `eval_bm25.py`, `eval_encoder.py`, `evaluation/metrics.py` |
-| ToolGen's queries: ToolBench's `data/retrieval/G<n>/test.query.txt` + `qrels.test.tsv` (ToolBench's own test split), multi-domain corpus `corpus_G123.tsv` with `--corpus G123` | `eval_bm25.py` |
-| Ours: StableToolBench's *solvable* test queries (G1 163 + 153 + 158 = 474, G2 230, G3 61), gold = each query's `relevant APIs` | `../shared/data/README.md` |
+| ToolGen's metric: NDCG@1/3/5 by `sklearn.metrics.ndcg_score`, with relevance set only for gold tools *inside the retrieved list*, \
+so the ideal DCG ignores gold tools never retrieved | `compute_ndcg` in `eval_bm25.py`, `eval_encoder.py`, `evaluation/metrics.py` |
+| ToolGen's queries: ToolBench's `data/retrieval/G<n>/test.query.txt` + `qrels.test.tsv` (ToolBench's own test split), \
+multi-domain corpus `corpus_G123.tsv` with `--corpus G123` | `eval_bm25.py` |
+| Ours: StableToolBench's *solvable* test queries (G1 163 + 153 + 158 = 474, G2 230, G3 61), \
+gold = each query's `relevant APIs` | `../shared/data/README.md` |
 | The ToolSense paper's evaluation code is not public (SAP/toolsense holds benchmark generation only) | SAP/toolsense `README.md` |
 """
 

@@ -56,11 +56,14 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("bm25", "toolbench", "bm25", {}, "our default: `tool_text` document, bm25s tokenizer (English stopwords out), bm25s (Lucene) BM25"),
-    Setting("bm25_doc_toolgen", "toolbench", "bm25", {"document": "toolgen"}, "document: ToolGen's corpus text (category, names, API description, parameter JSON)"),
+    Setting("bm25", "toolbench", "bm25", {},
+            "our default: `tool_text` document, bm25s tokenizer (English stopwords out), bm25s (Lucene) BM25"),
+    Setting("bm25_doc_toolgen", "toolbench", "bm25", {"document": "toolgen"},
+            "document: ToolGen's corpus text (category, names, API description, parameter JSON)"),
     Setting("bm25_doc_api_text", "toolbench", "bm25", {"document": "api_text"}, "document: API title + API description only"),
     Setting("bm25_doc_names", "toolbench", "bm25", {"document": "names"}, "document: service and API names only"),
-    Setting("bm25_words", "toolbench", "bm25", {"tokenizer": "words"}, "tokenizer: lower-cased words + punctuation, no stopwords (ToolGen's)"),
+    Setting("bm25_words", "toolbench", "bm25", {"tokenizer": "words"},
+            "tokenizer: lower-cased words + punctuation, no stopwords (ToolGen's)"),
     Setting("bm25_okapi", "toolbench", "bm25", {"scorer": "okapi"}, "scorer: rank_bm25's BM25Okapi (ToolGen's)"),
     Setting("bm25_toolgen", "toolbench", "bm25_toolgen", {}, "all three as ToolGen: ToolGen document + words + Okapi"),
     Setting("bm25_clean", "toolbench_clean", "bm25", {}, "catalog: no text from the ToolBench test query files"),
@@ -69,7 +72,8 @@ SETTINGS: tuple[Setting, ...] = (
             "(every tool of the released benchmarks) instead of ToolBench's 46,984", benches=("rrb",)),
     Setting("bm25_toolgen_release", "toolsense_release", "bm25_toolgen", {}, "ToolGen's BM25 on the release catalog",
             benches=("rrb",)),
-    Setting("dense", "toolbench", "dense", {}, "MiniLM (all-MiniLM-L6-v2) over `tool_text` (the paper's te3l needs an API key)", dense=True),
+    Setting("dense", "toolbench", "dense", {}, "MiniLM (all-MiniLM-L6-v2) over `tool_text` (the paper's te3l needs an API key)",
+            dense=True),
     Setting("dense_toolgen", "toolbench", "dense_toolgen", {}, "MiniLM over ToolGen's document", dense=True),
 )
 

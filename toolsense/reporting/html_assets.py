@@ -21,7 +21,8 @@ table.config caption{text-align:left;font-weight:600;padding:2px 0}table.config 
 .badge{background:#fef3c7;color:#92400e;border-radius:4px;padding:0 4px;font-size:11px}td.one-seed{background:#fffbeb}
 .legend{font-size:12px;color:#3d4555;max-width:1300px}.plots img{max-width:640px;height:auto;border:1px solid #dde2ea}
 .side{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:10px}.side>div{min-width:0}
-.side .sys{font-weight:600;font-size:12px;overflow-wrap:anywhere}.side ol{margin:2px 0;padding-left:22px;font-size:12px;overflow-wrap:anywhere}
+.side .sys{font-weight:600;font-size:12px;overflow-wrap:anywhere}\
+.side ol{margin:2px 0;padding-left:22px;font-size:12px;overflow-wrap:anywhere}
 .item{border:1px solid #dde2ea;border-radius:6px;padding:8px 10px;margin:8px 0}.right{color:#15803d}.wrong{color:#b91c1c}
 """
 
@@ -51,8 +52,10 @@ JS = r"""
     }
     const opts = s.options.map((o, i) => '<li class="' + (s.letters[i] === s.gold ? 'right ' : '') +
       (s.letters[i] === s.pred ? 'picked' : '') + '">' + esc(s.letters[i]) + '. ' + esc(o) + '</li>').join('');
-    return '<div class="' + cls + '" data-id="' + esc(s.id) + '">' + head + '<div class="q">' + esc(s.tool) + ': ' + esc(s.query) + '</div>' +
-      '<div>answer ' + esc(s.pred) + ', gold ' + esc(s.gold) + ' (option order ' + esc(s.order) + ')</div><ul class="opts">' + opts + '</ul></div>';
+    return '<div class="' + cls + '" data-id="' + esc(s.id) + '">' + head +
+      '<div class="q">' + esc(s.tool) + ': ' + esc(s.query) + '</div>' +
+      '<div>answer ' + esc(s.pred) + ', gold ' + esc(s.gold) + ' (option order ' + esc(s.order) + ')</div>' +
+      '<ul class="opts">' + opts + '</ul></div>';
   }
   function render(){
     const q = f.q.value.trim().toLowerCase(), k = f.k.value;
@@ -110,7 +113,8 @@ COMPARE_JS = r"""
   }
   function render(){
     const q = f.q.value.trim().toLowerCase(), k = f.k.value;
-    const keep = data.items.filter(it => (!f.bench.value || it.bench === f.bench.value) && (!f.tier.value || String(it.tier) === f.tier.value) &&
+    const keep = data.items.filter(it => (!f.bench.value || it.bench === f.bench.value) &&
+      (!f.tier.value || String(it.tier) === f.tier.value) &&
       outcome(it, k) && (!q || (it.query + ' ' + it.id + ' ' + gold(it).join(' ') + ' ' + (it.tool || '')).toLowerCase().includes(q)));
     box.innerHTML = keep.slice(0, data.max).map(it => card(it, k)).join('');
     shown.textContent = keep.length;

@@ -78,7 +78,8 @@ def metrics_tables(rows: Sequence[tuple[str, dict]]) -> str:
         top = r.get("top_answer") or {}
         probe.append(_row_head(f, r) + _cell(r["metrics"].get("accuracy"), "accuracy") + _cell({"value": r.get("chance")}, "chance")
                      + _cell({"value": r.get("majority_rate")}, "majority_rate")
-                     + f'<td class="l">{html.escape(str(top.get("answer", "—")))} <span class="flag">{html.escape(flag_text(top))}</span></td></tr>')
+                     + f'<td class="l">{html.escape(str(top.get("answer", "—")))} '
+                       f'<span class="flag">{html.escape(flag_text(top))}</span></td></tr>')
     out = ""
     if ret:
         heads = "".join(f"<th>{html.escape(h)}</th>" for h, _, _ in cols)
@@ -118,8 +119,10 @@ def svg_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[dict 
                          f'fill="{COLOURS[si % len(COLOURS)]}"><title>{html.escape(name)} {html.escape(g)}: {v:.3f}</title></rect>')
             if est.get("lo") is not None:
                 cx = x + (w_bar - 2) / 2
-                parts.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(est["lo"]):.1f}" y2="{y(est["hi"]):.1f}" stroke="#111" stroke-width="1.2"/>')
-        parts.append(f'<text x="{x0 + n_s * w_bar / 2:.1f}" y="{top + h + 14}" font-size="10" text-anchor="middle">{html.escape(g[-14:])}</text>')
+                parts.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(est["lo"]):.1f}" y2="{y(est["hi"]):.1f}" '
+                             'stroke="#111" stroke-width="1.2"/>')
+        parts.append(f'<text x="{x0 + n_s * w_bar / 2:.1f}" y="{top + h + 14}" font-size="10" text-anchor="middle">'
+                     f'{html.escape(g[-14:])}</text>')
         r = ref[gi] if isinstance(ref, (list, tuple)) else None
         if r is not None:
             parts.append(f'<line class="chance" data-chance="{r!r}" x1="{x0 - 4:.1f}" x2="{x0 + n_s * w_bar + 2:.1f}" y1="{y(r):.1f}" '
@@ -127,7 +130,8 @@ def svg_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[dict 
     if ref is not None and not isinstance(ref, (list, tuple)):
         parts.append(f'<line x1="{left}" x2="{width}" y1="{y(ref):.1f}" y2="{y(ref):.1f}" stroke="#b91c1c" stroke-dasharray="4 3"/>')
     legend = "".join(f'<rect x="{left + i * 90}" y="{top + h + 22}" width="10" height="10" fill="{COLOURS[i % len(COLOURS)]}"/>'
-                     f'<text x="{left + i * 90 + 14}" y="{top + h + 31}" font-size="10">{html.escape(s)}</text>' for i, s in enumerate(series))
+                     f'<text x="{left + i * 90 + 14}" y="{top + h + 31}" font-size="10">{html.escape(s)}</text>'
+                     for i, s in enumerate(series))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + h + 40}" role="img">'
             + "".join(parts) + legend + "</svg>")
 
@@ -154,7 +158,8 @@ def plots(results: Sequence[dict]) -> str:
 def _beams(beams: list[dict] | None) -> list[dict] | None:
     if beams is None:
         return None
-    return [{"tool": b.get("tool"), "score": round(float(b.get("score", 0.0)), 3), **({"text": b["text"]} if b.get("tool") is None and "text" in b else {})}
+    return [{"tool": b.get("tool"), "score": round(float(b.get("score", 0.0)), 3),
+             **({"text": b["text"]} if b.get("tool") is None and "text" in b else {})}
             for b in beams[:MAX_BEAMS]]
 
 

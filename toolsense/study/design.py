@@ -26,7 +26,8 @@ def registration_section(root: str | Path) -> str:
     if reg is None:
         return "No analysis plan was registered for this study (it ran before registration existed, 2026-12-03).\n"
     plan = reg["plan"]
-    lines = [f"Registered {reg['at']} at commit `{str(reg['commit'])[:10]}`{' (with uncommitted changes)' if reg.get('uncommitted_changes') else ''}, "
+    lines = [f"Registered {reg['at']} at commit `{str(reg['commit'])[:10]}`"
+             f"{' (with uncommitted changes)' if reg.get('uncommitted_changes') else ''}, "
              f"plan sha256 `{reg['sha256'][:12]}`, with {reg['finished_runs_before']} finished run(s) already present. "
              f"Minimum seeds per arm {plan['min_seeds']}; a configuration below constrained Rc@k {100 * plan['retrieval_floor']:.0f}% "
              f"does not retrieve (reported, not averaged in); sensitivity over k ∈ {plan['sensitivity_ks']} and scales "

@@ -127,7 +127,8 @@ def _runs(g: Sweep, row: str, col: str, metric: str) -> dict[int, dict]:
 
 
 def realistic_collapse(sw: dict[str, Sweep], s: Settings) -> Finding:
-    f = Finding(2, "Realistic queries collapse against verbose ones; the dense baseline beats the best parametric model on realistic queries",
+    f = Finding(2, "Realistic queries collapse against verbose ones; "
+                "the dense baseline beats the best parametric model on realistic queries",
                 "TG-3FM 44.4% vs te3l 55.6% (BM25 32.4%) on the RRB")
     g, k = sw.get("grid"), s.k
     rows = g.rows() if g else []
@@ -272,13 +273,14 @@ def appendix_e(sw: dict[str, Sweep], s: Settings) -> Finding:
 
     def cover_text(b: str) -> str:
         c = cov.get(b) or {}
-        return (f"App. E covers {c['appendix_e'][0]} of {c['appendix_e'][1]}, TG {c['grid'][0]} of {c['grid'][1]}" if c else "coverage unknown")
+        return (f"App. E covers {c['appendix_e'][0]} of {c['appendix_e'][1]}, TG {c['grid'][0]} of {c['grid'][1]}" if c
+                else "coverage unknown")
 
     f.ours = "; ".join(f"{b} Rc@{k} App. E − TG on covered items {pct(est[b]['covered'], True)} ({cover_text(b)}), "
                        f"all items {pct(est[b]['all'], True)}" for b in ("realistic", "standard"))
     verdicts = [verdict(est["realistic"][judged]), verdict(est["standard"][judged], expect_positive=False)]
-    f.verdict = "yes" if all(v == "yes" for v in verdicts) else ("no" if "no" in verdicts else
-                                                                 f"inconclusive (leans {'no' if any('leans no' in v for v in verdicts) else 'yes'})")
+    f.verdict = "yes" if all(v == "yes" for v in verdicts) else (
+        "no" if "no" in verdicts else f"inconclusive (leans {'no' if any('leans no' in v for v in verdicts) else 'yes'})")
     if judged == "all":
         f.why = "no coverage known for these runs: judged on all items"
     f.details = {"realistic_gain": est["realistic"], "standard_change": est["standard"], "coverage": cov, "judged_on": judged,

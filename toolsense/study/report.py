@@ -162,8 +162,8 @@ def _setup(cfg, sweeps: dict[str, Sweep], wall: dict[str, float], untimed: dict[
         runs = f"{found} of {planned}" if planned else ("evaluation" if sw and sw.comp else "not run yet")
         c = run_config(sw) if sw else {}
         s1, s2, tr, tu = c.get("stage1", {}), c.get("stage2", {}), c.get("trainer", {}), c.get("tuning", {})
-        model = c.get("model", {}).get("name_or_path") or next((o.partition("=")[2] for o in (cfg.sweeps.get(name) or cfg.evaluations.get(name) or [])
-                                                                if o.startswith("model=")), "—")
+        model = c.get("model", {}).get("name_or_path") or next(
+            (o.partition("=")[2] for o in (cfg.sweeps.get(name) or cfg.evaluations.get(name) or []) if o.startswith("model=")), "—")
         rows.append([name, SWEEP_ROLES.get(name, ""), runs, str(model), _n_tools(sw) if sw else "—",
                      f"{_stage_size(sw, 'stage1', s1)} / {_stage_size(sw, 'stage2', s2)} × {tr.get('effective_batch')}" if c else "—",
                      f"{tu.get('method')}, embedding rows {tu.get('embedding_rows')}, ×{tu.get('embedding_lr_scale')} lr" if c else "—",
@@ -216,7 +216,8 @@ def _fmt_min(seconds: float | None) -> str:
 def _fmt_wall(seconds: float | None, untimed: dict[str, int]) -> str:
     """A sweep's wall time, saying which invocations it misses (``≥``) or took from logs."""
     text = ("≥ " if untimed.get("missing") and seconds else "") + _fmt_min(seconds)
-    notes = [f"{n} interrupted invocation{'s' * (n > 1)} timed from {'their' if n > 1 else 'its'} log" for n in [untimed.get("from_log", 0)] if n]
+    notes = [f"{n} interrupted invocation{'s' * (n > 1)} timed from {'their' if n > 1 else 'its'} log"
+             for n in [untimed.get("from_log", 0)] if n]
     notes += [f"{n} invocation{'s' * (n > 1)} that did not end, not counted" for n in [untimed.get("missing", 0)] if n]
     return text + (f" ({'; '.join(notes)})" if notes else "")
 
@@ -290,10 +291,12 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
     total = sum(wall.values())
     parts = [
         f"# Reproducing the ToolSense findings — study `{cfg.name}`\n",
-        f"Made by `{cfg.command}`{'' if cfg.command.startswith('python reproduce.py') else f' (`python reproduce.py study={cfg.name}`)'}, git `{(git_sha() or 'unknown')[:10]}`, "
+        f"Made by `{cfg.command}`{'' if cfg.command.startswith('python reproduce.py') else f' (`python reproduce.py study={cfg.name}`)'}"
+        f", git `{(git_sha() or 'unknown')[:10]}`, "
         f"{time.strftime('%Y-%m-%d')}. Wall time summed over the sweeps (some ran side by side): {total / 3600:.1f} h on this machine. "
         f"Rebuild this file from the results alone: `python reproduce.py study={cfg.name} train=false`.\n",
-        f"Verdicts (the sign rule): {VERDICT_RULE}; the equivalence rule, {EQUIVALENCE_RULE}, margin **{100 * cfg.margin:.0f} pp** (`margin`); **untestable** — the data "
+        f"Verdicts (the sign rule): {VERDICT_RULE}; the equivalence rule, {EQUIVALENCE_RULE}, margin **{100 * cfg.margin:.0f} pp** "
+        "(`margin`); **untestable** — the data "
         "cannot answer (a probe whose card ceiling — the tool's description in the prompt — is itself at chance, an IS on fewer "
         f"than {cfg.min_hits} constrained hits (`min_hits`; shown ⚑), drift without per-token rows), with the reason; **n/a** — "
         "the sweep lacks the configurations compared. "
@@ -322,7 +325,8 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
     for name, sw in sweeps.items():
         if sw.comp:
             parts += [f"\n## Table: {name} ({SWEEP_ROLES.get(name, name)})\n", compact_table(sw.comp, cfg.k),
-                      f"\nEvery column (control mode, circular-all, retention, Stage-1 drift): `{Path(cfg.root) / name / 'comparison.md'}`.\n"]
+                      "\nEvery column (control mode, circular-all, retention, Stage-1 drift): "
+                      f"`{Path(cfg.root) / name / 'comparison.md'}`.\n"]
     plots = _plots(sweeps, Path(cfg.plots_dir), report)
     if plots:
         parts += ["\n## Plots\n", "\n".join(plots)]
@@ -375,7 +379,8 @@ def write_report(cfg) -> dict[str, Any]:
     report.parent.mkdir(parents=True, exist_ok=True)
     text = render(cfg, sweeps, main, seconds, wall, untimed, reading)
     report.write_text(portable_text(text), encoding="utf-8")  # no machine paths
-    summary = {"root": str(cfg.root), "k": cfg.k, "margin": cfg.margin, "min_hits": cfg.min_hits, "git_sha": git_sha(), "wall_seconds": wall, "untimed_invocations": untimed,
+    summary = {"root": str(cfg.root), "k": cfg.k, "margin": cfg.margin, "min_hits": cfg.min_hits, "git_sha": git_sha(),
+               "wall_seconds": wall, "untimed_invocations": untimed,
                "findings": [asdict(f) for f in main], **{name: [asdict(x) for x in f] for name, f in seconds.items()}}
     write_json(Path(cfg.root) / "reproduction.json", summary)
     return summary

@@ -261,7 +261,8 @@ class EvaluateAfterConfig:
             raise ValueError(f"evaluate.stages must list stage1 and/or stage2, each once; got {list(self.stages)}")
         unknown = [s for s, ovr in self.stage_overrides.items() if ovr and s not in self.stages]
         if unknown:
-            raise ValueError(f"evaluate.stage_overrides.{unknown[0]} is set, but {unknown[0]} is not in evaluate.stages={list(self.stages)}")
+            raise ValueError(f"evaluate.stage_overrides.{unknown[0]} is set, "
+                             f"but {unknown[0]} is not in evaluate.stages={list(self.stages)}")
         check_overrides(self.overrides, "evaluate.overrides")
         for stage, ovr in self.stage_overrides.items():
             check_overrides(ovr, f"evaluate.stage_overrides.{stage}")
@@ -300,7 +301,8 @@ class TrainConfig:
         off = [st for st in self.evaluate.stages if not getattr(self, st).enabled]
         if off and (self.evaluate.suite is not None or self.evaluate.overrides):
             raise ValueError(f"evaluate.stages lists {off}, but {off[0]}.enabled is false: that checkpoint is not trained")
-        if self.tuning.method == "lora" and self.trainer.deepspeed and self.trainer.deepspeed.get("zero_optimization", {}).get("stage") == 3:
+        if (self.tuning.method == "lora" and self.trainer.deepspeed
+                and self.trainer.deepspeed.get("zero_optimization", {}).get("stage") == 3):
             raise ValueError(
                 "tuning.method=lora with trainer=ds_zero3: after each stage the adapters are merged and the trained "
                 "embedding rows saved from unpartitioned weights, and tuning.embedding_rows=virtual masks gradient rows of "

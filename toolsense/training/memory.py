@@ -146,7 +146,8 @@ def memory_plan(shape: Shape, tuning: TuningConfig, trainer: TrainerConfig, worl
         frozen_width = 2 if bf16 and tuning.method == "lora" else 4
         weights = (total - trainable) * frozen_width + trainable * 4
         if bf16:  # autocast's bf16 copies of the fp32 weights its matmuls read, kept for the backward pass
-            matmul = shape.lora_params(tuning.r) + shape.rows * shape.hidden if tuning.method == "lora" else total - shape.rows * shape.hidden
+            matmul = (shape.lora_params(tuning.r) + shape.rows * shape.hidden if tuning.method == "lora"
+                      else total - shape.rows * shape.hidden)
             weights += matmul * 2
         gradients, optimizer, residual = trainable * 4, trainable * 8, 4
     else:

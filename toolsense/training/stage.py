@@ -139,7 +139,8 @@ class StageRunner:
         total = device_memory() if not t.use_cpu else None
         if total is not None and plan.total > total:
             log.warning("%s: the memory plan (%.1f GiB) exceeds this GPU's %.1f GiB: lower trainer.per_device_batch, turn "
-                        "trainer.gradient_checkpointing on, or use trainer=ds_zero2 / ds_zero3", self.name, plan.total / 2**30, total / 2**30)
+                        "trainer.gradient_checkpointing on, or use trainer=ds_zero2 / ds_zero3",
+                        self.name, plan.total / 2**30, total / 2**30)
 
     def train(self) -> dict:
         """Train from the newest complete checkpoint (or from the start). The stage's metrics rows

@@ -7,4 +7,5 @@ from toolsense.models.encoders.embedders import Embedder, OpenAIEmbedder, Senten
 from toolsense.models.encoders.loading import BACKENDS, EMBEDDED_MINILM, Backend, embedded_minilm_dir, encoder_identity, load_encoder
 
 __all__ = ["BACKENDS", "EMBEDDED_MINILM", "TEXT_TEMPLATES", "Backend", "Embedder", "OpenAIEmbedder", "SentenceEncoder",
-           "cache_root", "catalog_embeddings", "encoder_embeddings", "embedded_minilm_dir", "encoder_identity", "length_sorted_batches", "load_encoder"]
+           "cache_root", "catalog_embeddings", "encoder_embeddings", "embedded_minilm_dir", "encoder_identity", "length_sorted_batches",
+           "load_encoder"]

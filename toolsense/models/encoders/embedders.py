@@ -88,7 +88,8 @@ class OpenAIEmbedder:
         self.identity = f"openai:{model}" + (f"@{base}" if base and "api.openai.com" not in base else "")
 
     def encode(self, texts: Sequence[str], progress: bool = False, chunk_done=None, skip=None) -> np.ndarray:
-        return encode_batched(texts, self._embed_batch, self.batch_size, [len(t) for t in texts], progress, f"embed {self.model}", chunk_done, skip)
+        return encode_batched(texts, self._embed_batch, self.batch_size, [len(t) for t in texts], progress, f"embed {self.model}",
+                              chunk_done, skip)
 
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
         resp = self.client.embeddings.create(model=self.model, input=batch)
