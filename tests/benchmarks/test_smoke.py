@@ -154,7 +154,16 @@ def check_verbose_vs_toolbench(out: str) -> None:
     ratio(rf"^ratio generated v2 / G1, BM25 any@5: {NUM}; always named / G1: {NUM}$", out)
 
 
+def check_significance(out: str) -> None:
+    n_tests, n_items, resamples = numbers(rf"^{NUM} tests x {NUM} items, {NUM} resamples each", out)
+    assert (n_tests, n_items, resamples) == (4, 40, 1000)
+    on_min, on_median = ratio(rf"^speed-up ours/scipy = {NUM}x on the minima, {NUM}x on the medians$", out)
+    assert on_min > 0 and on_median > 0
+    assert re.search(rf"^largest \|p ours - p scipy\| = {NUM} \(Monte Carlo bound {NUM}: within\)$", out, re.M)
+
+
 SMOKES = [
+    pytest.param("significance.py", (), check_significance, id="significance"),
     pytest.param("verbose_vs_toolbench.py", (), check_verbose_vs_toolbench, id="verbose_vs_toolbench"),
     pytest.param("constrained_decoding.py", (), lambda out: check_constrained(out, "flat"), id="constrained_decoding-flat"),
     pytest.param("constrained_decoding.py", ("--index", "structural"), lambda out: check_constrained(out, "structural"),

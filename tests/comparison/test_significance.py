@@ -90,3 +90,26 @@ def test_a_large_table_can_still_reach_holms_threshold():
     a = rng.uniform(0.5, 1.0, 200)
     p = paired_permutation(a, a - rng.uniform(0.1, 0.2, 200), resamples=r)
     assert p <= 2 / (r + 1) and holm([p] * 226)[0] < 0.05  # scipy doubles the one-sided floor
+
+
+def test_sign_flips_are_scipys_paired_permutation_test():
+    """sign_flip_p is scipy's samples-paired permutation test: equal where both enumerate every flip,
+    within Monte Carlo error where both draw."""
+    import numpy as np
+    from scipy.stats import permutation_test
+
+    from toolsense.comparison.significance import sign_flip_p
+
+    def scipy_p(d, r):
+        res = permutation_test((d, np.zeros_like(d)), lambda a, b, axis: np.mean(a - b, axis=axis), n_resamples=r,
+                               permutation_type="samples", vectorized=True, alternative="two-sided", random_state=0)
+        return res.pvalue
+
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.3, 1.0, 12)
+    assert sign_flip_p(d, 5000) == pytest.approx(scipy_p(d, 5000), abs=1e-12)  # 4,096 flips: both exact
+    d = rng.normal(0.15, 1.0, 200)
+    p, q = sign_flip_p(d, 20000, seed=1), scipy_p(d, 20000)
+    # ours draws P(|T| >= |t|), scipy doubles the smaller one-sided share: their Monte Carlo variances add
+    assert 0.001 < q < 0.5 and abs(p - q) < 4 * ((q * (1 - q) + 4 * (q / 2) * (1 - q / 2)) / 20000) ** 0.5
+    assert sign_flip_p(np.zeros(30) + 1e-3, 1000) == pytest.approx(1 / 1001)  # every flip but none reaches it
