@@ -15,7 +15,7 @@ from toolsense.study.plan_report import binding_plan, changed_findings, changes_
 from toolsense.study.registration import plan_dict, register
 from toolsense.study.sweep import Settings, Sweep
 
-ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reproduction_tools_results.tar.xz"
+ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reports" / "reproduction_tools_results.tar.xz"
 
 
 def test_rate_contrast_on_each_scale():
@@ -49,8 +49,7 @@ def test_the_binding_plan_is_the_last_one_recorded_before_any_result():
 
 @pytest.fixture(scope="module")
 def tools(tmp_path_factory):
-    if not ARCHIVE.is_file():
-        pytest.skip("the study=tools archive is not in this checkout")
+    assert ARCHIVE.is_file(), f"{ARCHIVE} is shipped with the repo (a moved archive must not turn these tests into skips)"
     root = tmp_path_factory.mktemp("tools")
     with tarfile.open(ARCHIVE) as tar:
         keep = [m for m in tar.getmembers() if m.name.split("/")[1:2] in (["grid"], ["appendix_e"])]
@@ -102,3 +101,23 @@ def test_a_rule_changed_after_results_shows_both_verdicts(tools, tmp_path):
     assert unregistered[1]["verdict_registered"] == "yes"
     assert rule_changes(reg, first, view, s, {}) == {}  # back to the binding plan: nothing to flag
     (tools / "registration.json").unlink()
+
+
+def test_finding_1_is_judged_on_the_scale_its_plan_registers(tools):
+    """A plan that registers finding 1 in pp (study=replication) is judged on the pp difference of the gains, with
+    seeds; without one, on the normalized gains (study=tools' revised rule)."""
+    from types import SimpleNamespace
+
+    from toolsense.study.findings import stage2_lift
+    from toolsense.study.report import settings_of
+    from toolsense.study.sweep import verdict
+
+    g = Sweep("grid", tools / "grid", 5, 100)
+    pp = stage2_lift({"grid": g}, Settings(k=5, resamples=100, min_seeds=1, gain_scale="pp"))
+    norm = stage2_lift({"grid": g}, Settings(k=5, resamples=100, min_seeds=1))
+    assert pp.verdict == verdict(pp.details["lift_difference"]) and "rests on the difference in pp" in pp.ours
+    assert norm.verdict == verdict(norm.details["normalized_gain"]) and "of the normalized gains" in norm.ours
+    base = dict(k=5, resamples=100, margin=0.1, min_hits=10)
+    plan = AnalysisPlan(findings={1: FindingRule(k=5, scale="pp")})
+    assert settings_of(SimpleNamespace(**base, analysis=plan)).gain_scale == "pp"
+    assert settings_of(SimpleNamespace(**base, analysis=None)).gain_scale == "normalized"

@@ -88,7 +88,8 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
               f"configurations; per {unit}: {runs or '—'}); in pp: standard {pct(std, True)}, realistic {pct(real, True)}, "
               f"difference {pct(diff, True)} (standard Rc@{k} after Stage 2 {_range(_vals(g, rows, f'standard Rc@{k}'))}; "
               f"paired per query and run; {_seeds_text(norm)})")
-    f.verdict = verdict(norm)
+    f.verdict = verdict(diff if s.gain_scale == "pp" else norm)
+    f.ours += f"; the verdict rests on the difference {'in pp' if s.gain_scale == 'pp' else 'of the normalized gains'}"
     f.details = {"lift_standard": std, "lift_realistic": real, "lift_difference": diff, "normalized_gain": norm,
                  f"per_{unit}": runs, "absolute_rule_verdict": verdict(diff), "rule": RULES[1],
                  "per_configuration": {r: {b: (g.cell(r, f"{b} Rc@{k}") or {}).get("value") for b in benches} for r in rows}}

@@ -92,9 +92,11 @@ def runs_text(sweep: Sweep, name: str) -> str:
 def settings_of(cfg) -> Settings:
     """The findings' settings of a StudyConfig."""
     plan = getattr(cfg, "analysis", None)
-    rule5 = (getattr(plan, "findings", None) or {}).get(5)
+    rules = getattr(plan, "findings", None) or {}
+    rule1, rule5 = rules.get(1), rules.get(5)
     return Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits,
-                    min_seeds=getattr(plan, "min_seeds", 3), ceiling_margin=rule5.margin if rule5 else 0.10)
+                    min_seeds=getattr(plan, "min_seeds", 3), ceiling_margin=rule5.margin if rule5 else 0.10,
+                    gain_scale="pp" if rule1 and str(rule1.scale) == "pp" else "normalized")
 
 
 def retention_section(sweeps: dict[str, Sweep]) -> str:

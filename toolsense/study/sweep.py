@@ -42,6 +42,9 @@ class Settings:
     """No verdict rests on an arm with fewer training seeds: its finding says "not enough seeds" (:func:`seed_gate`)."""
     ceiling_margin: float = 0.10
     """Finding 5 compares two runs only where their MCQ card ceilings differ by at most this (a proportion)."""
+    gain_scale: str = "normalized"
+    """Finding 1's verdict: on the difference of the normalized gains (the share of Stage 1's misses recovered;
+    study=tools' revised rule) or, ``pp``, of the gains in pp; a registered plan's ``findings.1.scale`` sets it."""
 
 
 @dataclass
