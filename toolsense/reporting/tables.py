@@ -36,6 +36,14 @@ def estimate(est: dict | None, pct: bool = True, signed: bool = False, unit: str
     return out
 
 
+def value_range(xs: list[float], scale: float = 100.0, unit: str = "%", d: int = 1) -> str:
+    """``lo–hi`` of values (scaled, ``d`` decimals), one number where they agree, ``—`` for none."""
+    if not xs:
+        return "—"
+    lo, hi = min(xs) * scale, max(xs) * scale
+    return f"{lo:.{d}f}{unit}" if abs(hi - lo) < 10 ** -d else f"{lo:.{d}f}–{hi:.{d}f}{unit}"
+
+
 def pct(est: dict | None, signed: bool = False) -> str:
     """A finding's number in prose: ``12.3% [4.5, 20.1]``, or ``+12.3 pp [...]`` for a difference,
     then ``n=3 sd 2.1`` (seeds, their SD) or ``†`` (one seed) where the estimate says (:func:`seeds_text`)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from toolsense.comparison.cell_stats import EFFECT_UNIT, effect_size
 from toolsense.comparison.runs import item_values
-from toolsense.reporting.tables import pct
+from toolsense.reporting.tables import pct, value_range
 from toolsense.study.coverage import item_coverage
 from toolsense.study.drift_finding import DRIFT_RULE, hierarchical_drift
 from toolsense.study.probe_findings import PROBE_RULE, RETAIN_RULE, formats_and_lora_retain, probes_near_chance
@@ -57,13 +57,6 @@ def _vals(sweep: Sweep, rows: list[str], col: str) -> list[float]:
     return [c["value"] for r in rows if (c := sweep.cell(r, col)) and c.get("value") is not None]
 
 
-def _range(xs: list[float], scale: float = 100.0, unit: str = "%", d: int = 1) -> str:
-    if not xs:
-        return "—"
-    lo, hi = min(xs) * scale, max(xs) * scale
-    return f"{lo:.{d}f}{unit}" if abs(hi - lo) < 10 ** -d else f"{lo:.{d}f}–{hi:.{d}f}{unit}"
-
-
 def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f = Finding(1, "Stage 2 lifts verbose-query recall far more than realistic-query recall",
                 "G1 Rc 90–96% after Stage 2; RRB gains 2–18 pp")
@@ -86,7 +79,7 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f.ours = (f"Stage-2 gain as the share of Stage 1's misses recovered (net): standard {pct(norm and norm['first'])}, "
               f"realistic {pct(norm and norm['second'])}, difference {pct(norm, True)} (mean over {len(rows)} "
               f"configurations; per {unit}: {runs or '—'}); in pp: standard {pct(std, True)}, realistic {pct(real, True)}, "
-              f"difference {pct(diff, True)} (standard Rc@{k} after Stage 2 {_range(_vals(g, rows, f'standard Rc@{k}'))}; "
+              f"difference {pct(diff, True)} (standard Rc@{k} after Stage 2 {value_range(_vals(g, rows, f'standard Rc@{k}'))}; "
               f"paired per query and run; {_seeds_text(norm)})")
     f.verdict = verdict(diff if s.gain_scale == "pp" else norm)
     f.ours += f"; the verdict rests on the difference {'in pp' if s.gain_scale == 'pp' else 'of the normalized gains'}"
@@ -178,7 +171,7 @@ def flat_vs_hierarchical_is(sw: dict[str, Sweep], s: Settings) -> Finding:
         f.verdict = "untestable"
         f.why = (f"a group has no configuration whose IS rests on ≥ {s.min_hits} constrained hits ({len(flat)} flat, "
                  f"{len(hier)} hierarchical; left out: {'; '.join(d['excluded']) or 'none'})")
-        f.ours = f"IS@{k} {_range(flat, 1, '', 2)} flat vs {_range(hier, 1, '', 2)} hierarchical (usable configurations)"
+        f.ours = f"IS@{k} {value_range(flat, 1, '', 2)} flat vs {value_range(hier, 1, '', 2)} hierarchical (usable configurations)"
         return f
     if len(flat) < 2 or len(hier) < 2 or d.get("d") is None:  # no d over configurations: the runs' own difference
         diff = is_difference(g, schemes, col, s.min_hits)
@@ -192,7 +185,7 @@ def flat_vs_hierarchical_is(sw: dict[str, Sweep], s: Settings) -> Finding:
     ci = f" [{d['lo']:.2f}, {d['hi']:.2f}]" if d.get("lo") is not None else ""
     power = d_power(len(flat), len(hier))
     f.details["power"] = power
-    f.ours = (f"IS@{k} {_range(flat, 1, '', 2)} flat vs {_range(hier, 1, '', 2)} hierarchical; d = {d['d']:.2f}{ci} "
+    f.ours = (f"IS@{k} {value_range(flat, 1, '', 2)} flat vs {value_range(hier, 1, '', 2)} hierarchical; d = {d['d']:.2f}{ci} "
               f"(n = {len(flat)} + {len(hier)} configurations" + (f"; {len(d['excluded'])} few-hit IS left out" if d["excluded"] else "")
               + f"; {power['text']})")
     f.verdict = verdict({"value": d["d"], "lo": d.get("lo"), "hi": d.get("hi")})
