@@ -52,6 +52,18 @@ RULES = {
 """How each finding is judged (the report's header lists them); the sign and equivalence rules
 are sweep.VERDICT_RULE and sweep.EQUIVALENCE_RULE."""
 
+RULE1_PP = ("sign rule on the difference of the two Stage-2 gains in pp (standard − realistic): each Stage 2 − Stage 1 Rc@k, "
+            "paired per query over a configuration's seeds, the same runs' Stage-1 and Stage-2 evaluations, averaged over "
+            "configurations, the interval over seeds and queries; the normalized gain (the share of Stage 1's misses recovered) "
+            "is shown beside it")
+"""Finding 1's rule where a study's plan registers the pp scale (study=replication): RULES[1] is
+study=tools' rule, revised to the normalized gain after its data."""
+
+
+def rules_for(s: Settings) -> dict[int, str]:
+    """RULES with finding 1's text for the scale its verdict rests on (``s.gain_scale``)."""
+    return {**RULES, 1: RULE1_PP} if s.gain_scale == "pp" else dict(RULES)
+
 
 def _vals(sweep: Sweep, rows: list[str], col: str) -> list[float]:
     return [c["value"] for r in rows if (c := sweep.cell(r, col)) and c.get("value") is not None]
@@ -84,7 +96,7 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f.verdict = verdict(diff if s.gain_scale == "pp" else norm)
     f.ours += f"; the verdict rests on the difference {'in pp' if s.gain_scale == 'pp' else 'of the normalized gains'}"
     f.details = {"lift_standard": std, "lift_realistic": real, "lift_difference": diff, "normalized_gain": norm,
-                 f"per_{unit}": runs, "absolute_rule_verdict": verdict(diff), "rule": RULES[1],
+                 f"per_{unit}": runs, "absolute_rule_verdict": verdict(diff), "rule": rules_for(s)[1],
                  "per_configuration": {r: {b: (g.cell(r, f"{b} Rc@{k}") or {}).get("value") for b in benches} for r in rows}}
     return seed_gate(f, {r: len(a) for r, (a, _) in arms["standard"].items()}, s.min_seeds)
 
