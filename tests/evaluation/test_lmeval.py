@@ -128,3 +128,23 @@ def test_lm_eval_accuracy_equals_ours(ev, tiny_run, tmp_path, kind):
         assert s["doc"]["choices"][max(range(len(ll)), key=ll.__getitem__)] == r["pred"]
         shift = ll[0] - r["scores"][0]
         assert [x - shift for x in ll] == pytest.approx(r["scores"], abs=2e-4)
+
+
+def test_export_lmeval_command_writes_the_tasks_and_the_model_and_says_when_it_lacked_the_tokens(tiny_run, tmp_path, capsys):
+    """``python -m toolsense.export lmeval run=<run> ...`` writes each probe mode's task and
+    ``<output_dir>/model`` holding the run's virtual tokens, silently; given a bare ``model=`` (no
+    virtual tokens of its own) it says so on stdout."""
+    from transformers import AutoTokenizer
+
+    from toolsense.export import lmeval
+
+    written = lmeval([f"run={tiny_run}", "benchmark=demo_mcq", "benchmark.limit=3", f"output_dir={tmp_path / 'run'}"])
+    out = capsys.readouterr().out
+    assert [p.name for p in written] == ["toolsense_mcq.yaml", "toolsense_mcq_control.yaml"] and "warning" not in out
+    assert f"pretrained={tmp_path / 'run' / 'model'} --include_path {tmp_path / 'run'} --tasks toolsense --apply_chat_template" in out
+    tokens = json.loads((tmp_path / "run" / "toolsense_mcq.tokens.json").read_text())
+    vocab = AutoTokenizer.from_pretrained(tmp_path / "run" / "model").get_vocab()
+    assert tokens and all(t in vocab for t in tokens)
+    lmeval(["model=tiny_random", "benchmark=demo_mcq", "benchmark.limit=3", f"output_dir={tmp_path / 'bare'}"])
+    assert "warning: tiny_random lacks the index's 126 virtual tokens" in capsys.readouterr().out
+    assert (tmp_path / "bare" / "model" / "config.json").is_file()

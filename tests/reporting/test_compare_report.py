@@ -1,21 +1,23 @@
 """compare.py's report.html, loaded in headless Chromium (``make setup-browser``; skipped, saying
 why, without it): one row per configuration with seeds pooled and counted, every number in the
 DOM equal to comparison.json, the significance superscripts and legend and Cohen's d of
-comparison.md, the plots embedded, chance per probe type, MCQ options shown once, the page within
-1,400 px, and the per-query side-by-side filters keeping exactly the right items."""
+comparison.md, the plots embedded, chance per probe type, the page within 1,400 px, and the
+per-query side-by-side filters keeping exactly the right items, each configuration's column naming
+its runs. (MCQ options shown once: the evaluation page's test, test_html_report.py.)"""
 
 from __future__ import annotations
 
 import json
 import random
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from tests.reporting.test_html_report import dump_dom, needs_chromium
-from toolsense.comparison.compare import CompareConfig, report_notes, run_compare
-from toolsense.reporting.compare_report import column_groups, query_records, source_folders
+from toolsense.comparison.compare import HEADLINE, CompareConfig, report_notes, run_compare
+from toolsense.reporting.compare_report import column_groups, query_records, source_folders, write_comparison_report
 
 TOOLS = [f"Svc{i}&&api{i}" for i in range(30)]
 N = 24
@@ -124,7 +126,8 @@ class Dom(HTMLParser):
 
 def _dom(page: Path, fragment: str = "") -> Dom:
     d = Dom()
-    d.feed(dump_dom(page, fragment))
+    d.raw = dump_dom(page, fragment)
+    d.feed(d.raw)
     assert d.body.get("data-ready") == "1"
     return d
 
@@ -134,7 +137,7 @@ def test_the_page_has_no_chart_of_flat_folders_but_one_row_per_configuration(com
     assert comp["rows"] == ["tg-lora", "tg_h-lora", "bm25"]  # seeds 0 and 1 of tg are one configuration
     assert list(column_groups(comp["columns"])) == ["realistic", "mcq token", "qa token"]
     page = (compared / "report.html").read_text()
-    assert "A. A." not in page and 'type="A"' not in page
+    assert "<svg" not in page  # the evaluation page's SVG bars over folders are not drawn here
     assert page.count("data:image/png;base64,") == len(comp["plots"]) >= 2
 
 
@@ -194,6 +197,11 @@ def test_side_by_side_filters_keep_exactly_the_right_items(compared):
         want = expect("realistic", "tg-lora", "tg_h-lora", k)
         dom = _dom(compared / "report.html", f"bench=realistic&a=tg-lora&b=tg_h-lora&outcome=A+right%2C+B+wrong&k={k}")
         assert [i for _, i in dom.items] == want and want
+        # each drawn column says how many seeds hit and which runs they are
+        for row, runs, seeds in (("tg-lora", "0_tg, 1_tg", 2), ("tg_h-lora", "2_tg_h", 1)):
+            shown = re.findall(rf'<div data-sys="{row}"><div class="sys">{row}</div><div class="[a-z]*">hit in (\d) of {seeds} '
+                               rf'seeds? \({runs}\)</div>', dom.raw)
+            assert len(shown) == len(want)
     want = expect("realistic", "tg-lora", "tg_h-lora", "5", tier="hard")
     dom = _dom(compared / "report.html", "bench=realistic&tier=hard&a=tg-lora&b=tg_h-lora&outcome=A+right%2C+B+wrong&k=5")
     assert [i for _, i in dom.items] == want and 0 < len(want) < N
@@ -201,11 +209,26 @@ def test_side_by_side_filters_keep_exactly_the_right_items(compared):
     assert [i for _, i in dom.items] == expect("mcq", "tg-lora", "tg_h-lora", "1")
 
 
+@needs_chromium
+def test_a_grid_shaped_comparison_fits_a_1400_px_window(tmp_path):
+    """The real-tools grid's shape at compare.py's default columns: six configurations, two
+    benchmarks and a benchmark's three tiers of Rc/Rf/IS@50, every cell with its superscripts, SD
+    and interval. The nine-column tier table is the widest (about 1,320 px with each interval under
+    its value; on one line it would need horizontal scrolling, the defect of issue 37)."""
+    rows = ["tg-lora", "tg-lora:stage1", "tg_h-lora", "tg_h-lora:stage1", "bm25", "dense"]
+    cols = ([f"{b} {m}" for b in ("realistic", "standard") for m in HEADLINE]
+            + [f"realistic [{tier}] {m}" for tier in ("easy", "hard", "medium") for m in HEADLINE])
+    est = {"value": 0.751, "lo": 0.704, "hi": 0.799, "sd": 0.015, "n_seeds": 2}
+    comp = {"rows": rows, "columns": cols, "cells": {r: dict.fromkeys(cols, est) for r in rows}, "baselines": ["bm25", "dense"]}
+    notes = {"letters": {r: "abcdef"[i] for i, r in enumerate(rows)}, "markers": {r: dict.fromkeys(cols, "bcd") for r in rows}}
+    dom = _dom(write_comparison_report(comp, tmp_path / "report.html", notes))
+    assert len(dom.cells) == len(rows) * (len(cols) + 1)  # every cell drawn (and the seeds column)
+    assert int(dom.body["data-scroll-width"]) <= 1400
+
+
 def test_each_probe_gets_its_own_chance_line_in_the_evaluation_page():
     """report.html's probe plot dashes chance over each probe's bar: 25% for an MCQ, 50% for a QA
     probe (one 25% line across both was wrong for the QA bars)."""
-    import re
-
     from toolsense.reporting.html_report import plots
 
     est = {"value": 0.6, "lo": 0.4, "hi": 0.8}

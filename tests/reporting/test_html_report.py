@@ -1,7 +1,8 @@
 """report.html of a real tiny evaluation, loaded in headless Chromium (Debian's ``chromium``,
 installed by ``make setup-browser``; the browser tests skip, saying why, without it): the numbers
 in the rendered DOM equal results.json, and the sample browser's filters (set through the URL
-fragment, run by the page's own script) keep exactly the samples they should."""
+fragment, run by the page's own script) keep exactly the samples they should. A page over several
+runs (a study's) names each bar and sample card by its run, labels whole; MCQ options shown once."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from toolsense.evaluation.runner import run
-from toolsense.reporting.html_report import collect_evaluations, render
+from toolsense.reporting.html_report import collect_evaluations, evaluation_labels, render, write_html_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make setup-browser: apt-get install chromium)")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--disable-quic"]
+         "--disable-sync", "--no-first-run", "--disable-quic", "--window-size=1400,1000"]  # the 1,400 px window of issue 37
 
 
 def dump_dom(page: Path, fragment: str = "") -> str:
@@ -148,3 +149,61 @@ def test_render_escapes_what_samples_contain(tmp_path):
         "metrics": {"c_hit@1": 1.0}}) + "\n")
     page = render(collect_evaluations(tmp_path), "t")
     assert "</script><img" not in page and page.count("</script>") == 2
+
+
+SYSTEM = "smollm2_135m:stage2"
+
+
+def _write_eval(folder: Path, res: dict, rows: list[dict]) -> None:
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps(res))
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def two_runs(tmp_path) -> Path:
+    """A study-like tree: runs grid/0_tg and grid/1_tg_h (each with its config.yaml), each evaluated
+    as the same system on one retrieval benchmark and one MCQ probe (options shown in one order)."""
+    for run_name, hit in (("0_tg", 1.0), ("1_tg_h", 0.0)):
+        run_dir = tmp_path / "grid" / run_name
+        _write_eval(run_dir / "eval" / "realistic" / "model",
+                    {"benchmark": "realistic", "system": SYSTEM, "kind": "retrieval", "n": 1,
+                     "metrics": {"Rc@1": {"value": hit, "lo": 0.0, "hi": 1.0}}},
+                    [{"item_id": "q1", "query": "weather", "gold": ["A&&b"], "tier": "easy",
+                      "constrained": [{"tool": "A&&b", "score": -1.0}], "free": None, "metrics": {"c_hit@1": hit}}])
+        _write_eval(run_dir / "eval" / "mcq" / "token",
+                    {"benchmark": "mcq", "system": "token", "kind": "mcq", "n": 1, "chance": 0.25,
+                     "metrics": {"accuracy": {"value": hit, "lo": 0.0, "hi": 1.0}}},
+                    [{"item_id": "m1", "question": "What does it do?", "tool": "A&&b", "gold": "B", "pred": "B" if hit else "C",
+                      "correct": bool(hit), "options_shown": ["base", "other", "third", "fourth"], "permutation": [3, 0, 1, 2]}])
+        (run_dir / "config.yaml").write_text("experiment: tg\n")
+    return tmp_path
+
+
+def test_bars_of_several_runs_are_named_by_their_run_and_drawn_whole(two_runs):
+    """Every run's model is smollm2_135m:stage2: the bars say which run (the old page cut each
+    label to its last 14 characters, the same string for every configuration)."""
+    evaluations = collect_evaluations(two_runs)
+    page = render(evaluations, "t")
+    groups = re.findall(r'<text class="group"[^>]*>([^<]*)</text>', page)
+    assert groups == [f"0_tg · {SYSTEM}", f"1_tg_h · {SYSTEM}", "mcq/0_tg · token", "mcq/1_tg_h · token"]
+    assert 'transform="rotate(30' in page  # wider than their bar groups: slanted, not cut
+    # one run's evaluations keep their systems' names; two folders of one benchmark and system, their folders
+    run_dir = two_runs / "grid" / "0_tg"
+    assert evaluation_labels(collect_evaluations(run_dir), run_dir) == ["token", SYSTEM]
+    shutil.copytree(run_dir / "eval", run_dir / "eval_again")
+    assert evaluation_labels(collect_evaluations(run_dir), run_dir) == [
+        "eval/mcq/token", "eval/realistic/model", "eval_again/mcq/token", "eval_again/realistic/model"]
+
+
+@needs_chromium
+def test_cards_name_their_run_and_show_each_mcq_option_once(two_runs):
+    page = write_html_report(two_runs)
+    cards = dump_dom(page).split('<div id="samples">')[1].split("<script")[0]  # the cards the page's script drew
+    heads = re.findall(r'<div class="head">([^<]*)</div>', cards)
+    assert heads == ["mcq · 0_tg · token · tier mcq · m1", f"realistic · 0_tg · {SYSTEM} · tier easy · q1",
+                     "mcq · 1_tg_h · token · tier mcq · m1", f"realistic · 1_tg_h · {SYSTEM} · tier easy · q1"]
+    # "A. A. base" was an <ol type="A"> whose items also began with their letter: the letter is drawn once
+    lists = re.findall(r'<(ul|ol) class="opts"[^>]*>(.*?)</\1>', cards)
+    assert [tag for tag, _ in lists] == ["ul", "ul"]
+    assert re.findall(r"<li[^>]*>([^<]*)</li>", lists[0][1]) == ["A. base", "B. other", "C. third", "D. fourth"]

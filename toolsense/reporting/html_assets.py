@@ -44,7 +44,8 @@ JS = r"""
   }
   function card(s, k){
     const cls = 'sample ' + (isHit(s, k) ? 'hit' : 'miss');
-    const head = '<div class="head">' + esc(s.bench) + ' · ' + esc(s.system) + ' · tier ' + esc(s.tier) + ' · ' + esc(s.id) + '</div>';
+    const head = '<div class="head">' + esc(s.bench) + ' · ' + esc(s.label || s.system) + ' · tier ' + esc(s.tier) + ' · ' +
+      esc(s.id) + '</div>';
     if (s.kind === 'retrieval') {
       return '<div class="' + cls + '" data-id="' + esc(s.id) + '">' + head + '<div class="q">' + esc(s.query) + '</div>' +
         '<div>gold: ' + s.gold.map(g => '<span class="gold">' + esc(g) + '</span>').join(', ') + '</div>' +

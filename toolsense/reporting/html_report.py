@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -91,6 +92,9 @@ def metrics_tables(rows: Sequence[tuple[str, dict]]) -> str:
     return out
 
 
+CHAR_PX = 6
+"""Width of one character of a 10 px SVG label, about (for the label layout only)."""
+
 COLOURS = ["#2563eb", "#f59e0b", "#15803d", "#9333ea", "#dc2626", "#0891b2"]
 
 
@@ -99,14 +103,19 @@ def svg_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[dict 
     """A grouped bar chart as inline SVG: one group per label in ``groups``, one bar per series
     (values in [0, 1] with their 95% interval as a whisker), an optional dashed reference (chance):
     one line across, or one per group (an MCQ's 25% and a QA's 50% in one chart). Missing
-    estimates leave a gap."""
+    estimates leave a gap. Group labels are drawn whole (slanted when wider than their group): two
+    configurations whose names end alike stay told apart."""
     n_s = max(len(series), 1)
     w_bar, gap, h, top, left = max(16, 64 // n_s), 18, 170, 24, 34
-    width = left + len(groups) * (n_s * w_bar + gap) + 10
+    slot = n_s * w_bar + gap
+    longest = max((len(g) for g in groups), default=0) * CHAR_PX
+    tilt = longest > slot  # a label wider than its group is drawn slanted (30°), never cut
+    low, wide = (int(longest * 0.5) + 8, int(longest * 0.87)) if tilt else (0, 0)
+    right = left + len(groups) * slot + 10
     y = lambda v: top + h * (1 - max(0.0, min(1.0, v)))  # noqa: E731
     parts = [f'<text x="{left}" y="14" font-size="12" font-weight="600">{html.escape(title)}</text>']
     for t in (0, 0.25, 0.5, 0.75, 1):
-        parts.append(f'<line x1="{left}" x2="{width}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#e5e7eb"/>'
+        parts.append(f'<line x1="{left}" x2="{right}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#e5e7eb"/>'
                      f'<text x="{left - 4}" y="{y(t) + 4:.1f}" font-size="10" text-anchor="end">{int(t * 100)}</text>')
     for gi, g in enumerate(groups):
         x0 = left + gap / 2 + gi * (n_s * w_bar + gap)
@@ -121,38 +130,66 @@ def svg_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[dict 
                 cx = x + (w_bar - 2) / 2
                 parts.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(est["lo"]):.1f}" y2="{y(est["hi"]):.1f}" '
                              'stroke="#111" stroke-width="1.2"/>')
-        parts.append(f'<text x="{x0 + n_s * w_bar / 2:.1f}" y="{top + h + 14}" font-size="10" text-anchor="middle">'
-                     f'{html.escape(g[-14:])}</text>')
+        cx, cy = x0 + n_s * w_bar / 2, top + h + 14
+        turn = f' transform="rotate(30 {cx:.1f} {cy})"' if tilt else ""
+        parts.append(f'<text class="group" x="{cx:.1f}" y="{cy}" font-size="10" text-anchor="{"start" if tilt else "middle"}"'
+                     f'{turn}>{html.escape(g)}</text>')
         r = ref[gi] if isinstance(ref, (list, tuple)) else None
         if r is not None:
             parts.append(f'<line class="chance" data-chance="{r!r}" x1="{x0 - 4:.1f}" x2="{x0 + n_s * w_bar + 2:.1f}" y1="{y(r):.1f}" '
                          f'y2="{y(r):.1f}" stroke="#b91c1c" stroke-dasharray="4 3"/>')
     if ref is not None and not isinstance(ref, (list, tuple)):
-        parts.append(f'<line x1="{left}" x2="{width}" y1="{y(ref):.1f}" y2="{y(ref):.1f}" stroke="#b91c1c" stroke-dasharray="4 3"/>')
-    legend = "".join(f'<rect x="{left + i * 90}" y="{top + h + 22}" width="10" height="10" fill="{COLOURS[i % len(COLOURS)]}"/>'
-                     f'<text x="{left + i * 90 + 14}" y="{top + h + 31}" font-size="10">{html.escape(s)}</text>'
+        parts.append(f'<line x1="{left}" x2="{right}" y1="{y(ref):.1f}" y2="{y(ref):.1f}" stroke="#b91c1c" stroke-dasharray="4 3"/>')
+    legend = "".join(f'<rect x="{left + i * 90}" y="{top + h + low + 22}" width="10" height="10" fill="{COLOURS[i % len(COLOURS)]}"/>'
+                     f'<text x="{left + i * 90 + 14}" y="{top + h + low + 31}" font-size="10">{html.escape(s)}</text>'
                      for i, s in enumerate(series))
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + h + 40}" role="img">'
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{right + wide}" height="{top + h + low + 40}" role="img">'
             + "".join(parts) + legend + "</svg>")
 
 
-def plots(results: Sequence[dict]) -> str:
+def plots(results: Sequence[dict], labels: Sequence[str] | None = None) -> str:
     """Per retrieval benchmark: Rc@k and Rf@k of each system at the smallest and largest k;
-    probes: accuracy per benchmark × mode with chance dashed."""
+    probes: accuracy per benchmark × mode with chance dashed. ``labels`` name the results' bars
+    (:func:`evaluation_labels`; default: their systems)."""
     figs, hit = [], METRICS.get("hit")
     ks = ks_of(results)
     show = sorted({ks[0], ks[-1]}) if ks else []
+    named = list(zip(labels or [str(r["system"]) for r in results], results))
     for bench in dict.fromkeys(benchmark_label(r) for r in results if r["kind"] == "retrieval"):
-        rows = [r for r in results if r["kind"] == "retrieval" and benchmark_label(r) == bench]
+        rows = [(lab, r) for lab, r in named if r["kind"] == "retrieval" and benchmark_label(r) == bench]
         keys = [hit.result_key(mode, k) for k in show for mode in MODES]
-        series = {key: [METRICS.find(r["metrics"], key) for r in rows] for key in keys}
-        figs.append(svg_bars(f"{bench}: recall (%)", [str(r["system"]) for r in rows], series))
-    probes = [r for r in results if r["kind"] != "retrieval"]
+        series = {key: [METRICS.find(r["metrics"], key) for _, r in rows] for key in keys}
+        figs.append(svg_bars(f"{bench}: recall (%)", [lab for lab, _ in rows], series))
+    probes = [(lab, r) for lab, r in named if r["kind"] != "retrieval"]
     if probes:  # chance per probe: 1 / answers (25% MCQ, 50% QA) unless results.json states it
-        chance = [r.get("chance", 0.25 if r["kind"] == "mcq" else 0.5) for r in probes]
-        figs.append(svg_bars("probe accuracy (%), chance dashed", [f"{benchmark_label(r)}/{r['system']}" for r in probes],
-                             {"accuracy": [r["metrics"].get("accuracy") for r in probes]}, chance))
+        chance = [r.get("chance", 0.25 if r["kind"] == "mcq" else 0.5) for _, r in probes]
+        figs.append(svg_bars("probe accuracy (%), chance dashed", [f"{benchmark_label(r)}/{lab}" for lab, r in probes],
+                             {"accuracy": [r["metrics"].get("accuracy") for _, r in probes]}, chance))
     return '<div class="plots">' + "".join(f"<figure>{f}</figure>" for f in figs) + "</div>"
+
+
+def _run_of(folder: Path, root: Path) -> str | None:
+    """The run an evaluation folder belongs to: the nearest folder from ``folder`` up to ``root``
+    holding a config.yaml (a training run), relative to ``root``; None when there is none."""
+    for p in (folder, *folder.parents):
+        if p != root and root not in p.parents:
+            return None
+        if (p / "config.yaml").is_file():
+            return p.relative_to(root).as_posix() if p != root else p.name
+    return None
+
+
+def evaluation_labels(evaluations: Sequence[tuple[Path, dict[str, Any]]], root: Path) -> list[str]:
+    """How the plots and the sample cards name each evaluation: its system, prefixed by its run
+    (:func:`_run_of`) when the page spans several runs (a study's page: every run's model is
+    ``smollm2_135m:stage2``); where two evaluations of one benchmark still share a name, their
+    folders relative to ``root``."""
+    runs = [_run_of(folder, root) for folder, _ in evaluations]
+    several = len(set(runs)) > 1
+    labels = [f"{run} · {r['system']}" if several and run else str(r["system"]) for run, (_, r) in zip(runs, evaluations)]
+    seen = Counter((benchmark_label(r), lab) for lab, (_, r) in zip(labels, evaluations))
+    return [lab if seen[(benchmark_label(r), lab)] == 1 or folder == root else folder.relative_to(root).as_posix()
+            for lab, (folder, r) in zip(labels, evaluations)]
 
 
 def _beams(beams: list[dict] | None) -> list[dict] | None:
@@ -203,7 +240,8 @@ def render(evaluations: Sequence[tuple[Path, dict[str, Any]]], title: str, meta:
     root = Path(os.path.commonpath([str(f) for f, _ in evaluations])) if evaluations else Path(".")
     rows = [((f.relative_to(root).as_posix() if f != root else f.name), r) for f, r in evaluations]
     ks = ks_of(results) or [1]
-    records = [rec for folder, res in evaluations for rec in sample_records(folder, res, ks)]
+    labels = evaluation_labels(evaluations, root)
+    records = [{**rec, "label": lab} for lab, (folder, res) in zip(labels, evaluations) for rec in sample_records(folder, res, ks)]
     data = json.dumps(records, ensure_ascii=False).replace("</", "<\\/")
     filters = ('<label>search <input id="f-q" type="search" placeholder="query, tool or id"></label>'
                + _select("f-bench", "benchmark", list(dict.fromkeys(r["bench"] for r in records)))
@@ -213,7 +251,7 @@ def render(evaluations: Sequence[tuple[Path, dict[str, Any]]], title: str, meta:
                + f'<span><b id="shown">{len(records)}</b> of {len(records)} samples</span>')
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f'<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1><div class="meta">{html.escape(meta)}</div>'
-            f'<h2>Metrics (95% intervals)</h2><div class="wide">{metrics_tables(rows)}</div><h2>Plots</h2>{plots(results)}'
+            f'<h2>Metrics (95% intervals)</h2><div class="wide">{metrics_tables(rows)}</div><h2>Plots</h2>{plots(results, labels)}'
             f'<h2>Samples</h2><div id="filters">{filters}</div><div id="samples"></div>'
             f'<script type="application/json" id="samples-data">{data}</script><script>{JS}</script></body></html>')
 
