@@ -107,6 +107,19 @@ def test_a_local_server_needs_no_key_and_a_remote_one_names_the_variable(server_
     assert [is_local_url(u) for u in remote] == [False] * len(remote)
 
 
+def test_a_remote_endpoint_without_its_key_is_refused_naming_the_section(server_factory, demo_catalog, nb, tmp_path,
+                                                                        monkeypatch):
+    """The refusal names the field the user sets (writer.api_key_env, judge.api_key_env), before a request is sent."""
+    monkeypatch.delenv("NO_KEY_SET_HERE", raising=False)
+    remote = LLMConfig(backend="openai", base_url="https://api.example.com/v1", api_key_env="NO_KEY_SET_HERE")
+    local = server_factory()
+    for writer, judge, section in ((remote, None, "writer"), (_llm(local), remote, "judge")):
+        cfg = GenerateConfig(tasks=["qa"], n_probes=1, writer=writer, judge=judge, output_dir=str(tmp_path / section))
+        with pytest.raises(RuntimeError, match=rf"^{section}\.api_key_env='NO_KEY_SET_HERE': set that environment variable"):
+            run(cfg, catalog=demo_catalog, embeddings=nb.emb)
+    assert local.requests == []
+
+
 def test_nothing_made_says_why_in_one_line():
     assert nothing_made({"gen/qa/accepted": 1, "gen/qa/rejected": 9}) is None  # a partial run is not a failure
     left = nothing_made({"gen/left_for_rerun": 4, "rejection_reasons": {},
