@@ -64,6 +64,20 @@ def test_plain_text_replies_are_checked_against_the_schema(server_factory, demo_
     assert len(server.requests) == 4  # nothing renegotiated
 
 
+def test_a_reply_is_read_by_json_s_grammar_wherever_it_starts():
+    """Seen from llama-cpp-python's server under json_object: a bare newline inside a string (was
+    "writer reply is not a JSON object"); a brace inside a string ended the object early."""
+    from toolsense.generation.llm import parse_json_reply
+
+    grammar_reply = '{ "question": "q", "wrong_answers": ["The answer is ", " the following:\n"]}'
+    assert parse_json_reply(grammar_reply) == {"question": "q", "wrong_answers": ["The answer is ", " the following:\n"]}
+    assert parse_json_reply('Sure: ```json\n{"query": "fill {name} in", "tools": [1]}\n``` done') == \
+        {"query": "fill {name} in", "tools": [1]}
+    assert parse_json_reply('{"query": "a } b", "tools": []}') == {"query": "a } b", "tools": []}
+    assert parse_json_reply('{ broken {"a": {"b": 1}} tail') == {"a": {"b": 1}}
+    assert parse_json_reply("no object [1, 2]") is None and parse_json_reply('{"a": 1') is None
+
+
 def test_schema_error_pins_each_rule():
     s = prompts.SCHEMAS
     assert schema_error({"query": "q", "tools": [1, 2]}, s["rrb_writer"]) is None

@@ -300,20 +300,20 @@ def build_llm(cfg: LLMConfig, section: str = "llm") -> ChatLLM:
     return LLM_BACKENDS.get(cfg.backend)(cfg, section)
 
 
+_REPLY_JSON = json.JSONDecoder(strict=False)
+"""Takes raw control characters inside strings: llama.cpp's ``json_object`` grammar lets a model
+write a bare newline there, and the reply is still the object the model meant."""
+
+
 def parse_json_reply(text: str) -> dict | None:
-    """The first JSON object in an LLM reply (models wrap JSON in prose or code fences)."""
+    """The first JSON object in an LLM reply (models wrap JSON in prose or code fences), read by
+    JSON's own grammar from each ``{`` in turn, so a brace inside a string does not end it."""
     start = text.find("{")
     while start != -1:
-        depth = 0
-        for i in range(start, len(text)):
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            if depth == 0:
-                try:
-                    obj = json.loads(text[start : i + 1])
-                    return obj if isinstance(obj, dict) else None
-                except json.JSONDecodeError:
-                    break
-        start = text.find("{", start + 1)
+        try:
+            return _REPLY_JSON.raw_decode(text, start)[0]
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
     return None
 
 
