@@ -3,11 +3,10 @@
 
     python benchmarks/gpu_wheels.py --out gpu-wheels
 
-It holds what benchmarks/gpu_check.py imports that a bare GPU image lacks — one with torch,
-transformers, tokenizers, peft, accelerate, sentence-transformers, numpy, scipy, pandas, pyarrow,
-xxhash, psutil, msgpack, ninja, py-cpuinfo, nvidia-ml-py, einops (the H200 image's package list)
-— at the versions this checkout's venv tests with, for ``--python`` (the image's: 3.12) on
-manylinux x86_64, and a wheel of toolsense itself. Pure-Python sdists (antlr4-python3-runtime,
+It holds what benchmarks/gpu_check.py imports that a bare GPU image lacks — one with the
+:data:`IMAGE` packages and their dependencies (tests/test_gpu_check.py runs the smoke check with
+nothing else installed but this wheelhouse's packages) — at the versions this checkout's venv tests
+with, for ``--python`` (the image's: 3.12) on manylinux x86_64, and a wheel of toolsense itself. Pure-Python sdists (antlr4-python3-runtime,
 deepspeed) are built into wheels here (deepspeed without build isolation, against the venv's torch:
 its ops compile just in time on the GPU machine, and gpu_check.py uses none). ``--extra NAME==VER``
 adds a package an image lacks beyond these. Ends with the wheelhouse's files and size (the device
@@ -24,6 +23,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+IMAGE = ["torch", "transformers", "tokenizers", "peft", "accelerate", "sentence-transformers", "numpy", "scipy", "pandas",
+         "pyarrow", "xxhash", "psutil", "msgpack", "ninja", "py-cpuinfo", "nvidia-ml-py", "einops"]
+"""What the H200 image has (its package list), with their dependencies: left out of the wheelhouse."""
 BINARY = ["unidecode", "hydra-core", "omegaconf", "trl", "bm25s", "datasets", "dill", "multiprocess", "hjson",
           "pydantic", "pydantic-core", "annotated-types", "typing-inspection"]
 """Published as wheels: downloaded for the image's Python and platform."""

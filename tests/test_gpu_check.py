@@ -1,9 +1,13 @@
-"""benchmarks/gpu_check.sh --smoke on the CPU, as the GPU machine runs it: it installs the wheels of
-its wheelhouse this Python lacks offline (--no-index) into its own folder, then runs every default
-part of benchmarks/gpu_check.py at tiny sizes, writing one JSON file."""
+"""benchmarks/gpu_check.sh --smoke on the CPU, as the GPU machine runs it: on a Python that sees
+only the bare GPU image's packages (benchmarks/gpu_wheels.py: IMAGE, with their dependencies) and
+the wheelhouse's (BINARY, SOURCE), it installs the wheels of its wheelhouse this Python lacks
+offline (--no-index) into its own folder, then runs every default part of benchmarks/gpu_check.py
+at tiny sizes, writing one JSON file. A package gpu_check.py needs that neither holds fails it."""
 
 from __future__ import annotations
 
+import importlib.metadata as md
+import importlib.util
 import json
 import os
 import subprocess
@@ -11,7 +15,52 @@ import sys
 import zipfile
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 ROOT = Path(__file__).resolve().parents[1]
+IMAGE_PYTHON = {"extra": "", "python_version": "3.12", "python_full_version": "3.12.3"}
+"""Markers of dependencies are read as the image's Python reads them (gpu_wheels.py --python)."""
+
+
+def _gpu_wheels():
+    spec = importlib.util.spec_from_file_location("gpu_wheels", ROOT / "benchmarks" / "gpu_wheels.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _closure(names: list[str]) -> dict[str, md.Distribution]:
+    """The installed distributions of ``names`` and, recursively, of what they require."""
+    found, todo = {}, [canonicalize_name(n) for n in names]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        try:
+            found[name] = dist = md.distribution(name)
+        except md.PackageNotFoundError:  # not installed here (nvidia-ml-py on a CPU machine): nothing to see
+            continue
+        todo += [canonicalize_name(r.name) for r in map(Requirement, dist.requires or [])
+                 if r.marker is None or r.marker.evaluate(IMAGE_PYTHON)]
+    return found
+
+
+def _bare_python(folder: Path) -> tuple[Path, Path]:
+    """An interpreter that sees the standard library and, in ``site``, links to the image's and the
+    wheelhouse's packages and pip only (``python -S``: this venv's site-packages are not read)."""
+    wheels = _gpu_wheels()
+    site = folder / "bare-site"
+    site.mkdir()
+    for dist in _closure([*wheels.IMAGE, *wheels.BINARY, *wheels.SOURCE, "pip"]).values():
+        root = Path(dist.locate_file(""))
+        for top in {Path(str(f)).parts[0] for f in dist.files or []} - {"..", "__pycache__"}:
+            if not top.endswith(".pth") and (root / top).exists() and not (site / top).exists():
+                (site / top).symlink_to(root / top)
+    python = folder / "python-bare"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    python.chmod(0o755)
+    return python, site
 
 
 def _probe_wheel(folder: Path) -> Path:
@@ -31,11 +80,14 @@ def test_gpu_check_sh_smoke_installs_offline_and_writes_every_part(tmp_path):
     wheels, site, out = tmp_path / "wheels", tmp_path / "site", tmp_path / "gpu_check.json"
     wheels.mkdir()
     _probe_wheel(wheels)
-    env = {**os.environ, "PYTHON": sys.executable, "GPU_WHEELS": str(wheels), "GPU_SITE": str(site), "OMP_NUM_THREADS": "1",
-           "PIP_NO_INDEX": "1"}
+    python, bare = _bare_python(tmp_path)
+    env = {**os.environ, "PYTHON": str(python), "PYTHONPATH": str(bare), "GPU_WHEELS": str(wheels), "GPU_SITE": str(site),
+           "OMP_NUM_THREADS": "1", "PIP_NO_INDEX": "1"}
     run = subprocess.run([str(ROOT / "benchmarks" / "gpu_check.sh"), "--smoke", "--out", str(out)], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
+    bare = subprocess.run([str(python), "-c", "import openai"], env=env, capture_output=True, text=True)
+    assert "No module named 'openai'" in bare.stderr  # a toolsense dependency the image lacks is not seen
     assert f"installing 1 wheels from {wheels} into {site} (no network)" in run.stdout
     assert (site / "tsgpuprobe.py").read_text() == "VALUE = 41\n"
     res = json.loads(out.read_text())

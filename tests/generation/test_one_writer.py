@@ -186,7 +186,7 @@ def test_the_corrected_command_after_a_failed_start_runs(tmp_path, monkeypatch, 
         return GenerateConfig(tasks=["rrb"], rrb_per_tier={"easy": n}, max_attempts=1, writer=llm, output_dir=str(out))
 
     try:
-        with pytest.raises(RuntimeError, match="llm.api_key_env='NO_SUCH_KEY'"):
+        with pytest.raises(RuntimeError, match="writer.api_key_env='NO_SUCH_KEY'"):
             run(cfg(3, "NO_SUCH_KEY", "https://api.example.com/v1"), catalog=demo_catalog, embeddings=nb.emb)  # a remote server needs a key
         assert not (out / "generation_config.json").exists()
         summary = run(cfg(2, "FAKE_OPENAI_KEY"), catalog=demo_catalog, embeddings=nb.emb)  # another config: it runs

@@ -64,6 +64,20 @@ def test_plain_text_replies_are_checked_against_the_schema(server_factory, demo_
     assert len(server.requests) == 4  # nothing renegotiated
 
 
+def test_a_reply_is_read_by_json_s_grammar_wherever_it_starts():
+    """Seen from llama-cpp-python's server under json_object: a bare newline inside a string (was
+    "writer reply is not a JSON object"); a brace inside a string ended the object early."""
+    from toolsense.generation.llm import parse_json_reply
+
+    grammar_reply = '{ "question": "q", "wrong_answers": ["The answer is ", " the following:\n"]}'
+    assert parse_json_reply(grammar_reply) == {"question": "q", "wrong_answers": ["The answer is ", " the following:\n"]}
+    assert parse_json_reply('Sure: ```json\n{"query": "fill {name} in", "tools": [1]}\n``` done') == \
+        {"query": "fill {name} in", "tools": [1]}
+    assert parse_json_reply('{"query": "a } b", "tools": []}') == {"query": "a } b", "tools": []}
+    assert parse_json_reply('{ broken {"a": {"b": 1}} tail') == {"a": {"b": 1}}
+    assert parse_json_reply("no object [1, 2]") is None and parse_json_reply('{"a": 1') is None
+
+
 def test_schema_error_pins_each_rule():
     s = prompts.SCHEMAS
     assert schema_error({"query": "q", "tools": [1, 2]}, s["rrb_writer"]) is None
@@ -105,6 +119,19 @@ def test_a_local_server_needs_no_key_and_a_remote_one_names_the_variable(server_
     remote = ["https://api.openai.com/v1", "http://8.8.8.8/v1", "https://my-vllm.example.org/v1", "http://172.32.0.1/v1", None]
     assert [is_local_url(u) for u in local] == [True] * len(local)
     assert [is_local_url(u) for u in remote] == [False] * len(remote)
+
+
+def test_a_remote_endpoint_without_its_key_is_refused_naming_the_section(server_factory, demo_catalog, nb, tmp_path,
+                                                                        monkeypatch):
+    """The refusal names the field the user sets (writer.api_key_env, judge.api_key_env), before a request is sent."""
+    monkeypatch.delenv("NO_KEY_SET_HERE", raising=False)
+    remote = LLMConfig(backend="openai", base_url="https://api.example.com/v1", api_key_env="NO_KEY_SET_HERE")
+    local = server_factory()
+    for writer, judge, section in ((remote, None, "writer"), (_llm(local), remote, "judge")):
+        cfg = GenerateConfig(tasks=["qa"], n_probes=1, writer=writer, judge=judge, output_dir=str(tmp_path / section))
+        with pytest.raises(RuntimeError, match=rf"^{section}\.api_key_env='NO_KEY_SET_HERE': set that environment variable"):
+            run(cfg, catalog=demo_catalog, embeddings=nb.emb)
+    assert local.requests == []
 
 
 def test_nothing_made_says_why_in_one_line():

@@ -75,6 +75,8 @@ def test_generate_py_through_the_openai_backend_on_llama_cpp_server(llama_cpp_se
     # negotiated once: the 500 to json_schema was not retried as transient, every reply came as json_object
     assert cache and {r["response_format"] for r in cache} == {"json_object"}
     assert "gen/left_for_rerun" not in summary and all(r["usage"]["prompt_tokens"] > 0 for r in cache)
+    log = (tmp_path / "logs" / "generate.log").read_text()
+    assert log.count("does not take response_format json_schema (HTTP 500: ") == 1  # asked once, remembered for the server
     # every planned item made: accepted or rejected for good with a reason, each counted once
     final = Counter(r["task_id"].split("-")[0] for r in rejected if r["final"])
     for kind, planned in PLANNED.items():

@@ -4,12 +4,13 @@ a GPU, Stage 1's weights, Adam states and DeepSpeed engine stayed resident throu
 from __future__ import annotations
 
 import gc
+import logging
 import weakref
 
 from tests.training.conftest import TINY, compose_train
 
 
-def test_nothing_of_stage1_survives_its_run(tmp_path):
+def test_nothing_of_stage1_survives_its_run(tmp_path, caplog):
     from toolsense.catalog import load_catalog
     from toolsense.data.memorization import build_memorization_examples
     from toolsense.training import to_train_config
@@ -20,7 +21,10 @@ def test_nothing_of_stage1_survives_its_run(tmp_path):
     catalog = load_catalog(cfg.catalog.path)
     index = load_or_build_index(cfg, catalog, tmp_path)
     runner = StageRunner("stage1", cfg, cfg.stage1, index, build_memorization_examples(catalog, index, cfg.memorization), tmp_path)
-    runner.setup()
+    with caplog.at_level(logging.INFO, logger="toolsense.training.stage"):
+        runner.setup()
+    plans = [r.getMessage() for r in caplog.records if "memory plan" in r.getMessage()]  # logged before the model loads
+    assert len(plans) == 1 and plans[0].startswith("stage1: memory plan per device (ddp; "), plans
     refs = {"model": weakref.ref(runner.trainable.model), "trainer": weakref.ref(runner.trainer),
             "embedding": weakref.ref(runner.trainable.model.get_base_model().get_input_embeddings().weight)}
     runner.train()

@@ -66,8 +66,9 @@ class ServiceUnavailable(RuntimeError):
     """Transient failures outlasted the client's retries; nothing is recorded as final."""
 
 
-LLM_BACKENDS: Registry[Callable[["LLMConfig"], "ChatLLM"]] = Registry("LLM backend")
-"""``llm.backend`` names -> ``factory(LLMConfig) -> ChatLLM``."""
+LLM_BACKENDS: Registry[Callable[["LLMConfig", str], "ChatLLM"]] = Registry("LLM backend")
+"""``llm.backend`` names -> ``factory(LLMConfig, section) -> ChatLLM``; ``section``: the config's dotted name
+(``writer``, ``judge``), which errors about its fields name."""
 
 
 class ChatLLM(Protocol):
@@ -155,7 +156,7 @@ class HFChatLLM:
 
 
 @LLM_BACKENDS.register("hf")
-def _hf_backend(cfg: LLMConfig) -> HFChatLLM:
+def _hf_backend(cfg: LLMConfig, section: str = "llm") -> HFChatLLM:
     return HFChatLLM(cfg.model, cfg.max_new_tokens)
 
 
@@ -167,14 +168,15 @@ class OpenAIChatLLM:
     server on loopback or a private network (:func:`~toolsense.utils.secrets.api_key`). The
     ``response_format`` is negotiated per server (:mod:`toolsense.generation.structured`): a
     format not yet answered by this server is asked without the client's retries, so a refusal
-    that comes as a 500 costs one request, not ``max_retries``."""
+    that comes as a 500 costs one request, not ``max_retries``. ``section``: the config's dotted name (``writer``,
+    ``judge``), named by the missing-key error."""
 
-    def __init__(self, cfg: LLMConfig, server=None):
+    def __init__(self, cfg: LLMConfig, section: str = "llm", server=None):
         from openai import OpenAI
 
         base_url = server.base_url if server is not None else cfg.base_url
         where = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        key = PLACEHOLDER_KEY if server is not None else api_key(cfg.api_key_env, where, "llm.api_key_env")
+        key = PLACEHOLDER_KEY if server is not None else api_key(cfg.api_key_env, where, f"{section}.api_key_env")
         self.client = OpenAI(api_key=key, base_url=base_url, max_retries=cfg.max_retries, timeout=cfg.timeout_s)
         self.url, self.key_env = str(self.client.base_url), cfg.api_key_env
         self.scrub = Scrubber([key])
@@ -281,36 +283,37 @@ class CachedLLM:
 
 
 @LLM_BACKENDS.register("local")
-def _local_backend(cfg: LLMConfig) -> "OpenAIChatLLM":
+def _local_backend(cfg: LLMConfig, section: str = "llm") -> "OpenAIChatLLM":
     """llama-cpp-python's OpenAI-compatible server on loopback, started here and stopped with the client."""
     from toolsense.generation.local_server import LocalServer
 
     server = LocalServer(cfg.gguf, cfg.local_ctx, cfg.timeout_s, cfg.local_threads)
     try:
-        return OpenAIChatLLM(cfg, server)
+        return OpenAIChatLLM(cfg, section, server)
     except BaseException:
         server.stop()
         raise
 
 
-def build_llm(cfg: LLMConfig) -> ChatLLM:
-    return LLM_BACKENDS.get(cfg.backend)(cfg)
+def build_llm(cfg: LLMConfig, section: str = "llm") -> ChatLLM:
+    """The backend of ``cfg``; ``section`` is its dotted name in the job's config (``writer``, ``judge``)."""
+    return LLM_BACKENDS.get(cfg.backend)(cfg, section)
+
+
+_REPLY_JSON = json.JSONDecoder(strict=False)
+"""Takes raw control characters inside strings: llama.cpp's ``json_object`` grammar lets a model
+write a bare newline there, and the reply is still the object the model meant."""
 
 
 def parse_json_reply(text: str) -> dict | None:
-    """The first JSON object in an LLM reply (models wrap JSON in prose or code fences)."""
+    """The first JSON object in an LLM reply (models wrap JSON in prose or code fences), read by
+    JSON's own grammar from each ``{`` in turn, so a brace inside a string does not end it."""
     start = text.find("{")
     while start != -1:
-        depth = 0
-        for i in range(start, len(text)):
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            if depth == 0:
-                try:
-                    obj = json.loads(text[start : i + 1])
-                    return obj if isinstance(obj, dict) else None
-                except json.JSONDecodeError:
-                    break
-        start = text.find("{", start + 1)
+        try:
+            return _REPLY_JSON.raw_decode(text, start)[0]
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
     return None
 
 

@@ -258,14 +258,14 @@ def _generate(cfg: GenerateConfig, out: Path, ident: dict, catalog: Catalog, wri
     cache = JsonlStore(out / "llm_cache.jsonl")
     with ExitStack() as stack:  # a local server (backend=local) stops here, whatever happens
 
-        def built(llm_cfg):
-            llm = build_llm(llm_cfg)
+        def built(llm_cfg, section):
+            llm = build_llm(llm_cfg, section)
             stack.callback(getattr(llm, "close", lambda: None))
             return CachedLLM(llm, cache, scrub.text)
 
-        writer = writer or built(cfg.writer)
+        writer = writer or built(cfg.writer, "writer")
         if cfg.judge_enabled:
-            judge = judge or (built(cfg.judge) if cfg.judge else writer)
+            judge = judge or (built(cfg.judge, "judge") if cfg.judge else writer)
         else:
             judge = None
         outputs.claim_output_dir(out, ident)  # everything started: the folder is this configuration's now
