@@ -5,6 +5,7 @@ queries past the context were scored silently)."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -37,17 +38,21 @@ def test_a_query_past_the_models_context_is_refused_before_any_search(tiny_run, 
     assert not (out / "long").exists()  # nothing claimed, nothing scored
 
 
-def test_truncate_cuts_over_long_queries_to_fit_and_counts_them(tiny_run, tmp_path):
+def test_truncate_cuts_over_long_queries_to_fit_and_counts_them(tiny_run, tmp_path, caplog):
     from transformers import AutoTokenizer
 
     path = _long_queries(tmp_path, 300)
     out = tmp_path / "out"
-    summary = run(_one(tiny_run, out, path, query_length={"max_tokens": 64, "policy": "truncate"}))
+    with caplog.at_level(logging.WARNING, logger="toolsense.decoding.length"):
+        summary = run(_one(tiny_run, out, path, query_length={"max_tokens": 64, "policy": "truncate"}))
     res = summary["results"][0]
     assert res["n"] == 2 and res["query_length"] == {
         "policy": "truncate", "limit_tokens": 64, "limit": "query_length.max_tokens=64", "queries": 2, "over": 1,
         "truncated": 1, "longest": res["query_length"]["longest"], "items": ["huge"]}
     assert res["query_length"]["longest"] > 300
+    longest = res["query_length"]["longest"]  # the cut is said where the run is watched, not only in results.json
+    assert f"benchmarks.long ({path}): 1 of 2 queries cut to fit 64 prompt tokens (query_length.max_tokens=64; " \
+           f"query_length.policy=truncate); the longest was {longest} tokens" in caplog.text
     tok = AutoTokenizer.from_pretrained(tiny_run / "stage2")
     samples = {json.loads(x)["item_id"]: json.loads(x) for x in (out / "long" / "model" / "samples.jsonl").read_text().splitlines()}
     lengths = {k: len(tok(s["prompt"], add_special_tokens=False)["input_ids"]) for k, s in samples.items()}
