@@ -10,6 +10,7 @@ import logging
 import pytest
 
 from tests.evaluation.test_runner import _cfg
+from toolsense.catalog.loaders import DEMO_DIR
 from toolsense.evaluation.runner import run
 
 
@@ -60,3 +61,20 @@ def test_truncate_cuts_over_long_queries_to_fit_and_counts_them(tiny_run, tmp_pa
     assert samples["short"]["query"] == "send an email" and samples["huge"]["query"].startswith("weather weather")
     fp = json.loads((out / "long" / "model" / "samples.fingerprint.json").read_text())["fingerprint"]
     assert fp["query_length"] == {"policy": "truncate", "limit_tokens": 64}  # another cut is another evaluation
+
+
+def test_a_probe_past_the_models_context_is_refused_before_anything_is_scored(tiny_run, tmp_path):
+    """Probe prompts are measured too: a long question would be scored past the context (or run the
+    process out of memory), in every mode."""
+    good = json.loads((DEMO_DIR / "probes_qa.jsonl").read_text().splitlines()[0])
+    path = tmp_path / "qa.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "id": "huge", "question": " ".join(["weather"] * 3_000)}) + "\n")
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as e:
+        run(_cfg(tiny_run, out, benchmarks={"qa": {"loader": "qa", "path": str(path)}}, baselines={}))
+    msg = str(e.value)  # tiny_random reads 2,048 positions; its longest answer ("Yes" / "No") is 2 tokens
+    assert msg.startswith(f"benchmarks.qa ({path}): 1 of 2 probe items are longer than the model can read (2046 prompt tokens: "
+                          "the model's context of 2048 less 2 of the answer); the longest: 'huge' (")
+    assert not (out / "qa").exists()  # nothing claimed, nothing scored
+    path.write_text(json.dumps(good) + "\n")
+    assert run(_cfg(tiny_run, out, benchmarks={"qa": {"loader": "qa", "path": str(path)}}, baselines={}))["results"][0]["n"] == 1
