@@ -5,10 +5,12 @@ queries past the context were scored silently)."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
 from tests.evaluation.test_runner import _cfg
+from toolsense.catalog.loaders import DEMO_DIR
 from toolsense.evaluation.runner import run
 
 
@@ -37,17 +39,21 @@ def test_a_query_past_the_models_context_is_refused_before_any_search(tiny_run, 
     assert not (out / "long").exists()  # nothing claimed, nothing scored
 
 
-def test_truncate_cuts_over_long_queries_to_fit_and_counts_them(tiny_run, tmp_path):
+def test_truncate_cuts_over_long_queries_to_fit_and_counts_them(tiny_run, tmp_path, caplog):
     from transformers import AutoTokenizer
 
     path = _long_queries(tmp_path, 300)
     out = tmp_path / "out"
-    summary = run(_one(tiny_run, out, path, query_length={"max_tokens": 64, "policy": "truncate"}))
+    with caplog.at_level(logging.WARNING, logger="toolsense.decoding.length"):
+        summary = run(_one(tiny_run, out, path, query_length={"max_tokens": 64, "policy": "truncate"}))
     res = summary["results"][0]
     assert res["n"] == 2 and res["query_length"] == {
         "policy": "truncate", "limit_tokens": 64, "limit": "query_length.max_tokens=64", "queries": 2, "over": 1,
         "truncated": 1, "longest": res["query_length"]["longest"], "items": ["huge"]}
     assert res["query_length"]["longest"] > 300
+    longest = res["query_length"]["longest"]  # the cut is said where the run is watched, not only in results.json
+    assert f"benchmarks.long ({path}): 1 of 2 queries cut to fit 64 prompt tokens (query_length.max_tokens=64; " \
+           f"query_length.policy=truncate); the longest was {longest} tokens" in caplog.text
     tok = AutoTokenizer.from_pretrained(tiny_run / "stage2")
     samples = {json.loads(x)["item_id"]: json.loads(x) for x in (out / "long" / "model" / "samples.jsonl").read_text().splitlines()}
     lengths = {k: len(tok(s["prompt"], add_special_tokens=False)["input_ids"]) for k, s in samples.items()}
@@ -55,3 +61,20 @@ def test_truncate_cuts_over_long_queries_to_fit_and_counts_them(tiny_run, tmp_pa
     assert samples["short"]["query"] == "send an email" and samples["huge"]["query"].startswith("weather weather")
     fp = json.loads((out / "long" / "model" / "samples.fingerprint.json").read_text())["fingerprint"]
     assert fp["query_length"] == {"policy": "truncate", "limit_tokens": 64}  # another cut is another evaluation
+
+
+def test_a_probe_past_the_models_context_is_refused_before_anything_is_scored(tiny_run, tmp_path):
+    """Probe prompts are measured too: a long question would be scored past the context (or run the
+    process out of memory), in every mode."""
+    good = json.loads((DEMO_DIR / "probes_qa.jsonl").read_text().splitlines()[0])
+    path = tmp_path / "qa.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "id": "huge", "question": " ".join(["weather"] * 3_000)}) + "\n")
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as e:
+        run(_cfg(tiny_run, out, benchmarks={"qa": {"loader": "qa", "path": str(path)}}, baselines={}))
+    msg = str(e.value)  # tiny_random reads 2,048 positions; its longest answer ("Yes" / "No") is 2 tokens
+    assert msg.startswith(f"benchmarks.qa ({path}): 1 of 2 probe items are longer than the model can read (2046 prompt tokens: "
+                          "the model's context of 2048 less 2 of the answer); the longest: 'huge' (")
+    assert not (out / "qa").exists()  # nothing claimed, nothing scored
+    path.write_text(json.dumps(good) + "\n")
+    assert run(_cfg(tiny_run, out, benchmarks={"qa": {"loader": "qa", "path": str(path)}}, baselines={}))["results"][0]["n"] == 1

@@ -3,6 +3,8 @@ a field without a judge is refused naming it, and a bad value names the dotted f
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from toolsense.generation.config import GenerateConfig, check_judge_overrides, register_configs
@@ -33,3 +35,14 @@ def test_a_judge_field_without_a_judge_is_refused_naming_it():
             check_judge_overrides(["catalog=demo", arg])
     check_judge_overrides(["judge=openai", "judge.timeout_s=5"])  # a judge chosen: Hydra sets its fields
     check_judge_overrides(["writer.timeout_s=5"])
+
+
+def test_generate_py_refuses_a_judge_field_without_a_judge_before_hydra(monkeypatch):
+    """The check is wired into the command (it was Hydra's raw ``AssertionError: Unexpected type for root``)."""
+    from toolsense.jobs import generate
+
+    monkeypatch.setattr(generate, "job", lambda: pytest.fail("Hydra ran"))
+    for arg in ("judge.timeout_s=0", "+judge.backend=openai"):
+        monkeypatch.setattr("sys.argv", ["generate.py", "output_dir=/nonexistent/x", arg])
+        with pytest.raises(SystemExit, match=rf"^{re.escape(arg)}: no judge is chosen \(by default the writer judges\)"):
+            generate.main()

@@ -7,17 +7,20 @@ template, as the search renders it) is therefore measured first against the prom
 model's context (``max_position_embeddings``) less the tokens the search generates, or
 ``query_length.max_tokens`` when smaller. ``policy=refuse`` (the default) stops naming the
 benchmark, the count and the longest items; ``truncate`` cuts each over-long query's text to fit
-(its last tokens go) and the report says how many were cut, in results.json.
+(its last tokens go), logs how many and counts them in results.json.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any, Optional, Sequence
 
 from toolsense.catalog import Query
 from toolsense.decoding.config import QueryLengthConfig
 from toolsense.decoding.retrieval import Retriever, encode
+
+log = logging.getLogger(__name__)
 
 
 def prompt_budget(retriever: Retriever, max_tokens: Optional[int]) -> tuple[int, str]:
@@ -51,6 +54,9 @@ def fit_queries(retriever: Retriever, queries: Sequence[Query], cfg: QueryLength
     for i in over:
         out[i] = _truncated(retriever, queries[i], lengths[i] - budget, budget, where)
     report["truncated"] = len(over)
+    if over:  # the cut changes what is scored: said where the run is watched, not only in results.json
+        log.warning("%s: %d of %d queries cut to fit %d prompt tokens (%s; query_length.policy=truncate); the longest "
+                    "was %d tokens", where, len(over), len(queries), budget, why, lengths[over[0]])
     return out, report
 
 

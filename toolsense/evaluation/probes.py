@@ -86,6 +86,31 @@ def probe_prompt(ev: EvalModel, item: ProbeItem, kind: str, mode: str, perm: Seq
     return render_prompt(ev.tokenizer, messages) if chat else messages
 
 
+def check_probe_lengths(ev: EvalModel, bench: Benchmark, modes: Sequence[str], cfg: ProbeConfig, where: str) -> None:
+    """Refuse, before any folder is claimed, probe items whose prompt (in any of ``modes``, the
+    seeded option order) and longest answer pass the model's context (``max_position_embeddings``):
+    past it an item is scored on positions the model never trained, and a very long one grows
+    memory until the OOM killer ends the run without a word (retrieval queries: decoding/length.py).
+    The ValueError names ``where``, the count, the limit and the longest items."""
+    context = getattr(ev.model.config, "max_position_embeddings", None)
+    known = [it for it in bench.items if it.tool in ev.index.paths]  # the others are skipped, not scored
+    if not context or not known:
+        return
+    answer = max(len(a) for a in encode(ev.tokenizer, probe_answers(bench.kind, len(known[0].options))))
+    room = context - answer
+    over: dict[str, int] = {}
+    for mode in modes:
+        prompts = [probe_prompt(ev, it, bench.kind, mode, permutation(it, bench.kind, cfg.seed), cfg) for it in known]
+        for it, ids in zip(known, encode(ev.tokenizer, prompts)):
+            if len(ids) > room:
+                over[it.item_id] = max(len(ids), over.get(it.item_id, 0))
+    if over:
+        shown = ", ".join(f"{k!r} ({n} tokens)" for k, n in sorted(over.items(), key=lambda kv: -kv[1])[:5])
+        raise ValueError(f"{where}: {len(over)} of {len(known)} probe items are longer than the model can read ({room} prompt "
+                         f"tokens: the model's context of {context} less {answer} of the answer); the longest: {shown}. Shorten their "
+                         "questions or options, or leave them out of the benchmark")
+
+
 @torch.no_grad()
 def score_answers(model, tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> torch.Tensor:
     """``[len(prompts), len(answers)]`` log-probability of each answer string after each prompt:

@@ -34,7 +34,7 @@ from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.evaluation.fingerprint import benchmark_identity, catalog_identity, claim, decoding_identity, model_identity
 from toolsense.evaluation.outputs import write_json
-from toolsense.evaluation.probes import evaluate_probe
+from toolsense.evaluation.probes import check_probe_lengths, evaluate_probe
 from toolsense.evaluation.systems import SystemConfig, build_system, system_decoding, system_model_identity
 from toolsense.evaluation.tasks import evaluate_ranking
 from toolsense.reporting.html_report import write_html_report
@@ -110,6 +110,8 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
     retriever = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, dec) if ev is not None else None
     fits = {label: fit_queries(retriever, b.items, cfg.query_length, f"{where.format(label)} ({b.path})")  # before any search
             for label, b in benches.items() if retriever is not None and b.kind == "retrieval"}
+    for b in (b for b in benches.values() if ev is not None and b.kind != "retrieval"):  # probes past the context: refused
+        check_probe_lengths(ev, b, probe.modes, probe, f"{where.format(b.name)} ({b.path})")
 
     def _claim() -> None:  # rank 0 only: hashing the checkpoint once is enough
         plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, metrics, probe, systems_cfg))
