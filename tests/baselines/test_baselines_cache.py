@@ -46,7 +46,7 @@ class FakeOpenAI:
 
     calls: list[tuple[str, int]] = []
 
-    def __init__(self):
+    def __init__(self, **client_kw):
         self.embeddings = SimpleNamespace(create=self._create)
 
     def _create(self, model, input):

@@ -86,12 +86,19 @@ def dense(catalog: Catalog, cfg: BaselineConfig, top: int) -> Ranker:
 
 
 def openai_client():
-    """An ``openai.OpenAI`` client; the key comes from OPENAI_API_KEY (and OPENAI_BASE_URL if set) only."""
-    if not os.environ.get("OPENAI_API_KEY"):
-        raise RuntimeError("baseline kind=openai needs OPENAI_API_KEY in the environment")
+    """An ``openai.OpenAI`` client; the key comes from OPENAI_API_KEY (and OPENAI_BASE_URL if set) only.
+    A local OPENAI_BASE_URL (llama.cpp, vLLM, Ollama serving embeddings) needs no key
+    (:func:`toolsense.utils.secrets.api_key`)."""
     from openai import OpenAI
 
-    return OpenAI()
+    from toolsense.utils.secrets import PLACEHOLDER_KEY, is_local_url
+
+    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    key = os.environ.get("OPENAI_API_KEY") or (PLACEHOLDER_KEY if is_local_url(base_url) else None)
+    if not key:
+        raise RuntimeError("baseline kind=openai needs OPENAI_API_KEY in the environment (a local OPENAI_BASE_URL, "
+                           f"loopback or a private network, needs none; OPENAI_BASE_URL is {base_url or 'unset'})")
+    return OpenAI(api_key=key, base_url=base_url)
 
 
 @BASELINES.register("openai")

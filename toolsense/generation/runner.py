@@ -40,7 +40,7 @@ from toolsense.generation.rrb import make_rrb_item, plan_rrb
 from toolsense.generation.sampling import stratified_sample
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.rundir import RunDir, busy_policy, holding
-from toolsense.utils.secrets import Scrubber, scrubbed_logs
+from toolsense.utils.secrets import Scrubber, scrubbed_errors, scrubbed_logs
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -227,7 +227,8 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
 
     No secret reaches what the run writes or logs: the values of the ``api_key_env`` variables
     (and every other secret-looking one) and key-shaped text are scrubbed from replies, items,
-    rejections, the summary, the data card and every log record (:mod:`toolsense.utils.secrets`)."""
+    rejections, the summary, the data card, every log record and the error a run dies of
+    (:mod:`toolsense.utils.secrets`)."""
     t0 = time.perf_counter()
     busy_policy()  # an invalid TOOLSENSE_BUSY is refused before the catalog loads
     catalog = catalog or load_from_config(cfg.catalog)
@@ -235,7 +236,8 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
     ident = outputs.identity(cfg, catalog)
     out = Path(cfg.output_dir) if cfg.output_dir else outputs.default_output_dir(cfg.output_root, ident)
     scrub = Scrubber.from_env(llm.api_key_env for llm in (cfg.writer, cfg.judge) if llm is not None)
-    with scrubbed_logs(scrub), holding(out, "generating") as held:  # names the holder; TOOLSENSE_BUSY=wait logs whom it waits for
+    # holding names the holder; TOOLSENSE_BUSY=wait logs whom it waits for
+    with scrubbed_logs(scrub), scrubbed_errors(scrub), holding(out, "generating") as held:
         if not held:
             return {"output_dir": str(out), "skipped": "busy", "holder": RunDir(out).holder() or "unknown"}
         return _generate(cfg, out, ident, catalog, writer, judge, embeddings, encode, t0, scrub)

@@ -7,18 +7,21 @@
 import sys
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from toolsense.audit import AuditConfig, register_configs, run, sweep_metric
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
+from toolsense.utils.secrets import scrubbed_job
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="audit")
 def job(cfg: DictConfig) -> float:
-    return sweep_metric(run(to_config(AuditConfig, cfg)))
+    # scorer=openai: an endpoint may echo the key in its error
+    with scrubbed_job([OmegaConf.select(cfg, "scorer.api_key_env") or "OPENAI_API_KEY"]):
+        return sweep_metric(run(to_config(AuditConfig, cfg)))
 
 
 def main() -> None:

@@ -21,14 +21,16 @@ from toolsense.evaluation.runner import run
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
 from toolsense.utils.hydra import shared_output_dir
+from toolsense.utils.secrets import scrubbed_job
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
 def job(dict_cfg: DictConfig) -> None:
-    cfg = to_config(EvaluateConfig, dict_cfg)
-    run(cfg, output_dir=shared_output_dir(cfg.output_dir))
+    with scrubbed_job(["OPENAI_API_KEY"]):  # baseline=openai; an endpoint may echo the key in its error
+        cfg = to_config(EvaluateConfig, dict_cfg)
+        run(cfg, output_dir=shared_output_dir(cfg.output_dir))
 
 
 def main() -> None:

@@ -10,7 +10,8 @@ An endpoint may echo the key it was sent in an error body ("Incorrect API key pr
 sk-...", or the whole request with its ``Authorization: Bearer ...`` header). Such text
 reaches rejection rows, summaries (even as a dict key), data cards, logs and trackers unless it
 is scrubbed where it is written: :class:`Scrubber` is that one function, and
-:func:`scrubbed_logs` applies it to every log record while a job runs.
+:func:`scrubbed_logs` applies it to every log record while a job runs, and :func:`scrubbed_errors`
+to the error a job dies of (Hydra prints it, a Slurm log keeps it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import ipaddress
 import logging
 import os
 import re
+import traceback
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Mapping, Optional
 from urllib.parse import urlsplit
@@ -137,3 +139,30 @@ def scrubbed_logs(scrub: Scrubber) -> Iterator[None]:
     finally:
         for h in handlers:
             h.removeFilter(f)
+
+
+@contextmanager
+def scrubbed_errors(scrub: Scrubber) -> Iterator[None]:
+    """An exception that escapes the block and holds a secret anywhere in its traceback (its
+    message, a chained cause: an endpoint's error body echoing the key) is logged with the
+    traceback scrubbed and replaced by a ``RuntimeError`` of its scrubbed ``Type: message``, raised
+    ``from None`` so that no report prints the original. One with nothing to scrub is re-raised
+    unchanged (its type is part of what callers and tests see)."""
+    try:
+        yield
+    except Exception as e:
+        text = "".join(traceback.format_exception(e))
+        clean = scrub.text(text)
+        if clean == text:
+            raise
+        logging.getLogger(__name__).error("the job failed (secrets scrubbed from its traceback):\n%s", clean)
+        raise RuntimeError(scrub.text(f"{type(e).__name__}: {e}")) from None
+
+
+@contextmanager
+def scrubbed_job(key_envs: Iterable[str] = ()) -> Iterator[Scrubber]:
+    """:func:`scrubbed_logs` and :func:`scrubbed_errors` with the scrubber of ``key_envs`` and every
+    secret-looking environment variable: a job entry point's one line."""
+    scrub = Scrubber.from_env(key_envs)
+    with scrubbed_logs(scrub), scrubbed_errors(scrub):
+        yield scrub
