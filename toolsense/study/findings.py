@@ -30,12 +30,12 @@ from toolsense.study.sweep import (
 )
 
 RULES = {
-    1: "sign rule on the difference of the two normalized Stage-2 gains (standard − realistic): each the share of the queries "
-       "Stage 1 missed that Stage 2 recovered, net of those it lost (Σ(Stage 2 − Stage 1) / Σ(1 − Stage 1) in Rc@k over a "
-       "configuration's queries and seeds, the same runs' Stage-1 and Stage-2 evaluations), averaged over configurations, "
-       "the interval over seeds and queries; revised on 2026-12-03 from the difference of the gains in pp, which a ceiling bounds (a side "
-       "that Stage 1 alone takes near 100% can gain only its headroom), before study=tools' TG seed-1 run was evaluated; the "
-       "difference in pp is shown beside it",
+    1: "sign rule on the difference of the two Stage-2 gains (standard − realistic), on the scale the plan registers (below; "
+       "else normalized): in pp, Stage 2 − Stage 1 Rc@k; normalized, the share of the queries Stage 1 missed that Stage 2 "
+       "recovered, net of those it lost (Σ(Stage 2 − Stage 1) / Σ(1 − Stage 1)); each over a configuration's queries and seeds "
+       "(the same runs' Stage-1 and Stage-2 evaluations), averaged over configurations, the interval over seeds and queries, "
+       "the other scale shown beside it. study=tools revised its rule from pp to normalized on 2026-12-03, before its TG "
+       "seed-1 run was evaluated, because a ceiling bounds a gain in pp (a side Stage 1 takes near 100% gains only its headroom)",
     2: "both parts by the sign rule: the collapse (standard − realistic Rc@k over configurations, over seeds and queries) "
        "and dense − best parametric run on realistic Rc@k (paired per query); the collapse's verdict where it is not yes",
     3: f"sign rule on Cohen's d of realistic IS@k, flat − hierarchical, over {EFFECT_UNIT}, with a bootstrap interval over "
@@ -51,18 +51,6 @@ RULES = {
 }
 """How each finding is judged (the report's header lists them); the sign and equivalence rules
 are sweep.VERDICT_RULE and sweep.EQUIVALENCE_RULE."""
-
-RULE1_PP = ("sign rule on the difference of the two Stage-2 gains in pp (standard − realistic): each Stage 2 − Stage 1 Rc@k, "
-            "paired per query over a configuration's seeds, the same runs' Stage-1 and Stage-2 evaluations, averaged over "
-            "configurations, the interval over seeds and queries; the normalized gain (the share of Stage 1's misses recovered) "
-            "is shown beside it")
-"""Finding 1's rule where a study's plan registers the pp scale (study=replication): RULES[1] is
-study=tools' rule, revised to the normalized gain after its data."""
-
-
-def rules_for(s: Settings) -> dict[int, str]:
-    """RULES with finding 1's text for the scale its verdict rests on (``s.gain_scale``)."""
-    return {**RULES, 1: RULE1_PP} if s.gain_scale == "pp" else dict(RULES)
 
 
 def _vals(sweep: Sweep, rows: list[str], col: str) -> list[float]:
@@ -96,7 +84,7 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f.verdict = verdict(diff if s.gain_scale == "pp" else norm)
     f.ours += f"; the verdict rests on the difference {'in pp' if s.gain_scale == 'pp' else 'of the normalized gains'}"
     f.details = {"lift_standard": std, "lift_realistic": real, "lift_difference": diff, "normalized_gain": norm,
-                 f"per_{unit}": runs, "absolute_rule_verdict": verdict(diff), "rule": rules_for(s)[1],
+                 f"per_{unit}": runs, "absolute_rule_verdict": verdict(diff), "rule": RULES[1],
                  "per_configuration": {r: {b: (g.cell(r, f"{b} Rc@{k}") or {}).get("value") for b in benches} for r in rows}}
     return seed_gate(f, {r: len(a) for r, (a, _) in arms["standard"].items()}, s.min_seeds)
 

@@ -18,7 +18,7 @@ from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_se
 from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_table
 from toolsense.study.config import AnalysisPlan
 from toolsense.study.design import catalog_section, registration_section
-from toolsense.study.findings import FINDINGS, rules_for
+from toolsense.study.findings import FINDINGS, RULES
 from toolsense.study.plan_report import changes_markdown, finding_tables, mark_depends, rule_changes, tables_markdown
 from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.study.registration import read_registration
@@ -313,7 +313,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         f"of fewer than {settings_of(cfg).min_seeds} seeds (`min_seeds`): such a finding says **not enough seeds**, its "
         "numbers still shown.\n",
         "How each finding is judged (sign rule and equivalence rule as above):\n",
-        "\n".join(f"- **{n}.** {rule}" for n, rule in rules_for(settings_of(cfg)).items()) + "\n",
+        "\n".join(f"- **{n}.** {rule}" for n, rule in RULES.items()) + "\n",
         "## Analysis plan (registered before the data)\n", registration_section(cfg.root),
         changes_markdown(reading["changes"]),
         "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
