@@ -327,6 +327,20 @@ def test_equal_numbers_on_other_catalogs_are_not_one_baseline(tmp_path):
         comparison(collect([tmp_path]), ["Rc@1"])
 
 
+def test_a_column_is_mixed_only_by_cells_that_hold_a_value():
+    """A baseline has no Rf: its empty Rf cells on other items are not a mix to warn of."""
+    from toolsense.comparison.item_sets import mixed_items
+
+    six, other = ("a" * 64, None, None, None, 6), ("b" * 64, None, None, None, 24)
+    items = {"G3 Rc@1": {"bm25": {six}, "dense": {other}}, "G3 Rf@1": {"bm25": {six}, "dense": {other}}}
+    cells = {"bm25": {"G3 Rc@1": _est(0.5), "G3 Rf@1": {"value": None}}, "dense": {"G3 Rc@1": _est(0.4)}}
+    assert mixed_items(items, cells) == {"G3 Rc@1": {"bm25": "n=6, benchmark aaaaaaaaaaaa", "dense": "n=24, benchmark bbbbbbbbbbbb"}}
+    cells["dense"]["G3 Rf@1"] = _est(0.2)
+    assert list(mixed_items(items, cells)) == ["G3 Rc@1"]  # one valued cell alone is not a mix
+    cells["bm25"]["G3 Rf@1"] = _est(0.3)
+    assert list(mixed_items(items, cells)) == ["G3 Rc@1", "G3 Rf@1"]
+
+
 def test_cells_of_one_column_on_other_items_are_marked(tmp_path):
     """Issue 38: bm25 on 6 G3 queries and dense on 24 other G3 queries sat in one "G3" column
     unannotated. Cells of a column resting on other items carry ≠ and the table says which."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from toolsense.comparison.cell_stats import combine_seeds, effect_size, retention, stage2_schemes
-from toolsense.comparison.item_sets import item_set, items_text, same_evaluation, why_different
+from toolsense.comparison.item_sets import item_set, mixed_items, same_evaluation, why_different
 from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
 from toolsense.comparison.significance import legend, marker, table_significance
 from toolsense.comparison.stats import drift_ratio
@@ -263,8 +263,7 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
                            "significance": table_significance(entries, col_metric, rows, resamples, seed)},
             "sources": {f"{lb} | {col}": [r["_path"] for _, r in ents] if len(ents) > 1 else ents[0][1]["_path"]
                         for (lb, col), ents in entries.items()},
-            "mixed_items": {col: {lb: " + ".join(sorted(map(items_text, s))) for lb, s in by.items()}
-                            for col, by in items.items() if len(set().union(*by.values())) > 1}}
+            "mixed_items": mixed_items(items, cells)}
 
 
 def comparison_table(comp: dict[str, Any]) -> str:

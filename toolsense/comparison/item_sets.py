@@ -38,3 +38,12 @@ def same_evaluation(first: dict[str, Any], again: dict[str, Any], same_numbers: 
 def why_different(first: dict[str, Any], again: dict[str, Any]) -> str:
     a, b = _ranked(first), _ranked(again)
     return f"; {'; '.join(differences(a, b)[:4])}" if a and b and a != b else ""
+
+
+def mixed_items(items: dict[str, dict[str, set]], cells: dict[str, dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """column -> row -> its item sets, for the columns whose cells *with a value* rest on other items."""
+    valued = {col: {lb: s for lb, s in by.items() if (cells.get(lb, {}).get(col) or {}).get("value") is not None}
+              for col, by in items.items()}
+    return {col: {lb: " + ".join(sorted(map(items_text, s))) for lb, s in by.items()}
+            for col, by in valued.items() if by and len(set().union(*by.values())) > 1}
+
