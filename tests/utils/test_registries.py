@@ -68,8 +68,8 @@ def test_query_source_catalog_format_and_llm_backend_dispatch_through_their_regi
     assert load_from_config(CatalogConfig(path=str(tmp_path / "c.any"), format="mine", on_duplicate="first")) is one
     assert seen == [("c.any", "first")]
 
-    monkeypatch.setitem(LLM_BACKENDS._items, "echo", lambda cfg: ("echo", cfg.max_new_tokens))
-    assert build_llm(LLMConfig(backend="echo", max_new_tokens=9)) == ("echo", 9)
+    monkeypatch.setitem(LLM_BACKENDS._items, "echo", lambda cfg, section: ("echo", cfg.max_new_tokens, section))
+    assert build_llm(LLMConfig(backend="echo", max_new_tokens=9), "judge") == ("echo", 9, "judge")  # factory(cfg, section)
 
 
 def test_registries_hold_exactly_the_documented_names():
