@@ -91,14 +91,10 @@ def openai_client():
     (:func:`toolsense.utils.secrets.api_key`)."""
     from openai import OpenAI
 
-    from toolsense.utils.secrets import PLACEHOLDER_KEY, is_local_url
+    from toolsense.utils.secrets import api_key
 
     base_url = os.environ.get("OPENAI_BASE_URL") or None
-    key = os.environ.get("OPENAI_API_KEY") or (PLACEHOLDER_KEY if is_local_url(base_url) else None)
-    if not key:
-        raise RuntimeError("baseline kind=openai needs OPENAI_API_KEY in the environment (a local OPENAI_BASE_URL, "
-                           f"loopback or a private network, needs none; OPENAI_BASE_URL is {base_url or 'unset'})")
-    return OpenAI(api_key=key, base_url=base_url)
+    return OpenAI(api_key=api_key("OPENAI_API_KEY", base_url, None), base_url=base_url)
 
 
 @BASELINES.register("openai")

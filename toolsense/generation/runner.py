@@ -40,7 +40,7 @@ from toolsense.generation.rrb import make_rrb_item, plan_rrb
 from toolsense.generation.sampling import stratified_sample
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.rundir import RunDir, busy_policy, holding
-from toolsense.utils.secrets import Scrubber, scrubbed_errors, scrubbed_logs
+from toolsense.utils.secrets import Scrubber, scrubbed_job
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -235,9 +235,9 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
     check_against_catalog(cfg, catalog)
     ident = outputs.identity(cfg, catalog)
     out = Path(cfg.output_dir) if cfg.output_dir else outputs.default_output_dir(cfg.output_root, ident)
-    scrub = Scrubber.from_env(llm.api_key_env for llm in (cfg.writer, cfg.judge) if llm is not None)
+    keys = [llm.api_key_env for llm in (cfg.writer, cfg.judge) if llm is not None]
     # holding names the holder; TOOLSENSE_BUSY=wait logs whom it waits for
-    with scrubbed_logs(scrub), scrubbed_errors(scrub), holding(out, "generating") as held:
+    with scrubbed_job(keys) as scrub, holding(out, "generating") as held:
         if not held:
             return {"output_dir": str(out), "skipped": "busy", "holder": RunDir(out).holder() or "unknown"}
         return _generate(cfg, out, ident, catalog, writer, judge, embeddings, encode, t0, scrub)

@@ -64,16 +64,17 @@ def is_local_url(url: Optional[str]) -> bool:
     return ip.is_loopback or ip.is_private or ip.is_link_local
 
 
-def api_key(env_name: str, base_url: Optional[str], field: str) -> str:
+def api_key(env_name: str, base_url: Optional[str], field: Optional[str]) -> str:
     """The key in ``$env_name``; a :data:`PLACEHOLDER_KEY` when that is unset and ``base_url`` is
     local (:func:`is_local_url`); otherwise a RuntimeError naming ``field`` (the config's dotted
-    name of the variable setting) and the variable."""
+    name of the variable setting; None where the variable is fixed) and the variable."""
     key = os.environ.get(env_name)
     if key:
         return key
     if is_local_url(base_url):
         return PLACEHOLDER_KEY
-    raise RuntimeError(f"{field}={env_name!r}: set that environment variable to the API key of {base_url} "
+    named = f"{field}={env_name!r}" if field else env_name
+    raise RuntimeError(f"{named}: set that environment variable to the API key of {base_url or 'the default endpoint'} "
                        "(only a server on loopback or a private network is spoken to without one)")
 
 
