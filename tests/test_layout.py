@@ -97,6 +97,7 @@ CONCEPTS: dict[str, str] = {
     "fleiss_kappa": "comparison/stats.py",
     "StudyConfig": "study/config.py",
     "run_sweeps": "study/sweeps.py",
+    "run_workers": "utils/workers.py",
     "study_wall_time": "study/timings.py",
     "archive_results": "study/archive.py",
     "study_findings": "study/report.py",

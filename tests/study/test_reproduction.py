@@ -347,7 +347,7 @@ def test_a_sweep_can_run_with_fewer_workers_than_the_study(tmp_path, monkeypatch
     with pytest.raises(ValueError, match="sweep_workers"):
         StudyConfig(sweeps={"grid": ["experiment=tg"]}, sweep_workers={"grid": 0})
     seen = {}
-    monkeypatch.setattr(sweeps_mod, "run_workers", lambda cmd, workers, out, on_poll=None: seen.setdefault(out.name, workers) and 0)
+    monkeypatch.setattr(sweeps_mod, "run_workers", lambda jobs, workers, root, **kw: {n: seen.setdefault(n, workers) * 0 for n, _ in jobs})
     cfg = StudyConfig(root=str(tmp_path), workers=2, sweep_workers={"probe_model": 1},
                       sweeps={"grid": ["experiment=tg"], "probe_model": ["tuning=lora,full"]}, evaluations={"ceiling": ["model=x"]})
     sweeps_mod.run_sweeps(cfg)

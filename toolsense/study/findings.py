@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from toolsense.comparison.cell_stats import EFFECT_UNIT, effect_size
 from toolsense.comparison.runs import item_values
+from toolsense.evaluation.coverage import item_coverage
 from toolsense.reporting.tables import pct, value_range
-from toolsense.study.coverage import item_coverage
 from toolsense.study.drift_finding import DRIFT_RULE, hierarchical_drift
 from toolsense.study.probe_findings import PROBE_RULE, RETAIN_RULE, formats_and_lora_retain, probes_near_chance
 from toolsense.study.sweep import (

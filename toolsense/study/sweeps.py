@@ -1,8 +1,9 @@
 """The study's training: each sweep one ``train.py -m`` process (or ``workers`` of them sharing its
-runs) into ``<root>/<sweep>``, each untrained evaluation one ``evaluate.py`` process; the wall
-time of each is appended to ``<root>/timings.jsonl`` (timings.py reads it). With ``archive`` set, the
-archive is repacked as runs finish (archive.py); an untrained evaluation that ended writes its own
-``done.json`` and is skipped when the study reruns under the same overrides."""
+runs; a worker with nothing left in one sweep starts the next) into ``<root>/<sweep>``, each
+untrained evaluation one ``evaluate.py`` process; the wall time of each is appended to
+``<root>/timings.jsonl`` (timings.py reads it). With ``archive`` set, the archive is repacked as
+runs finish (archive.py); an untrained evaluation that ended writes its own ``done.json`` and is
+skipped when the study reruns under the same overrides."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ import hashlib
 import json
 import logging
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from toolsense.study.archive import ArchiveProgress
 from toolsense.study.config import StudyConfig
 from toolsense.study.timings import TIMINGS_FILE
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.paths import atomic_write_text
+from toolsense.utils.workers import run_workers
 
 log = logging.getLogger(__name__)
 
@@ -36,41 +37,67 @@ def sweep_command(cfg: StudyConfig, name: str) -> list[str]:
             f"hydra.sweep.dir={Path(cfg.root) / name}"]
 
 
+def sweep_groups(cfg: StudyConfig) -> list[list[str]]:
+    """The training sweeps to run (all, or ``only``), in order, grouped by what may overlap:
+    consecutive sweeps at the study's ``workers`` share one pool of workers (a worker that finds no
+    run left in one sweep starts on the next while the others finish theirs, so no core idles
+    through a sweep's last run); a sweep with its own ``sweep_workers`` runs alone, since its cap
+    is a memory limit that another sweep's runs beside it would break."""
+    groups: list[list[str]] = []
+    for name in cfg.sweeps:
+        if cfg.only and name not in cfg.only:
+            continue
+        if name in cfg.sweep_workers or not groups or groups[-1][-1] in cfg.sweep_workers:
+            groups.append([name])
+        else:
+            groups[-1].append(name)
+    return groups
+
+
 def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
-    """Train and evaluate every sweep (or ``only``) in order, each in its own process; a failed
-    sweep stops the study with its command (rerun the study to resume). With ``archive`` set, the
-    archive is repacked whenever a run has finished (polled every minute) and after each sweep, so
-    a machine lost mid-study loses at most the runs in progress. Returns the timings."""
+    """Train and evaluate every sweep (or ``only``) in order, each in its own processes (sweeps of a
+    group overlapping at their ends, :func:`sweep_groups`); a failed sweep stops the study with its
+    command (rerun the study to resume). With ``archive`` set, the archive is repacked whenever a
+    run has finished (polled every minute) and after each group, so a machine lost mid-study loses
+    at most the runs in progress. Returns the timings."""
     root = Path(cfg.root)
     root.mkdir(parents=True, exist_ok=True)
     timings = JsonlStore(root / TIMINGS_FILE)
     progress = ArchiveProgress(cfg.root, cfg.archive) if cfg.archive else None
-    done = []
-    for name in [*cfg.sweeps, *cfg.evaluations]:
-        if cfg.only and name not in cfg.only:
-            continue
-        cmd = sweep_command(cfg, name)
-        if name in cfg.evaluations and evaluation_finished(root / name, cmd):
-            log.info("evaluation %s: finished earlier under these overrides (%s); skipped", name, root / name / "done.json")
-            continue
-        log.info("sweep %s: %s", name, " ".join(cmd[1:]))
+    done: list[dict[str, Any]] = []
+    started: dict[str, tuple[float, str]] = {}
+
+    def on_start(name: str) -> None:
         t0 = time.time()
-        invocation = f"{os.getpid()}-{t0:.0f}"
-        timings.append({"sweep": name, "event": "start", "invocation": invocation,
+        started[name] = (t0, f"{os.getpid()}-{t0:.0f}")
+        log.info("sweep %s: %s", name, " ".join(sweep_command(cfg, name)[1:]))
+        timings.append({"sweep": name, "event": "start", "invocation": started[name][1],
                         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")})  # a start with no end: it was interrupted
-        workers = 1 if name in cfg.evaluations else cfg.sweep_workers.get(name, cfg.workers)
-        returncode = run_workers(cmd, workers, root / name, on_poll=progress)
+
+    def on_end(name: str, returncode: int, workers: int) -> None:
+        t0, invocation = started[name]
         row = {"sweep": name, "seconds": round(time.time() - t0, 1), "returncode": returncode, "workers": workers,
                "invocation": invocation, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
                "overrides": cfg.sweeps.get(name) or cfg.evaluations[name]}
         timings.append(row)
         done.append(row)
         if returncode == 0 and name in cfg.evaluations:
-            mark_evaluation_finished(root / name, cmd)
+            mark_evaluation_finished(root / name, sweep_command(cfg, name))
+
+    evaluations = [[name] for name in cfg.evaluations if not cfg.only or name in cfg.only]
+    for group in [*sweep_groups(cfg), *evaluations]:
+        if group[0] in cfg.evaluations and evaluation_finished(root / group[0], sweep_command(cfg, group[0])):
+            log.info("evaluation %s: finished earlier under these overrides (%s); skipped", group[0], root / group[0] / "done.json")
+            continue
+        workers = 1 if group[0] in cfg.evaluations else cfg.sweep_workers.get(group[0], cfg.workers)
+        codes = run_workers([(name, sweep_command(cfg, name)) for name in group], workers, root,
+                            on_poll=progress, on_start=on_start, on_end=on_end)
         if progress:
             progress(force=True)
-        if returncode != 0:
-            raise RuntimeError(f"sweep {name} failed (exit {returncode}); rerun the study to resume it:\n  {' '.join(cmd)}")
+        failed = [name for name in group if codes.get(name, 0) != 0]
+        if failed:
+            raise RuntimeError(f"sweep {failed[0]} failed (exit {codes[failed[0]]}); rerun the study to resume it:\n"
+                               f"  {' '.join(sweep_command(cfg, failed[0]))}")
     return done
 
 
@@ -92,26 +119,3 @@ def mark_evaluation_finished(out: Path, cmd: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "done.json", json.dumps({"overrides_sha256": _eval_identity(cmd),
                                                       "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}, indent=2))
-
-
-def run_workers(cmd: list[str], workers: int, out: Path, on_poll: Optional[Any] = None, poll_s: float = 5.0) -> int:
-    """Run ``cmd`` in ``workers`` processes at once (worker 0 on this console, the others into
-    ``<out>.worker<i>.log``), each skipping the runs another holds; the worst exit status.
-    ``on_poll()`` is called every ``poll_s`` seconds while they run (the study's archiving)."""
-    env = {**os.environ, "TOOLSENSE_BUSY": "skip"} if workers > 1 else None
-    procs, logs = [], []
-    for i in range(workers):
-        if i:
-            logs.append(open(f"{out}.worker{i}.log", "a"))
-            log.info("worker %d of %d logs to %s", i, workers, logs[-1].name)
-        procs.append(subprocess.Popen(cmd, env=env, stdout=logs[-1] if i else None, stderr=subprocess.STDOUT if i else None))
-        if workers > 1:
-            time.sleep(2)  # staggered starts; which worker gets a run is decided by its lock either way
-    while any(p.poll() is None for p in procs):
-        if on_poll is not None:
-            on_poll()
-        time.sleep(poll_s)
-    codes = [p.wait() for p in procs]
-    for fh in logs:
-        fh.close()
-    return max(codes, key=abs)
