@@ -122,3 +122,52 @@ def test_finding_1_is_judged_on_the_scale_its_plan_registers(tools):
     plan = AnalysisPlan(findings={1: FindingRule(k=5, scale="pp")})
     assert settings_of(SimpleNamespace(**base, analysis=plan)).gain_scale == "pp"
     assert settings_of(SimpleNamespace(**base, analysis=None)).gain_scale == "normalized"
+
+
+def test_findings_1_and_2_take_the_plans_arms_and_leave_out_a_configuration_below_the_floor(tools):
+    """study=tools' TG-H (standard Rc@5 12%) under a 20% floor: named, not averaged in, so findings 1 and 2 equal
+    their reading of TG alone; the plan's arms restrict them the same way (the replication's headline had pooled TG-H)."""
+    from types import SimpleNamespace
+
+    from toolsense.study.findings import realistic_collapse, stage2_lift
+    from toolsense.study.report import settings_of
+
+    g = {"grid": Sweep("grid", tools / "grid", 5, 100)}
+    base = dict(k=5, resamples=100, min_seeds=1, gain_scale="pp")
+    pooled, floored, armed = (Settings(**base), Settings(**base, retrieval_floor=0.2),
+                              Settings(**base, arms={1: ("tg-lora",), 2: ("tg-lora",)}))
+    for finding in (stage2_lift, realistic_collapse):
+        p, f, a = (finding(g, s) for s in (pooled, floored, armed))
+        assert f.details["below_floor"] == ["tg_h-lora"] and "left out: tg_h-lora (standard Rc@5 12" in f.ours
+        assert "tg_h-lora" not in p.ours.split("left out")[0] or "left out" not in p.ours
+        assert f.verdict == a.verdict and f.details.get("lift_difference", f.details.get("collapse")) == \
+            a.details.get("lift_difference", a.details.get("collapse"))
+        assert p.details.get("lift_difference", p.details.get("collapse")) != f.details.get("lift_difference", f.details.get("collapse"))
+    lift = stage2_lift(g, Settings(**base, retrieval_floor=0.99))  # nothing retrieves (TG: 95.8%): no verdict, the rows named
+    assert lift.verdict == "untestable" and "left out: tg-lora" in lift.ours
+    plan = AnalysisPlan(retrieval_floor=0.15, findings={1: FindingRule(k=5, scale="pp", arms=["tg-lora"])})
+    s = settings_of(SimpleNamespace(k=5, resamples=100, margin=0.1, min_hits=10, analysis=plan))
+    assert s.retrieval_floor == 0.15 and s.arms == {1: ("tg-lora",)}
+
+
+def test_finding_7_names_each_sweeps_arm_in_its_seed_gate(tools):
+    """App. E and TG are both labelled tg-lora: the gate names the sweep, and counts the seeds the two share."""
+    from toolsense.study.findings import appendix_e
+
+    sw = {"grid": Sweep("grid", tools / "grid", 5, 100), "appendix_e": Sweep("appendix_e", tools / "appendix_e", 5, 100)}
+    f = appendix_e(sw, Settings(k=5, resamples=100, min_seeds=3))
+    assert f.verdict == "not enough seeds (arm appendix_e tg-lora has 1, arm grid tg-lora has 1)"
+    assert f.details["seeds"] == {"appendix_e tg-lora": 1, "grid tg-lora": 1}
+
+
+def test_finding_3_across_k(tools):
+    """Flat − hierarchical IS at each k, each on the sweep read at that k: study=tools' TG (2 seeds) against TG-H
+    (1 seed) points the other way at k = 5, 10, 50; at k = 1 TG-H has too few hits and the k is listed, not judged."""
+    from toolsense.study.plan_report import is_sensitivity
+    from toolsense.study.sensitivity import sensitivity_markdown
+
+    t = is_sensitivity(Sweep("grid", tools / "grid", 5, 100), [1, 5, 10, 50], 100)
+    assert t["not_evaluated"] == [1] and set(t["cells"]) == {(5, "IS"), (10, "IS"), (50, "IS")}
+    assert [t["cells"][(k, "IS")]["verdict"] for k in (5, 10, 50)] == ["no", "no", "no"] and t["depends_on"] == []
+    assert -0.75 < t["cells"][(5, "IS")]["pooled"]["value"] < -0.6  # TG 0.27 vs TG-H 0.96 on few hits, as the issue read
+    assert "| 10 | IS | -0.43 [" in sensitivity_markdown(t) and "k = 1 not evaluated: too few hits" in sensitivity_markdown(t)

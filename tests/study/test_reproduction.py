@@ -592,7 +592,7 @@ def test_drift_ratio_over_runs_where_each_side_has_several(tmp_path):
 
     from scipy.stats import t as student
 
-    from toolsense.study.drift_finding import drift_ratio_seeds
+    from toolsense.comparison.drift_stats import drift_ratio_seeds
 
     est = drift_ratio_seeds([{"virtual": 0.2}, {"virtual": 0.3}], [{"virtual": 0.02}, {"virtual": 0.03}])
     half = student.ppf(0.975, 2) * math.sqrt(0.08)

@@ -9,6 +9,8 @@ where every arm has one seed, marked); every verdict follows sweep.verdict / nea
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from toolsense.comparison.cell_stats import EFFECT_UNIT, effect_size
 from toolsense.comparison.runs import item_values
 from toolsense.evaluation.coverage import item_coverage
@@ -34,10 +36,13 @@ RULES = {
        "else normalized): in pp, Stage 2 − Stage 1 Rc@k; normalized, the share of the queries Stage 1 missed that Stage 2 "
        "recovered, net of those it lost (Σ(Stage 2 − Stage 1) / Σ(1 − Stage 1)); each over a configuration's queries and seeds "
        "(the same runs' Stage-1 and Stage-2 evaluations), averaged over configurations, the interval over seeds and queries, "
-       "the other scale shown beside it. study=tools revised its rule from pp to normalized on 2026-12-03, before its TG "
+       "the other scale shown beside it; configurations: the plan's arms for the finding (else all), none below the "
+       "retrieval floor (constrained standard Rc@k after Stage 2; named, not averaged in). study=tools revised its rule "
+       "from pp to normalized on 2026-12-03, before its TG "
        "seed-1 run was evaluated, because a ceiling bounds a gain in pp (a side Stage 1 takes near 100% gains only its headroom)",
     2: "both parts by the sign rule: the collapse (standard − realistic Rc@k over configurations, over seeds and queries) "
-       "and dense − best parametric run on realistic Rc@k (paired per query); the collapse's verdict where it is not yes",
+       "and dense − best parametric run on realistic Rc@k (paired per query); the collapse's verdict where it is not yes; "
+       "configurations as in finding 1 (the plan's arms, none below the retrieval floor)",
     3: f"sign rule on Cohen's d of realistic IS@k, flat − hierarchical, over {EFFECT_UNIT}, with a bootstrap interval over "
        "configurations, beside the smallest d it detects with 80% power; where a group keeps fewer than 2 configurations with at least "
        "`min_hits` constrained hits, the sign rule on flat − hierarchical IS of those runs (a normal interval from each cell's "
@@ -53,6 +58,26 @@ RULES = {
 are sweep.VERDICT_RULE and sweep.EQUIVALENCE_RULE."""
 
 
+def finding_rows(g: Sweep, n: int, s: Settings) -> tuple[list[str], list[str]]:
+    """The Stage-2 rows that enter finding ``n`` (the plan's arms for it, else every row) and, second, those of
+    them left out for not retrieving: constrained standard Rc@k below ``s.retrieval_floor`` (reported, not averaged in)."""
+    rows = [r for r in g.rows() if not s.arms.get(n) or r in s.arms[n]]
+    below = [r for r in rows if ((g.cell(r, f"standard Rc@{s.k}") or {}).get("value") or 0.0) < s.retrieval_floor
+             and (g.cell(r, f"standard Rc@{s.k}") or {}).get("value") is not None]
+    return [r for r in rows if r not in below], below
+
+
+def _left_out(g: Sweep, below: list[str], s: Settings) -> str:
+    return "; ".join(f"left out: {r} (standard Rc@{s.k} {pct(g.cell(r, f'standard Rc@{s.k}'))} below the retrieval floor "
+                     f"{100 * s.retrieval_floor:.0f}%: it does not retrieve; reported, not averaged in)" for r in below)
+
+
+def _floor_only(f: Finding, g: Sweep, below: list[str], s: Settings) -> Finding:
+    f.verdict, f.why = "untestable", "every configuration it compares is below the retrieval floor"
+    f.ours = _left_out(g, below, s)
+    return f
+
+
 def _vals(sweep: Sweep, rows: list[str], col: str) -> list[float]:
     return [c["value"] for r in rows if (c := sweep.cell(r, col)) and c.get("value") is not None]
 
@@ -61,10 +86,9 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f = Finding(1, "Stage 2 lifts verbose-query recall far more than realistic-query recall",
                 "G1 Rc 90–96% after Stage 2; RRB gains 2–18 pp")
     g, k = sw.get("grid"), s.k
-    rows = g.rows() if g else []
+    rows, below = finding_rows(g, 1, s) if g else ([], [])
     if not rows:
-        f.why = "no Stage-2 rows"
-        return f
+        return _floor_only(f, g, below, s) if below else replace(f, why="no Stage-2 rows")
     benches = ("standard", "realistic")
     arms = {b: {name.partition(":stage1")[0]: v for name, v in seed_arms([(g, f"{r}:stage1", g, r) for r in rows],
                                                                             f"{b} Rc@{k}", f"Rc@{k}", same_runs=True).items()}
@@ -83,9 +107,11 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
               f"paired per query and run; {_seeds_text(norm)})")
     f.verdict = verdict(diff if s.gain_scale == "pp" else norm)
     f.ours += f"; the verdict rests on the difference {'in pp' if s.gain_scale == 'pp' else 'of the normalized gains'}"
+    f.ours += f"; {_left_out(g, below, s)}" if below else ""
     f.details = {"lift_standard": std, "lift_realistic": real, "lift_difference": diff, "normalized_gain": norm,
                  f"per_{unit}": runs, "absolute_rule_verdict": verdict(diff), "rule": RULES[1],
-                 "per_configuration": {r: {b: (g.cell(r, f"{b} Rc@{k}") or {}).get("value") for b in benches} for r in rows}}
+                 "per_configuration": {r: {b: (g.cell(r, f"{b} Rc@{k}") or {}).get("value") for b in benches} for r in rows + below},
+                 "below_floor": below}
     return seed_gate(f, {r: len(a) for r, (a, _) in arms["standard"].items()}, s.min_seeds)
 
 
@@ -125,8 +151,10 @@ def realistic_collapse(sw: dict[str, Sweep], s: Settings) -> Finding:
                 "the dense baseline beats the best parametric model on realistic queries",
                 "TG-3FM 44.4% vs te3l 55.6% (BM25 32.4%) on the RRB")
     g, k = sw.get("grid"), s.k
-    rows = g.rows() if g else []
+    rows, below = finding_rows(g, 2, s) if g else ([], [])
     dense, bm25 = (g.baseline("dense"), g.baseline("bm25")) if g else (None, None)
+    if not rows and below and dense:
+        return _floor_only(f, g, below, s)
     if not rows or not dense:
         f.why = "no Stage-2 rows or no dense baseline"
         return f
@@ -144,12 +172,13 @@ def realistic_collapse(sw: dict[str, Sweep], s: Settings) -> Finding:
     d_cell, b_cell, best_cell = g.cell(dense, col), g.cell(bm25, col) if bm25 else None, g.cell(best, col)
     f.ours = (f"Rc@{k} over configurations: standard − realistic {pct(collapse, True)}; best parametric ({best}) {pct(best_cell)} "
               f"vs dense (MiniLM) {pct(d_cell)}, BM25 {pct(b_cell)}; dense − best {pct(margin, True)} (paired per query; "
-              f"{_seeds_text(collapse)})")
+              f"{_seeds_text(collapse)})" + (f"; {_left_out(g, below, s)}" if below else ""))
     parts = [verdict(collapse), verdict(margin)]
     f.verdict = parts[0] if parts[0] != "yes" else parts[1]
     if parts[0] != "yes":
         f.why = f"the collapse itself is {parts[0]}: realistic recall is not clearly below standard recall"
-    f.details = {"collapse": collapse, "dense_minus_best": margin, "best": best, "verdicts": parts, "rule": RULES[2]}
+    f.details = {"collapse": collapse, "dense_minus_best": margin, "best": best, "verdicts": parts, "rule": RULES[2],
+                 "below_floor": below}
     return seed_gate(f, {r: len(a) for r, (a, _) in per["realistic"].items()}, s.min_seeds)
 
 
@@ -279,7 +308,9 @@ def appendix_e(sw: dict[str, Sweep], s: Settings) -> Finding:
         f.why = "no coverage known for these runs: judged on all items"
     f.details = {"realistic_gain": est["realistic"], "standard_change": est["standard"], "coverage": cov, "judged_on": judged,
                  "verdicts": verdicts, "rule": RULES[7]}
-    return seed_gate(f, arm_seeds(arms["realistic"]), s.min_seeds)
+    # the arms by sweep (both are labelled tg-<tuning>); seeds are those the two sweeps share (paired per seed)
+    paired = {f"{side} {r}": n for r, n in arm_seeds(arms["realistic"]).items() for side in ("appendix_e", "grid")}
+    return seed_gate(f, paired, s.min_seeds)
 
 
 FINDINGS = [stage2_lift, realistic_collapse, flat_vs_hierarchical_is, probes_near_chance,

@@ -24,7 +24,7 @@ from toolsense.reporting.tables import markdown_table
 from toolsense.study.config import AnalysisPlan, FindingRule
 from toolsense.study.findings import FINDINGS
 from toolsense.study.registration import plan_dict
-from toolsense.study.sensitivity import lift_sensitivity, sensitivity_markdown
+from toolsense.study.sensitivity import depends_on, lift_sensitivity, sensitivity_markdown
 from toolsense.study.sensitivity_findings import appendix_e_sensitivity, collapse_sensitivity, drift_sensitivity
 from toolsense.study.sweep import Finding, Settings, Sweep
 
@@ -61,10 +61,31 @@ def finding_tables(plan: AnalysisPlan, grid: Sweep | None, app_e: Sweep | None, 
         out[1] = lift_sensitivity(grid, rows1, ks, scales, plan.retrieval_floor, resamples, k_table)
     floor = plan.retrieval_floor
     out[2] = collapse_sensitivity(grid, _arms(plan, 2, grid.rows()), ks, scales, floor, resamples, k_table)
+    if 3 in plan.findings:
+        out[3] = is_sensitivity(grid, ks, resamples)
     out[6] = drift_sensitivity(grid, resamples)
     if app_e is not None and app_e.rows():
         out[7] = appendix_e_sensitivity(grid, app_e, ks, scales, plan.retrieval_floor, resamples, k_table)
     return {n: t for n, t in out.items() if t and t["cells"]}
+
+
+def is_sensitivity(g: Sweep, ks: list[int], resamples: int, min_hits: int = 10) -> dict[str, Any] | None:
+    """Finding 3 at each k: the finding on the sweep read at that k, its estimate (Cohen's d over configurations,
+    else flat − hierarchical IS) and verdict; a k where it is untestable (too few hits) is listed as not evaluated."""
+    cells, not_evaluated = {}, []
+    for k in ks:
+        f = FINDINGS[2]({"grid": Sweep(g.name, g.path, k, resamples, min_hits)},
+                        Settings(k=k, resamples=resamples, min_hits=min_hits, min_seeds=1))
+        est = f.details.get("difference") or ({"value": f.details["d"], "lo": f.details.get("lo"), "hi": f.details.get("hi")}
+                                              if f.details.get("d") is not None else None)
+        if f.verdict in ("untestable", "n/a") or est is None:
+            not_evaluated.append(k)
+            continue
+        scale = "IS" if "difference" in f.details else "d"
+        cells[(k, scale)] = {"pooled": est, "verdict": f.verdict, "per_row": {}, "per_row_verdict": {}}
+    return {"finding": 3, "cells": cells, "rows": [], "below_floor": [], "floor": 0.0, "k_table": 0,
+            "depends_on": depends_on({(k, "x"): c for (k, _), c in cells.items()}, [k for k, _ in cells], ["x"]),
+            "not_evaluated": not_evaluated, "pooled_label": "flat − hierarchical (IS points, or Cohen's d over configurations)"}
 
 
 def tables_markdown(tables: Mapping[int, dict[str, Any]], plan: AnalysisPlan | None = None) -> str:
@@ -131,7 +152,8 @@ def verdict_under(n: int, plan: AnalysisPlan, tables: Mapping[int, dict[str, Any
     gated by the plan's ``min_seeds``; else the finding recomputed with the plan's settings."""
     rule, t = plan.findings.get(n), tables.get(n)
     s = replace(settings, min_seeds=plan.min_seeds, ceiling_margin=plan.findings[5].margin if 5 in plan.findings
-                else settings.ceiling_margin)
+                else settings.ceiling_margin, retrieval_floor=plan.retrieval_floor,
+                arms={m: tuple(r.arms) for m, r in plan.findings.items() if r.arms})
     f = FINDINGS[n - 1](view, s)
     key = (None, rule.scale) if rule and n == 6 else (rule.k, rule.scale) if rule else None
     if t is None or key not in t["cells"]:

@@ -96,7 +96,9 @@ def settings_of(cfg) -> Settings:
     rule1, rule5 = rules.get(1), rules.get(5)
     return Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits,
                     min_seeds=getattr(plan, "min_seeds", 3), ceiling_margin=rule5.margin if rule5 else 0.10,
-                    gain_scale="pp" if rule1 and str(rule1.scale) == "pp" else "normalized")
+                    gain_scale="pp" if rule1 and str(rule1.scale) == "pp" else "normalized",
+                    arms={n: tuple(r.arms) for n, r in rules.items() if r.arms},
+                    retrieval_floor=getattr(plan, "retrieval_floor", 0.0))
 
 
 def retention_section(sweeps: dict[str, Sweep]) -> str:

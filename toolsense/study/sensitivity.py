@@ -73,6 +73,9 @@ def _fmt(est: dict[str, Any] | None, scale: str) -> str:
     if scale.startswith("drift"):  # a ratio (flat / hierarchical)
         ci = f" [{est['lo']:.2f}, {est['hi']:.2f}]" if est.get("lo") is not None else " (no interval)"
         return f"{est['value']:.2f}×{ci}"
+    if scale in ("IS", "d"):  # an IS difference or an effect size: plain numbers
+        ci = f" [{est['lo']:+.2f}, {est['hi']:+.2f}]" if est.get("lo") is not None else ""
+        return f"{est['value']:+.2f}{ci}"
     if scale != "log_odds":
         return pct(est, True)
     ci = f" [{est['lo']:+.2f}, {est['hi']:+.2f}]" if est.get("lo") is not None else ""
@@ -95,7 +98,7 @@ def sensitivity_markdown(sens: dict[str, Any], ks: Sequence[Any] | None = None, 
     say = ("the verdict depends on " + " and on ".join(sens["depends_on"])) if sens["depends_on"] else "the verdict holds in every cell"
     below = ", ".join(sens.get("below_floor") or [])
     if sens.get("not_evaluated"):
-        say += f" (k = {', '.join(map(str, sens['not_evaluated']))} not evaluated: the samples hold no hits there)"
+        say += f" (k = {', '.join(map(str, sens['not_evaluated']))} not evaluated: too few hits there)"
     floor = (f" Below the retrieval floor (standard Rc@{sens['k_table']} < {100 * sens['floor']:.0f}%; "
              "shown, not pooled): "
              f"{below}." if below else "")

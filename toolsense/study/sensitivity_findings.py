@@ -20,9 +20,10 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
+from toolsense.comparison.drift_stats import drift_ratio_ci, drift_ratio_seeds, drift_terms
 from toolsense.comparison.runs import item_values
 from toolsense.comparison.scales import rate_contrast
-from toolsense.study.drift_finding import COL, _terms, drift_ratio_ci, drift_ratio_seeds
+from toolsense.study.drift_finding import COL
 from toolsense.study.findings import _covered_arms
 from toolsense.study.sensitivity import depends_on
 from toolsense.study.sweep import Sweep, combine, seed_arms, verdict
@@ -155,7 +156,7 @@ def drift_sensitivity(g: Sweep, resamples: int) -> dict[str, Any] | None:
         paths = {sch: [p for r in g.rows(tuning=tun, scheme=sch) for p in g.sources(r, COL).values()]
                  for sch in ("flat", "hierarchical")}
         if all(paths.values()):
-            per[tun] = {sch: [_terms(p) for p in ps] for sch, ps in paths.items()}
+            per[tun] = {sch: [drift_terms(p) for p in ps] for sch, ps in paths.items()}
     if not per:
         return None
     cells = {}

@@ -45,6 +45,11 @@ class Settings:
     gain_scale: str = "normalized"
     """Finding 1's verdict: on the difference of the normalized gains (the share of Stage 1's misses recovered;
     study=tools' revised rule) or, ``pp``, of the gains in pp; a registered plan's ``findings.1.scale`` sets it."""
+    arms: Mapping[int, Sequence[str]] = field(default_factory=dict)
+    """Finding -> the configurations (row labels) that enter it, from a plan's ``findings.<n>.arms``; a finding not
+    listed takes every row."""
+    retrieval_floor: float = 0.0
+    """Findings 1 and 2 leave out (and name) a configuration whose constrained standard Rc@k after Stage 2 is below this."""
 
 
 @dataclass
