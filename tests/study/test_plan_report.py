@@ -171,3 +171,12 @@ def test_finding_3_across_k(tools):
     assert [t["cells"][(k, "IS")]["verdict"] for k in (5, 10, 50)] == ["no", "no", "no"] and t["depends_on"] == []
     assert -0.75 < t["cells"][(5, "IS")]["pooled"]["value"] < -0.6  # TG 0.27 vs TG-H 0.96 on few hits, as the issue read
     assert "| 10 | IS | -0.43 [" in sensitivity_markdown(t) and "k = 1 not evaluated: too few hits" in sensitivity_markdown(t)
+
+
+def test_finding_7s_table_and_headline_judge_both_parts_alike():
+    """A claim that needs both parts leans no when one part leans no (the table had leaned yes on a tie)."""
+    from toolsense.study.sweep import conjunction
+
+    assert conjunction(["inconclusive (leans no)", "yes"]) == "inconclusive (leans no)"
+    assert conjunction(["inconclusive (leans yes)", "yes"]) == "inconclusive (leans yes)"
+    assert conjunction(["yes", "yes"]) == "yes" and conjunction(["no", "yes"]) == "no"

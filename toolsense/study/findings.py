@@ -26,6 +26,7 @@ from toolsense.study.sweep import (
     arms_contrast,
     arms_diff,
     arms_gain,
+    conjunction,
     seed_arms,
     seed_gate,
     verdict,
@@ -302,8 +303,7 @@ def appendix_e(sw: dict[str, Sweep], s: Settings) -> Finding:
     f.ours = "; ".join(f"{b} Rc@{k} App. E − TG on covered items {pct(est[b]['covered'], True)} ({cover_text(b)}), "
                        f"all items {pct(est[b]['all'], True)}" for b in ("realistic", "standard"))
     verdicts = [verdict(est["realistic"][judged]), verdict(est["standard"][judged], expect_positive=False)]
-    f.verdict = "yes" if all(v == "yes" for v in verdicts) else (
-        "no" if "no" in verdicts else f"inconclusive (leans {'no' if any('leans no' in v for v in verdicts) else 'yes'})")
+    f.verdict = conjunction(verdicts)
     if judged == "all":
         f.why = "no coverage known for these runs: judged on all items"
     f.details = {"realistic_gain": est["realistic"], "standard_change": est["standard"], "coverage": cov, "judged_on": judged,

@@ -26,7 +26,7 @@ from toolsense.comparison.scales import rate_contrast
 from toolsense.study.drift_finding import COL
 from toolsense.study.findings import _covered_arms
 from toolsense.study.sensitivity import depends_on
-from toolsense.study.sweep import Sweep, combine, seed_arms, verdict
+from toolsense.study.sweep import Sweep, combine, conjunction, seed_arms, verdict
 from toolsense.utils.io import DataError
 
 DRIFT_SCALES = ("drift_absolute", "drift_base_normalized")
@@ -111,8 +111,8 @@ def appendix_e_sensitivity(g: Sweep, e: Sweep, ks: Sequence[int], scales: Sequen
             own = {f"{n} {b}": rate_contrast({n: a}, scale, True, resamples, up=b == "realistic")
                    for b in arms for n, a in arms[b].items()}
             cells[(k, scale)] = {"pooled": est["realistic"], "pooled_standard": est["standard"],
-                                 "verdict": combine([verdict(est["realistic"]),
-                                                     verdict(est["standard"], expect_positive=False)]),
+                                 "verdict": conjunction([verdict(est["realistic"]),
+                                                         verdict(est["standard"], expect_positive=False)]),
                                  "per_row": own,
                                  "per_row_verdict": {n: verdict(x, expect_positive=n.endswith("realistic"))
                                                      for n, x in own.items()}}

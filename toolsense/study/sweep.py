@@ -276,6 +276,16 @@ def near_chance(est: dict | None, chance: float, margin: float) -> str:
     return f"inconclusive (leans {'yes' if band[0] <= est['value'] <= band[1] else 'no'})"
 
 
+def conjunction(verdicts: Sequence[str]) -> str:
+    """The verdict of a claim that needs every part (finding 7: realistic up *and* standard down): yes when every
+    part is yes, no when any is no, else inconclusive, leaning no when any part leans no."""
+    if all(v == "yes" for v in verdicts):
+        return "yes"
+    if "no" in verdicts:
+        return "no"
+    return f"inconclusive (leans {'no' if any('leans no' in v for v in verdicts) else 'yes'})"
+
+
 def combine(verdicts: Sequence[str]) -> str:
     """One verdict from several parts of a finding: yes when every part is yes, no when any is
     no, n/a or untestable when every part is; else inconclusive (leaning the way most lean)."""
