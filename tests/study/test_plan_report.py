@@ -158,6 +158,9 @@ def test_finding_7_names_each_sweeps_arm_in_its_seed_gate(tools):
     f = appendix_e(sw, Settings(k=5, resamples=100, min_seeds=3))
     assert f.verdict == "not enough seeds (arm appendix_e tg-lora has 1, arm grid tg-lora has 1)"
     assert f.details["seeds"] == {"appendix_e tg-lora": 1, "grid tg-lora": 1}
+    # all items, like covered ones, pair the seed both sweeps hold (TG's seed 1 has no App. E partner)
+    for side in ("realistic_gain", "standard_change"):
+        assert f.details[side]["all"]["one_seed"] and f.details[side]["covered"]["one_seed"]
 
 
 def test_finding_3_across_k(tools):

@@ -27,7 +27,8 @@ class QuerySource:
     kind: str = "demo"
     """A name from the QUERY_SOURCES registry. demo: the demo catalog's queries; toolbench: ToolBench query JSON; toolgen: ToolGen
     retrieval JSON (``conversations``); jsonl / generated: our ``{query, tools}`` JSONL; verbose: template-written
-    ToolBench-style queries of the catalog file ``path`` (data/verbose.py); realistic_template: template-written
+    ToolBench-style queries of the catalog file ``path`` (data/verbose.py; verbose_v3: version 3, naming calibrated to
+    the catalog); realistic_template: template-written
     realistic-style queries of the catalog file ``path`` (data/realistic.py)."""
     path: Optional[str] = None
     """File or glob; demo: a query file of the demo folder by name (None = queries.jsonl;
@@ -57,8 +58,8 @@ def _demo(src: QuerySource) -> list[Query]:
 
 def source_files(src: QuerySource) -> list[str]:
     """The files a source reads (what a leakage message names)."""
-    if src.kind == "verbose":
-        return [str(ensure_written(src.path))]
+    if src.kind in ("verbose", "verbose_v3"):
+        return [str(ensure_written(src.path, version=3 if src.kind == "verbose_v3" else 2))]
     if src.kind == "realistic_template":
         return [str(realistic.ensure_written(src.path))]
     return [str(DEMO_DIR / (src.path or "queries.jsonl"))] if src.kind == "demo" else _paths(src)
@@ -69,6 +70,13 @@ def _verbose(src: QuerySource) -> list[Query]:
     """Template-written ToolBench-style queries of the catalog file ``path`` (None = the demo
     catalog), split train / dev / test (data/verbose.py); ``style`` does not apply."""
     return load_verbose(src.path, src.split)
+
+
+@QUERY_SOURCES.register("verbose_v3")
+def _verbose_v3(src: QuerySource) -> list[Query]:
+    """``verbose`` of generator version 3: the naming draw calibrated to the catalog so that the
+    queries *measure* ToolBench's naming rates (data/verbose.py :func:`calibrate`)."""
+    return load_verbose(src.path, src.split, version=3)
 
 
 @QUERY_SOURCES.register("realistic_template")

@@ -13,6 +13,15 @@ the description it reuses are drawn at the rates measured on ToolBench's G1 test
 (data/naming.py: API 19.0%, service 12.5% of (query, gold API) pairs; description words ~50%), in
 every split alike. (Version 1 named both in every query; BM25 then scored 100%.)
 
+Version 2 draws *how the query refers to its tool* at those rates, but a description often contains
+the API's or the service's name ("Search products ..." for the API "Search"), so its queries name
+the answer more often than drawn (on the replication's 1,200-tool catalog: API 34.1%, service
+18.6%). Version 3 (``kind: verbose_v3``, ``--version 3``) calibrates the draw to the catalog: it
+measures how often the description alone names the answer (:func:`calibrate`) and draws the
+reference less often by as much, so that the *measured* shares equal ToolBench's (the association
+of the two names kept). Its queries depend on the catalog's leakage rate, so a tool's queries can
+change when many tools are added; version 2 (the registered studies' data) is unchanged.
+
 Three disjoint template sets (no template, opener or parameter phrase shared):
 
 =========  ============  =========================================================
@@ -25,15 +34,17 @@ Held-out queries are therefore the same style on other wordings, never a trainin
 held-out text that folds to a training text is dropped; none does with these templates). The
 whole set is one JSONL file ``{query_id, query, tools, style, split}`` (our query format), cached
 at ``$TOOLSENSE_CACHE/verbose/<catalog stem>.v2.jsonl`` and written on first use; training reads its
-``train`` split and benchmarks read ``dev`` / ``test`` from the same bytes.
+``train`` split and benchmarks read ``dev`` / ``test`` from the same bytes (``.v3.jsonl`` for version 3).
 
-    python -m toolsense.data.verbose <catalog.jsonl> [--out FILE] [--seed 0] [--force]
+    python -m toolsense.data.verbose <catalog.jsonl> [--version 2|3] [--out FILE] [--seed 0] [--force]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import logging
 import random
 import re
 import sys
@@ -42,14 +53,17 @@ from typing import Callable, Iterable, Optional
 
 from toolsense.catalog import Query, Tool, load_catalog, load_demo_catalog, load_query_jsonl
 from toolsense.catalog.tool import fold_text
-from toolsense.data.naming import TOOLBENCH_G1, NamingRates
+from toolsense.data.naming import TOOLBENCH_G1, NamingRates, naming_shares
 from toolsense.utils.paths import atomic_write_text, cache_root
 
+log = logging.getLogger(__name__)
 SPLITS = ("train", "dev", "test")
 PER_TOOL = {"train": 2, "dev": 1, "test": 1}
 SEED = 0
 VERSION = ".v2"
 """Version 2 names the answer at ToolBench's rates (version 1, unversioned files, named it always)."""
+VERSIONS = {2: VERSION, 3: ".v3"}
+"""Generator version -> its cache file suffix (3: the draw calibrated to the catalog, :func:`calibrate`)."""
 MAX_WORDS = 24
 """Descriptions are cut to their first sentence and at most this many words."""
 
@@ -175,6 +189,41 @@ def generate(tools: Iterable[Tool], seed: int = SEED, rates: NamingRates = TOOLB
     return out
 
 
+def calibrate(tools: Iterable[Tool], seed: int = SEED, target: NamingRates = TOOLBENCH_G1, keep: tuple[float, float] = KEEP,
+              rounds: int = 3) -> NamingRates:
+    """The rates to draw at so that ``generate(tools, seed, rates)``'s queries, all splits together,
+    *measure* (data/naming.py) ``target``'s API and service shares. A query names a name when drawn
+    to, or else through its description with the catalog's leakage L = (measured − drawn) / (1 −
+    drawn); the draw becomes (target − L) / (1 − L) (0 when the description alone names it more
+    often than the target), re-measured ``rounds`` times. ``both`` keeps the target's association
+    both / (api · service); ``source`` says what was calibrated to."""
+    tools = list(tools)
+    by = {t.name: t for t in tools}
+    want = (target.api, target.service)
+    assoc = target.both / max(target.api * target.service, 1e-9)
+    rates, drawn = target, want
+    for _ in range(rounds):
+        qs = generate(tools, seed, rates, keep)
+        measured = naming_shares((q.text, by[q.tools[0]]) for q in qs)
+        leak = [max(0.0, (m - d) / max(1 - d, 1e-9)) for m, d in zip(measured, drawn)]
+        drawn = tuple(min(1.0, max(0.0, (w - x) / max(1 - x, 1e-9))) for w, x in zip(want, leak))
+        both = min(drawn[0] * drawn[1] * assoc, *drawn)
+        rates = dataclasses.replace(target, both=both, api_only=drawn[0] - both, service_only=drawn[1] - both,
+                                    neither=1 - drawn[0] - drawn[1] + both,
+                                    source=f"calibrated to {target.source} (drawn API {drawn[0]:.3f}, service {drawn[1]:.3f})")
+    for what, x, w in zip(("API", "service"), leak, want):
+        if x > w:
+            log.warning("verbose v3: the descriptions alone name the %s in %.1f%% of queries, above ToolBench's %.1f%%; "
+                        "it is never named otherwise, and the queries measure the higher share", what, 100 * x, 100 * w)
+    return rates
+
+
+def generate_v3(tools: Iterable[Tool], seed: int = SEED) -> list[Query]:
+    """Version 3: :func:`generate` at the rates :func:`calibrate` finds for ``tools``."""
+    tools = list(tools)
+    return generate(tools, seed, calibrate(tools, seed))
+
+
 def to_jsonl(queries: Iterable[Query]) -> str:
     return "".join(json.dumps({"query_id": q.query_id, "query": q.text, "tools": list(q.tools), "style": q.style,
                                "split": q.split}, ensure_ascii=False) + "\n" for q in queries)
@@ -190,11 +239,11 @@ def query_file(kind: str, catalog_path: Optional[str | Path], seed: int = SEED, 
 
 
 def write_query_file(kind: str, make: Callable[[Iterable[Tool], int], list[Query]], catalog_path: Optional[str | Path],
-                     out: Optional[str | Path] = None, seed: int = SEED, force: bool = False) -> Path:
-    """The ``kind`` query file of ``catalog_path`` (None = the demo catalog), ``make(tools, seed)``
-    written atomically if missing (or ``force``); a missing catalog file is an error naming it and
-    the field that gave it."""
-    out = Path(out) if out else query_file(kind, catalog_path, seed, VERSION if kind == "verbose" else "")
+                     out: Optional[str | Path] = None, seed: int = SEED, force: bool = False, version: str = "") -> Path:
+    """The ``kind`` query file of ``catalog_path`` (None = the demo catalog; ``version``: the cache
+    file's suffix), ``make(tools, seed)`` written atomically if missing (or ``force``); a missing
+    catalog file is an error naming it and the field that gave it."""
+    out = Path(out) if out else query_file(kind, catalog_path, seed, version)
     if out.is_file() and not force:
         return out
     if catalog_path is not None and not Path(catalog_path).is_file():
@@ -205,34 +254,47 @@ def write_query_file(kind: str, make: Callable[[Iterable[Tool], int], list[Query
     return out
 
 
-def default_output(catalog_path: Optional[str | Path], seed: int = SEED) -> Path:
-    return query_file("verbose", catalog_path, seed, VERSION)
+def _version(version: int) -> str:
+    if version not in VERSIONS:
+        raise ValueError(f"verbose generator version {version!r}: choose from {sorted(VERSIONS)}")
+    return VERSIONS[version]
+
+
+def default_output(catalog_path: Optional[str | Path], seed: int = SEED, version: int = 2) -> Path:
+    return query_file("verbose", catalog_path, seed, _version(version))
 
 
 def ensure_written(catalog_path: Optional[str | Path], out: Optional[str | Path] = None, seed: int = SEED,
-                   force: bool = False) -> Path:
-    return write_query_file("verbose", generate, catalog_path, out, seed, force)
+                   force: bool = False, version: int = 2) -> Path:
+    make = generate if _version(version) == VERSION else generate_v3
+    return write_query_file("verbose", make, catalog_path, out, seed, force, VERSIONS[version])
 
 
-def load_verbose(catalog_path: Optional[str | Path], split: Optional[str]) -> list[Query]:
-    """The ``split`` queries (None: all) of ``catalog_path``'s verbose query file."""
+def load_verbose(catalog_path: Optional[str | Path], split: Optional[str], version: int = 2) -> list[Query]:
+    """The ``split`` queries (None: all) of ``catalog_path``'s verbose query file of generator ``version``."""
     if split is not None and split not in SPLITS:
         raise ValueError(f"stage2.sources.split={split!r}: a verbose source has splits {list(SPLITS)} (or null)")
-    return load_query_jsonl(ensure_written(catalog_path), split=split)
+    return load_query_jsonl(ensure_written(catalog_path, version=version), split=split)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m toolsense.data.verbose", description=__doc__.splitlines()[0])
     ap.add_argument("catalog", help="catalog file (ToolSense JSONL, ...); 'demo' for the demo catalog")
-    ap.add_argument("--out", default=None, help="output JSONL (default: $TOOLSENSE_CACHE/verbose/<catalog stem>.v2.jsonl)")
+    ap.add_argument("--version", type=int, default=2, choices=sorted(VERSIONS),
+                    help="2: drawn at ToolBench's rates; 3: calibrated so the queries measure them")
+    ap.add_argument("--out", default=None, help="output JSONL (default: $TOOLSENSE_CACHE/verbose/<catalog stem>.v<N>.jsonl)")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--force", action="store_true", help="rewrite even if the output exists")
     args = ap.parse_args(argv)
-    out = ensure_written(None if args.catalog == "demo" else args.catalog, args.out, args.seed, args.force)
-    counts = {s: 0 for s in SPLITS}
-    for q in load_query_jsonl(out):
-        counts[q.split] += 1
+    catalog_path = None if args.catalog == "demo" else args.catalog
+    out = ensure_written(catalog_path, args.out, args.seed, args.force, args.version)
+    queries = load_query_jsonl(out)
+    counts = {s: sum(q.split == s for q in queries) for s in SPLITS}
     print(f"{out}: " + ", ".join(f"{s} {n}" for s, n in counts.items()))
+    by = {t.name: t for t in (load_demo_catalog() if catalog_path is None else load_catalog(catalog_path))}
+    api, svc = naming_shares((q.text, by[t]) for q in queries for t in q.tools if t in by)
+    print(f"names the API in {100 * api:.1f}% and the service in {100 * svc:.1f}% of (query, gold) pairs "
+          f"(ToolBench G1: {100 * TOOLBENCH_G1.api:.1f}% and {100 * TOOLBENCH_G1.service:.1f}%)")
     return 0
 
 

@@ -140,7 +140,8 @@ Arms = dict[str, tuple[dict[int, dict], dict[int, dict]]]
 
 def seed_arms(pairs: Sequence[tuple[Sweep, str, Sweep, str]], col: str, metric: str, same_runs: bool = False) -> Arms:
     """Every (A, B) row pair's runs by seed (runs without per-item values left out). ``same_runs``:
-    A and B are two evaluations of the same runs (Stage 1 and Stage 2), so only seeds both hold pair."""
+    A and B are two evaluations of the same runs (Stage 1 and Stage 2) or runs matched by seed (two sweeps
+    of one seed grid), so only seeds both hold pair."""
     out: Arms = {}
     for sa, ra, sb, rb in pairs:
         a, b = ({s: v for s, p in sw.sources(r, col).items() if (v := item_values(p, metric)) is not None}
