@@ -101,11 +101,16 @@ def test_seeded_and_deterministic(demo_catalog):
     assert {t.name: tool_queries(t, "train") for t in list(demo_catalog)[:5]} == first  # per tool, not per catalog
 
 
-def test_stage2_source_and_heldout_benchmark_read_one_cached_file(tmp_path, monkeypatch, demo_catalog):
+def _catalog_file(tmp_path: Path, monkeypatch, tools) -> Path:
+    """``tools`` as a catalog file ``cat.jsonl``, with the cache in ``tmp_path``."""
     monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path))
     cat = tmp_path / "cat.jsonl"
-    cat.write_text("".join(json.dumps({"tool_name": t.name, "api_description": t.api_description}) + "\n"
-                           for t in list(demo_catalog)[:10]))
+    cat.write_text("".join(json.dumps({"tool_name": t.name, "api_description": t.api_description}) + "\n" for t in tools))
+    return cat
+
+
+def test_stage2_source_and_heldout_benchmark_read_one_cached_file(tmp_path, monkeypatch, demo_catalog):
+    cat = _catalog_file(tmp_path, monkeypatch, list(demo_catalog)[:10])
     src = QuerySource(kind="verbose", path=str(cat), split="train")
     train = QUERY_SOURCES.get("verbose")(src)
     out = default_output(cat)
@@ -170,10 +175,7 @@ def test_version_3_measures_toolbench_naming_rates_where_version_2_overshoots(ca
 
 
 def test_version_3_source_writes_its_own_cache_file(tmp_path, monkeypatch, demo_catalog):
-    monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path))
-    cat = tmp_path / "cat.jsonl"
-    cat.write_text("".join(json.dumps({"tool_name": t.name, "api_description": t.api_description}) + "\n"
-                           for t in list(demo_catalog)[:40]))
+    cat = _catalog_file(tmp_path, monkeypatch, list(demo_catalog)[:40])
     src = QuerySource(kind="verbose_v3", path=str(cat), split="train")
     train = QUERY_SOURCES.get("verbose_v3")(src)
     assert source_files(src) == [str(tmp_path / "verbose/cat.v3.jsonl")] and len(train) == 80
