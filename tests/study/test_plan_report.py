@@ -21,17 +21,37 @@ ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reports" / "reproducti
 def test_rate_contrast_on_each_scale():
     # A hits 1 of 4 items, B 3 of 4 (one seed each, the same items: paired)
     arms = {"c": ({0: {"a": 1, "b": 0, "c": 0, "d": 0}}, {0: {"a": 1, "b": 1, "c": 1, "d": 0}})}
-    assert rate_contrast(arms, "pp", True, 50)["value"] == pytest.approx(0.5)
-    assert rate_contrast(arms, "normalized", True, 50)["value"] == pytest.approx(0.5 / 0.75)  # of A's misses
-    assert rate_contrast(arms, "normalized", True, 50, up=False)["value"] == pytest.approx(0.5 / 0.25)  # of A's hits
+    assert rate_contrast(arms, "pp", True)["value"] == pytest.approx(0.5)
+    assert rate_contrast(arms, "normalized", True)["value"] == pytest.approx(0.5 / 0.75)  # of A's misses
+    assert rate_contrast(arms, "normalized", True, up=False)["value"] == pytest.approx(0.5 / 0.25)  # of A's hits
     logit = lambda p: __import__("math").log(p / (1 - p))  # noqa: E731
-    assert rate_contrast(arms, "log_odds", True, 50)["value"] == pytest.approx(logit(3.5 / 5) - logit(1.5 / 5))
+    assert rate_contrast(arms, "log_odds", True)["value"] == pytest.approx(logit(3.5 / 5) - logit(1.5 / 5))
     unpaired = {"c": ({0: {"a": 1, "b": 0}}, {0: {"x": 1, "y": 1, "z": 0}})}  # different items: each side drawn alone
-    est = rate_contrast(unpaired, "pp", False, 200)
+    est = rate_contrast(unpaired, "pp", False)
     assert est["value"] == pytest.approx(2 / 3 - 1 / 2) and est["lo"] < est["value"] < est["hi"]
-    assert rate_contrast(unpaired, "pp", True, 50) is None  # nothing shared to pair
+    assert rate_contrast(unpaired, "pp", True) is None  # nothing shared to pair
     with pytest.raises(ValueError, match="sensitivity scale 'odds'"):
         rate_contrast(arms, "odds", True)
+
+
+def test_rate_contrast_is_the_headlines_estimator_on_the_pp_scale():
+    """On pp, paired by seed, the sensitivity cell is seed_paired_diff (the findings' headline): the same value and
+    interval, so a table's registered cell cannot read otherwise than the headline. A between-seed spread widens it."""
+    import random
+
+    from toolsense.comparison.seed_stats import seed_paired_diff
+
+    rng = random.Random(0)
+    items = [f"q{i}" for i in range(120)]
+    arms = {"tg → app_e": ({s: {i: int(rng.random() < 0.4 + 0.1 * s) for i in items} for s in range(3)},
+                           {s: {i: int(rng.random() < 0.5) for i in items} for s in range(3)})}
+    head, cell = seed_paired_diff(arms), rate_contrast(arms, "pp", True)
+    for key in ("value", "lo", "hi", "se", "df"):
+        assert cell[key] == pytest.approx(head[key], rel=1e-6), key
+    assert cell["n_seeds"] == 3 and not cell["one_seed"]
+    steady = {"g": ({s: arms["tg → app_e"][0][1] for s in range(3)}, {s: arms["tg → app_e"][1][1] for s in range(3)})}
+    assert rate_contrast(steady, "log_odds", True)["hi"] - rate_contrast(steady, "log_odds", True)["lo"] < \
+        rate_contrast(arms, "log_odds", True)["hi"] - rate_contrast(arms, "log_odds", True)["lo"]
 
 
 def test_the_binding_plan_is_the_last_one_recorded_before_any_result():

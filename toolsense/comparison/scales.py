@@ -1,8 +1,10 @@
 """A contrast on several scales (issue 34: a verdict shown across k and scale): pp, normalized gain
-and log-odds of per-item hits, with cluster-bootstrap intervals over items (each item with all its
-seeds), as stats.contrast resamples. Two shapes: :func:`gain_contrast` — each side's gain from
-Stage 1 to Stage 2 of the same runs (finding 1), and :func:`rate_contrast` — B's hit rate minus A's
-(findings 2 and 7), paired on shared items or each side drawn on its own.
+and log-odds of per-item hits, with the two-level interval of seed_stats.seed_item_interval — seeds
+within a configuration and items within seeds, the statistic linearized by the delta method — so a
+sensitivity table's cell at the registered (k, scale) agrees with the finding's headline. Two
+shapes: :func:`gain_contrast` — each side's gain from Stage 1 to Stage 2 of the same runs (finding
+1), and :func:`rate_contrast` — B's hit rate minus A's (findings 2 and 7), paired on shared items
+(and by seed where both hold the same seeds) or each side's items on their own.
 
 Scales of one side's gain over its items (a: Stage 1's per-item hit, b: Stage 2's, n items):
 ``pp`` = Σ(b − a) / n; ``normalized`` = Σ(b − a) / Σ(1 − a) (the share of Stage 1's misses
@@ -15,9 +17,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from toolsense.comparison.stats import _interval, cluster_draws
+from toolsense.comparison.seed_stats import Term, seed_item_interval
 
-Pairs = Sequence[tuple[Mapping[str, float], Mapping[str, float]]]
+Pairs = Mapping[Any, tuple[Mapping[str, float], Mapping[str, float]]] | Sequence[tuple[Mapping[str, float], Mapping[str, float]]]
+"""One configuration's runs as (Stage 1's, Stage 2's) per-item hits: by seed, or a list in seed order."""
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -29,33 +32,47 @@ SCALES: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = 
     "normalized": lambda a, b, n: (b - a) / (n - a),
     "log_odds": lambda a, b, n: _logit((b + 0.5) / (n + 1)) - _logit((a + 0.5) / (n + 1)),
 }
-"""Gain of one side from (Σ Stage-1 hits, Σ Stage-2 hits, items), arrays over resamples."""
+"""Gain of one side from (Σ Stage-1 hits, Σ Stage-2 hits, items)."""
+BOUNDS = {"pp": (-1.0, 1.0)}
+"""The range a scale's contrast cannot leave (an interval is clipped to it)."""
 
 
-def gain_contrast(first: Mapping[str, Pairs], second: Mapping[str, Pairs], scale: str, resamples: int = 1000,
-                  seed: int = 0) -> dict[str, Any] | None:
-    """Mean over groups of ``first``'s gain minus ``second``'s on ``scale`` (see the module doc),
-    with the cluster-bootstrap interval over the items of both sides; None when no group has both."""
+def _estimate(terms: list[Term], stat: Callable[[np.ndarray, np.ndarray], float], scale: str) -> dict[str, Any] | None:
+    """seed_item_interval of ``stat``; None where the statistic is undefined (no headroom on a side)."""
+    try:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return seed_item_interval(terms, BOUNDS.get(scale), transform=stat)
+    except ValueError:
+        return None
+
+
+def _by_seed(runs: Pairs) -> Mapping[Any, tuple[Mapping[str, float], Mapping[str, float]]]:
+    return runs if isinstance(runs, Mapping) else dict(enumerate(runs))
+
+
+def gain_contrast(first: Mapping[str, Pairs], second: Mapping[str, Pairs], scale: str) -> dict[str, Any] | None:
+    """Mean over groups of ``first``'s gain minus ``second``'s on ``scale`` (see the module doc), each
+    group's runs by seed (a run in both sides one unit: its seed drawn once for both), the items of
+    the two sides apart; None when no group has both or a gain is undefined."""
     if scale not in SCALES:
         raise ValueError(f"sensitivity scale {scale!r}: one of {sorted(SCALES)}")
     groups = [g for g in first if g in second and first[g] and second[g]]
     if not groups:
         return None
-    ids = list(dict.fromkeys(str(i) for side in (first, second) for g in groups for a, b in side[g]
-                             for i in a if i in b))
-    pos = {i: k for k, i in enumerate(ids)}
-    acc = np.zeros((3, 2, len(groups), len(ids)))  # (Σa, Σb, n) per side, group, item
-    for s, side in enumerate((first, second)):
-        for gi, g in enumerate(groups):
-            for a, b in side[g]:
-                for i in a:
-                    if i in b:
-                        acc[:, s, gi, pos[str(i)]] += (float(a[i]), float(b[i]), 1.0)
-    idx = cluster_draws(len(ids), resamples, seed)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        draws = SCALES[scale](*acc[:, :, :, idx].sum(-1))  # [side, group, resample]
-        point = SCALES[scale](*acc.sum(-1))  # [side, group]
-    return _interval(float(point[0].mean() - point[1].mean()), draws[0].mean(0) - draws[1].mean(0), len(ids))
+    terms: list[Term] = []
+    for side, runs in enumerate((first, second)):
+        for g in groups:
+            pairs = _by_seed(runs[g])
+            for stage in (0, 1):
+                terms.append((1.0, [((g, str(s)), {f"{side}:{i}": float(p[stage][i]) for i in p[0] if i in p[1]}, None)
+                                    for s, p in pairs.items()]))
+
+    def stat(r: np.ndarray, n: np.ndarray) -> float:
+        r, n = r.reshape(2, len(groups), 2), n.reshape(2, len(groups), 2)
+        gain = SCALES[scale](r[..., 0] * n[..., 0], r[..., 1] * n[..., 1], n[..., 0])  # [side, group]
+        return float(gain[0].mean() - gain[1].mean())
+
+    return _estimate(terms, stat, scale)
 
 
 RATE_SCALES: dict[str, Callable[..., np.ndarray]] = {
@@ -72,39 +89,30 @@ Runs = Mapping[int, Mapping[str, float]]
 """One side's runs: ``trainer.seed -> item id -> hit``."""
 
 
-def _side_sums(runs: Mapping[str, Runs], groups: Sequence[str], ids: Sequence[str]) -> np.ndarray:
-    """``[2, group, item]``: each item's hits summed over a group's seeds, and its observations."""
-    pos = {i: n for n, i in enumerate(ids)}
-    acc = np.zeros((2, len(groups), len(ids)))
-    for gi, g in enumerate(groups):
-        for items in runs[g].values():
-            for i, v in items.items():
-                if str(i) in pos:
-                    acc[:, gi, pos[str(i)]] += (float(v), 1.0)
-    return acc
-
-
-def rate_contrast(arms: Mapping[str, tuple[Runs, Runs]], scale: str, paired: bool, resamples: int = 1000,
-                  up: bool = True, seed: int = 0) -> dict[str, Any] | None:
+def rate_contrast(arms: Mapping[str, tuple[Runs, Runs]], scale: str, paired: bool, up: bool = True) -> dict[str, Any] | None:
     """Mean over groups of B's rate minus A's on ``scale`` (RATE_SCALES); ``arms``: group -> (A's runs,
-    B's runs), each ``seed -> item id -> hit``. ``paired``: A and B score the same items, drawn once per
-    resample (each item with all its seeds); else each side's items are drawn on their own."""
+    B's runs), each ``seed -> item id -> hit``. ``paired``: A and B score the same items (those both
+    hold), paired by seed where both arms hold the same seeds (one unit per seed, as two evaluations of
+    one run or two runs of one seed); else each side's items are its own (the same seeds still one
+    run each, e.g. one run scored on two benchmarks). None when nothing pairs or the contrast is undefined."""
     if scale not in RATE_SCALES:
         raise ValueError(f"sensitivity scale {scale!r}: one of {sorted(RATE_SCALES)}")
     groups = [g for g, (a, b) in arms.items() if a and b]
-    if not groups:
+    terms: list[Term] = []
+    for g in groups:
+        a, b = arms[g]
+        ids = [{str(i) for run in side.values() for i in run} for side in (a, b)]
+        keep = [ids[0] & ids[1]] * 2 if paired else ids
+        same = set(a) == set(b)
+        for side, runs in enumerate((a, b)):
+            unit = g if same else f"{g}:{'AB'[side]}"
+            terms.append((1.0, [((unit, str(s)), {(i if paired else f"{side}:{i}"): float(v) for i, v in run.items()
+                                                  if str(i) in keep[side]}, None) for s, run in runs.items()]))
+    if not terms or not all(any(n for _, n, _ in t[1]) for t in terms):
         return None
-    side_ids = [list(dict.fromkeys(str(i) for g in groups for run in arms[g][s].values() for i in run)) for s in (0, 1)]
-    if paired:
-        shared = [i for i in side_ids[0] if i in set(side_ids[1])]
-        side_ids = [shared, shared]
-    if not all(side_ids):
-        return None
-    sums = [_side_sums({g: arms[g][s] for g in groups}, groups, side_ids[s]) for s in (0, 1)]
-    draws_a = cluster_draws(len(side_ids[0]), resamples, seed)
-    draws_b = draws_a if paired else cluster_draws(len(side_ids[1]), resamples, seed + 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        point = RATE_SCALES[scale](*sums[0].sum(-1), *sums[1].sum(-1), up)  # [group]
-        # [group, resample]
-        draws = RATE_SCALES[scale](*sums[0][:, :, draws_a].sum(-1), *sums[1][:, :, draws_b].sum(-1), up)
-    return _interval(float(np.mean(point)), draws.mean(0), len(side_ids[0]))
+
+    def stat(r: np.ndarray, n: np.ndarray) -> float:
+        r, n = r.reshape(len(groups), 2), n.reshape(len(groups), 2)
+        return float(np.mean(RATE_SCALES[scale](r[:, 0] * n[:, 0], n[:, 0], r[:, 1] * n[:, 1], n[:, 1], up)))
+
+    return _estimate(terms, stat, scale)

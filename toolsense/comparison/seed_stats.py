@@ -23,7 +23,7 @@ large one at 3 seeds), the item-only one 92% and 57%.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -89,8 +89,25 @@ def _variance_parts(z: np.ndarray, labels: Sequence[Unit]) -> tuple[list[tuple[f
     return parts, {g: len(us) for g, us in groups.items()}
 
 
-def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None = None) -> dict[str, Any]:
-    """Σ coefficient × (Σ numerators / Σ denominators) over ``terms``, with a 95% (and 90%) interval
+Transform = Callable[[np.ndarray, np.ndarray], float]
+"""A smooth statistic of the terms' ratios (``[term]``) given their denominators' totals (``[term]``),
+e.g. a log-odds difference; the terms' coefficients are then not used."""
+
+
+def _gradient(transform: Transform, ratio: np.ndarray, tot: np.ndarray, step: float = 1e-6) -> np.ndarray:
+    """∂ transform / ∂ ratio_j by central differences (the delta method's linearization)."""
+    grad = np.zeros_like(ratio)
+    for j in range(len(ratio)):
+        e = np.zeros_like(ratio)
+        e[j] = step
+        grad[j] = (transform(ratio + e, tot) - transform(ratio - e, tot)) / (2 * step)
+    return grad
+
+
+def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None = None,
+                       transform: Transform | None = None) -> dict[str, Any]:
+    """Σ coefficient × (Σ numerators / Σ denominators) over ``terms`` (or ``transform`` of those
+    ratios, linearized by the delta method), with a 95% (and 90%) interval
     that treats *seeds* and *items* as the two sampled levels (configurations' runs, the benchmark's
     items): the variance a two-level bootstrap targets — seeds drawn with replacement within each
     group, item ids drawn once per replicate and used for every drawn seed (items recur across seeds:
@@ -110,8 +127,11 @@ def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None
     if np.any(tot <= 0):
         raise ValueError("seed_item_interval: a term's denominators sum to 0 (no ratio to estimate)")
     ratio = num.sum((1, 2)) / tot
-    value = float(coef @ ratio)
-    z = np.einsum("j,jui->ui", coef / tot, num - ratio[:, None, None] * den)
+    grad = coef if transform is None else _gradient(transform, ratio, tot)
+    value = float(coef @ ratio) if transform is None else float(transform(ratio, tot))
+    if not (math.isfinite(value) and np.all(np.isfinite(grad))):
+        raise ValueError("seed_item_interval: the statistic is undefined at these data (a ratio at a pole)")
+    z = np.einsum("j,jui->ui", grad / tot, num - ratio[:, None, None] * den)
     parts, seeds = _variance_parts(z, labels)
     var = sum(v for v, _ in parts)
     spread = sum(v * v / df for v, df in parts if df > 0)
@@ -128,7 +148,9 @@ def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None
         out[f"lo{key}"], out[f"hi{key}"] = lo, hi
     if len(seeds) == 1 and len(labels) > 1:
         with np.errstate(divide="ignore", invalid="ignore"):
-            per_seed = coef @ (num.sum(2) / den.sum(2))  # [unit]
+            unit_ratio, unit_tot = num.sum(2) / den.sum(2), den.sum(2)  # [term, unit]
+            per_seed = (coef @ unit_ratio if transform is None else
+                        np.array([transform(unit_ratio[:, u], unit_tot[:, u]) for u in range(len(labels))]))
         if np.all(np.isfinite(per_seed)):
             out["sd"] = float(np.std(per_seed, ddof=1))
     out["method"] = (f"two-level: seeds and items (se over both, t with {df:.1f} df)" if not out["one_seed"]

@@ -303,8 +303,11 @@ def appendix_e(sw: dict[str, Sweep], s: Settings) -> Finding:
                        f"all items {pct(est[b]['all'], True)}" for b in ("realistic", "standard"))
     verdicts = [verdict(est["realistic"][judged]), verdict(est["standard"][judged], expect_positive=False)]
     f.verdict = conjunction(verdicts)
+    parts = [f"the {what} is {v}" for what, v in zip(("realistic gain", "standard drop"), verdicts) if v != "yes"]
+    if parts:
+        f.why = "; ".join(parts) + " (both parts must be yes)"
     if judged == "all":
-        f.why = "no coverage known for these runs: judged on all items"
+        f.why = "; ".join(filter(None, [f.why, "no coverage known for these runs: judged on all items"]))
     f.details = {"realistic_gain": est["realistic"], "standard_change": est["standard"], "coverage": cov, "judged_on": judged,
                  "verdicts": verdicts, "rule": RULES[7]}
     # the arms by sweep (both are labelled tg-<tuning>); seeds are those the two sweeps share (paired per seed)

@@ -58,14 +58,14 @@ def finding_tables(plan: AnalysisPlan, grid: Sweep | None, app_e: Sweep | None, 
     out: dict[int, dict[str, Any]] = {}
     rows1 = _arms(plan, 1, grid.rows())
     if rows1 and any(grid.cell(f"{r}:stage1", f"standard Rc@{k_table}") for r in rows1):
-        out[1] = lift_sensitivity(grid, rows1, ks, scales, plan.retrieval_floor, resamples, k_table)
+        out[1] = lift_sensitivity(grid, rows1, ks, scales, plan.retrieval_floor, k_table)
     floor = plan.retrieval_floor
-    out[2] = collapse_sensitivity(grid, _arms(plan, 2, grid.rows()), ks, scales, floor, resamples, k_table)
+    out[2] = collapse_sensitivity(grid, _arms(plan, 2, grid.rows()), ks, scales, floor, k_table)
     if 3 in plan.findings:
         out[3] = is_sensitivity(grid, ks, resamples)
     out[6] = drift_sensitivity(grid, resamples)
     if app_e is not None and app_e.rows():
-        out[7] = appendix_e_sensitivity(grid, app_e, ks, scales, plan.retrieval_floor, resamples, k_table)
+        out[7] = appendix_e_sensitivity(grid, app_e, ks, scales, plan.retrieval_floor, k_table)
     return {n: t for n, t in out.items() if t and t["cells"]}
 
 
@@ -93,8 +93,9 @@ def tables_markdown(tables: Mapping[int, dict[str, Any]], plan: AnalysisPlan | N
     if not tables:
         return ("No finding has the evaluations its sensitivity table needs (Stage-1 and Stage-2 Rc of the grid's "
                 "runs).\n")
-    parts = ["Intervals here resample items (each with all its seeds), not seeds: a map of where each verdict moves, "
-             "not a verdict. Scales: pp; normalized (the difference over the room in the expected direction); "
+    parts = ["Intervals here treat seeds and items as the two sampled levels, as each finding's headline does (its own "
+             "k and scale is the headline's cell): a map of where each verdict moves, not a new verdict. "
+             "Scales: pp; normalized (the difference over the room in the expected direction); "
              "log-odds; "
              "drift as flat / hierarchical of the absolute and of the base-normalized drift.\n"]
     for n, t in sorted(tables.items()):

@@ -8,8 +8,8 @@ or "depends on the scale" — the report says which, beside the registered one.
 Scales of one side's gain over its items (a: Stage 1's per-item hit, b: Stage 2's, n items):
 ``pp`` = Σ(b − a) / n; ``normalized`` = Σ(b − a) / Σ(1 − a) (the share of Stage 1's misses
 recovered, net); ``log_odds`` = logit((Σb + ½) / (n + 1)) − logit((Σa + ½) / (n + 1))
-(comparison/scales.py). Intervals resample the items of both sides in one draw (each with all its
-seeds), as stats.contrast does.
+(comparison/scales.py). Intervals treat seeds and items as the two sampled levels (a run scored on
+both sides one unit), as the finding's headline does.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from toolsense.comparison.scales import gain_contrast
-from toolsense.reporting.tables import markdown_table, pct
+from toolsense.reporting.tables import markdown_table, pct, seeds_text
 from toolsense.study.sweep import Sweep, item_pairs, verdict
 from toolsense.utils.io import DataError
 
@@ -38,7 +38,7 @@ def _flip(verdicts: Sequence[str]) -> bool:
 
 
 def lift_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: Sequence[str], floor: float,
-                     resamples: int, k_table: int = 5) -> dict[str, Any]:
+                     k_table: int = 5) -> dict[str, Any]:
     """Finding 1 at every (k, scale): the pooled contrast over the rows that retrieve (constrained
     standard Rc@``k_table`` — the study's k, the table's column — at or above ``floor``), each
     row's own, the rows below, and whether the verdict depends on k or on the scale. Per-item hits
@@ -56,8 +56,8 @@ def lift_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: S
             continue
         for scale in scales:
             pooled = gain_contrast({r: per_row["standard"][r] for r in keep}, {r: per_row["realistic"][r] for r in keep},
-                                   scale, resamples)
-            own = {r: gain_contrast({r: per_row["standard"][r]}, {r: per_row["realistic"][r]}, scale, resamples) for r in rows}
+                                   scale)
+            own = {r: gain_contrast({r: per_row["standard"][r]}, {r: per_row["realistic"][r]}, scale) for r in rows}
             cells[(k, scale)] = {"pooled": pooled, "verdict": verdict(pooled), "per_row": own,
                                  "per_row_verdict": {r: verdict(e) for r, e in own.items()}}
     ks = [k for k in ks if k not in not_evaluated]
@@ -79,7 +79,7 @@ def _fmt(est: dict[str, Any] | None, scale: str) -> str:
     if scale != "log_odds":
         return pct(est, True)
     ci = f" [{est['lo']:+.2f}, {est['hi']:+.2f}]" if est.get("lo") is not None else ""
-    return f"{est['value']:+.2f} logit{ci}"
+    return f"{est['value']:+.2f} logit{ci}{seeds_text(est, pct=False)}"
 
 
 def sensitivity_markdown(sens: dict[str, Any], ks: Sequence[Any] | None = None, scales: Sequence[str] | None = None,

@@ -2,8 +2,8 @@
 finding's contrast recomputed at every k of ``analysis.sensitivity_ks`` on every scale of
 ``analysis.sensitivity_scales`` (drift: absolute and base-normalized), per configuration and pooled
 over those that retrieve (constrained standard Rc@k of the study's k at or above
-``analysis.retrieval_floor``; the others listed, not pooled). Intervals resample items (each with all
-its seeds), not seeds: a map of where the verdict moves (sensitivity.rate_contrast).
+``analysis.retrieval_floor``; the others listed, not pooled). Intervals treat seeds and items as the
+two sampled levels, as the findings' headlines do (comparison/scales.py: rate_contrast).
 
 - 2: the collapse, standard − realistic Rc@k per configuration (each side's items drawn on its own),
   and dense − best parametric on realistic Rc@k (paired per query); the collapse's verdict where it is
@@ -52,7 +52,7 @@ def _table(finding: int, cells: dict, ks: Sequence[Any], scales: Sequence[str], 
 
 
 def collapse_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: Sequence[str], floor: float,
-                         resamples: int, k_table: int = 5) -> dict[str, Any] | None:
+                         k_table: int = 5) -> dict[str, Any] | None:
     """Finding 2 at every (k, scale) over ``rows`` (the grid's Stage-2 rows in the rule's arms); None without any."""
     rows = list(rows)
     if not rows:
@@ -71,9 +71,9 @@ def collapse_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scale
             continue
         d_items = next(iter(d_runs.values()), None)
         for scale in scales:
-            pooled = rate_contrast({r: (real[r], std[r]) for r in keep}, scale, False, resamples)
-            own = {r: rate_contrast({r: (real[r], std[r])}, scale, False, resamples) for r in rows}
-            margin = (rate_contrast({best: (real[best], {s: d_items for s in real[best]})}, scale, True, resamples)
+            pooled = rate_contrast({r: (real[r], std[r]) for r in keep}, scale, False)
+            own = {r: rate_contrast({r: (real[r], std[r])}, scale, False) for r in rows}
+            margin = (rate_contrast({best: (real[best], {s: d_items for s in real[best]})}, scale, True)
                       if d_items and real[best] else None)
             parts = [verdict(pooled), verdict(margin)]
             own[f"dense − {best}"] = margin
@@ -84,7 +84,7 @@ def collapse_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scale
                   "collapse, pooled (configurations that retrieve); verdict as the finding's")
 
 
-def appendix_e_sensitivity(g: Sweep, e: Sweep, ks: Sequence[int], scales: Sequence[str], floor: float, resamples: int,
+def appendix_e_sensitivity(g: Sweep, e: Sweep, ks: Sequence[int], scales: Sequence[str], floor: float,
                            k_table: int = 5) -> dict[str, Any] | None:
     """Finding 7 at every (k, scale); None without a TG row of the same tuning as an App. E row."""
     pairs = [(g, a, e, b) for b in e.rows() for a in g.rows(experiment="tg", tuning=b.rpartition("-")[2])]
@@ -106,9 +106,9 @@ def appendix_e_sensitivity(g: Sweep, e: Sweep, ks: Sequence[int], scales: Sequen
             continue
         kept = {f"{p[1]} → {p[3]}" for p in keep}
         for scale in scales:
-            est = {b: rate_contrast({n: a for n, a in arms[b].items() if n in kept}, scale, True, resamples,
-                                    up=b == "realistic") for b in arms}
-            own = {f"{n} {b}": rate_contrast({n: a}, scale, True, resamples, up=b == "realistic")
+            est = {b: rate_contrast({n: a for n, a in arms[b].items() if n in kept}, scale, True, up=b == "realistic")
+                   for b in arms}
+            own = {f"{n} {b}": rate_contrast({n: a}, scale, True, up=b == "realistic")
                    for b in arms for n, a in arms[b].items()}
             cells[(k, scale)] = {"pooled": est["realistic"], "pooled_standard": est["standard"],
                                  "verdict": conjunction([verdict(est["realistic"]),
