@@ -74,6 +74,6 @@ def test_query_source_catalog_format_and_llm_backend_dispatch_through_their_regi
 
 def test_registries_hold_exactly_the_documented_names():
     assert INDEX_BUILDERS.names() == ["clustered", "flat", "numeric", "semantic", "structural"]
-    assert QUERY_SOURCES.names() == ["demo", "generated", "jsonl", "realistic_template", "toolbench", "toolgen", "verbose"]
+    assert QUERY_SOURCES.names() == ["demo", "generated", "jsonl", "realistic_template", "toolbench", "toolgen", "verbose", "verbose_v3"]
     assert CATALOG_FORMATS.names() == ["toolbench", "toolsense", "virtual_tokens"]
     assert LLM_BACKENDS.names() == ["hf", "local", "openai"]
