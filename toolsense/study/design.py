@@ -75,6 +75,7 @@ def catalog_section(run_cfg: dict[str, Any]) -> str:
         text.append(f"\nStandard test queries (data/verbose.py v2, {len(test)}) name the API in {100 * api:.1f}% and the "
                     f"service in {100 * svc:.1f}% of (query, gold) pairs; ToolBench G1's real test queries: "
                     f"{100 * TOOLBENCH_G1.api:.1f}% and {100 * TOOLBENCH_G1.service:.1f}% ({TOOLBENCH_G1.pairs} pairs; "
-                    "ours are higher where a description contains the name). `benchmarks/verbose_vs_toolbench.py` sets "
-                    "BM25 on both side by side on one catalog.")
+                    "ours are higher where a description contains the name; generator v3, `stage2=verbose_v3`, "
+                    "calibrates the draw so that its queries measure G1's rates). `benchmarks/verbose_vs_toolbench.py` "
+                    "sets BM25 on both side by side on one catalog.")
     return "\n".join(text) + "\n"
