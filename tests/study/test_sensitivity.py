@@ -17,8 +17,8 @@ ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reports" / "reproducti
 
 def test_each_scale_on_hand_made_items():
     # standard: Stage 1 hits 2 of 4 items, Stage 2 all 4; realistic: 0 of 4 -> 1 of 4
-    std = {"c": [({"a": 1, "b": 1, "c": 0, "d": 0}, {"a": 1, "b": 1, "c": 1, "d": 1})]}
-    real = {"c": [({"p": 0, "q": 0, "r": 0, "s": 0}, {"p": 1, "q": 0, "r": 0, "s": 0})]}
+    std = {"c": {0: ({"a": 1, "b": 1, "c": 0, "d": 0}, {"a": 1, "b": 1, "c": 1, "d": 1})}}
+    real = {"c": {0: ({"p": 0, "q": 0, "r": 0, "s": 0}, {"p": 1, "q": 0, "r": 0, "s": 0})}}
     assert gain_contrast(std, real, "pp")["value"] == pytest.approx(0.5 - 0.25)
     assert gain_contrast(std, real, "normalized")["value"] == pytest.approx(2 / 2 - 1 / 4)
     logit = lambda p: __import__("math").log(p / (1 - p))  # noqa: E731

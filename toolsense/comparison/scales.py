@@ -13,14 +13,14 @@ recovered, net); ``log_odds`` = logit((Σb + ½) / (n + 1)) − logit((Σa + ½)
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from toolsense.comparison.seed_stats import Term, seed_item_interval
 
-Pairs = Mapping[Any, tuple[Mapping[str, float], Mapping[str, float]]] | Sequence[tuple[Mapping[str, float], Mapping[str, float]]]
-"""One configuration's runs as (Stage 1's, Stage 2's) per-item hits: by seed, or a list in seed order."""
+Pairs = Mapping[Any, tuple[Mapping[str, float], Mapping[str, float]]]
+"""One configuration's runs by seed: (Stage 1's, Stage 2's) per-item hits of the same run."""
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -46,10 +46,6 @@ def _estimate(terms: list[Term], stat: Callable[[np.ndarray, np.ndarray], float]
         return None
 
 
-def _by_seed(runs: Pairs) -> Mapping[Any, tuple[Mapping[str, float], Mapping[str, float]]]:
-    return runs if isinstance(runs, Mapping) else dict(enumerate(runs))
-
-
 def gain_contrast(first: Mapping[str, Pairs], second: Mapping[str, Pairs], scale: str) -> dict[str, Any] | None:
     """Mean over groups of ``first``'s gain minus ``second``'s on ``scale`` (see the module doc), each
     group's runs by seed (a run in both sides one unit: its seed drawn once for both), the items of
@@ -62,10 +58,9 @@ def gain_contrast(first: Mapping[str, Pairs], second: Mapping[str, Pairs], scale
     terms: list[Term] = []
     for side, runs in enumerate((first, second)):
         for g in groups:
-            pairs = _by_seed(runs[g])
             for stage in (0, 1):
                 terms.append((1.0, [((g, str(s)), {f"{side}:{i}": float(p[stage][i]) for i in p[0] if i in p[1]}, None)
-                                    for s, p in pairs.items()]))
+                                    for s, p in runs[g].items()]))
 
     def stat(r: np.ndarray, n: np.ndarray) -> float:
         r, n = r.reshape(2, len(groups), 2), n.reshape(2, len(groups), 2)

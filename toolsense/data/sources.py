@@ -58,25 +58,29 @@ def _demo(src: QuerySource) -> list[Query]:
 
 def source_files(src: QuerySource) -> list[str]:
     """The files a source reads (what a leakage message names)."""
-    if src.kind in ("verbose", "verbose_v3"):
-        return [str(ensure_written(src.path, version=3 if src.kind == "verbose_v3" else 2))]
+    if src.kind in VERBOSE_VERSIONS:
+        return [str(ensure_written(src.path, version=VERBOSE_VERSIONS[src.kind]))]
     if src.kind == "realistic_template":
         return [str(realistic.ensure_written(src.path))]
     return [str(DEMO_DIR / (src.path or "queries.jsonl"))] if src.kind == "demo" else _paths(src)
+
+
+VERBOSE_VERSIONS = {"verbose": 2, "verbose_v3": 3}
+"""A template-written verbose source kind -> its generator version (data/verbose.py)."""
 
 
 @QUERY_SOURCES.register("verbose")
 def _verbose(src: QuerySource) -> list[Query]:
     """Template-written ToolBench-style queries of the catalog file ``path`` (None = the demo
     catalog), split train / dev / test (data/verbose.py); ``style`` does not apply."""
-    return load_verbose(src.path, src.split)
+    return load_verbose(src.path, src.split, version=VERBOSE_VERSIONS["verbose"])
 
 
 @QUERY_SOURCES.register("verbose_v3")
 def _verbose_v3(src: QuerySource) -> list[Query]:
     """``verbose`` of generator version 3: the naming draw calibrated to the catalog so that the
     queries *measure* ToolBench's naming rates (data/verbose.py :func:`calibrate`)."""
-    return load_verbose(src.path, src.split, version=3)
+    return load_verbose(src.path, src.split, version=VERBOSE_VERSIONS["verbose_v3"])
 
 
 @QUERY_SOURCES.register("realistic_template")

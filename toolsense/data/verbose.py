@@ -266,8 +266,8 @@ def default_output(catalog_path: Optional[str | Path], seed: int = SEED, version
 
 def ensure_written(catalog_path: Optional[str | Path], out: Optional[str | Path] = None, seed: int = SEED,
                    force: bool = False, version: int = 2) -> Path:
-    make = generate if _version(version) == VERSION else generate_v3
-    return write_query_file("verbose", make, catalog_path, out, seed, force, VERSIONS[version])
+    suffix = _version(version)
+    return write_query_file("verbose", generate_v3 if version == 3 else generate, catalog_path, out, seed, force, suffix)
 
 
 def load_verbose(catalog_path: Optional[str | Path], split: Optional[str], version: int = 2) -> list[Query]:

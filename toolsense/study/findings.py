@@ -25,6 +25,7 @@ from toolsense.study.sweep import (
     arms_contrast,
     arms_diff,
     arms_gain,
+    below_floor,
     conjunction,
     seed_arms,
     seed_gate,
@@ -62,8 +63,7 @@ def finding_rows(g: Sweep, n: int, s: Settings) -> tuple[list[str], list[str]]:
     """The Stage-2 rows that enter finding ``n`` (the plan's arms for it, else every row) and, second, those of
     them left out for not retrieving: constrained standard Rc@k below ``s.retrieval_floor`` (reported, not averaged in)."""
     rows = [r for r in g.rows() if not s.arms.get(n) or r in s.arms[n]]
-    below = [r for r in rows if ((g.cell(r, f"standard Rc@{s.k}") or {}).get("value") or 0.0) < s.retrieval_floor
-             and (g.cell(r, f"standard Rc@{s.k}") or {}).get("value") is not None]
+    below = below_floor(g, rows, s.retrieval_floor, s.k)
     return [r for r in rows if r not in below], below
 
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from toolsense.comparison.scales import gain_contrast
 from toolsense.reporting.tables import markdown_table, pct, seeds_text
-from toolsense.study.sweep import Sweep, item_pairs, verdict
+from toolsense.study.sweep import Sweep, below_floor, seed_arms, verdict
 from toolsense.utils.io import DataError
 
 
@@ -37,6 +37,12 @@ def _flip(verdicts: Sequence[str]) -> bool:
     return len({v.split(" ")[0] for v in verdicts if v != "n/a"}) > 1
 
 
+def _stage_runs(g: Sweep, row: str, col: str, k: int) -> dict[int, tuple[dict, dict]]:
+    """A row's runs in ``col`` by seed: (Stage 1's, Stage 2's) per-item hits at ``k``, the seeds both evaluations hold."""
+    arms = seed_arms([(g, f"{row}:stage1", g, row)], col, f"Rc@{k}", same_runs=True)
+    return {s: (a[s], b[s]) for a, b in arms.values() for s in a}
+
+
 def lift_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: Sequence[str], floor: float,
                      k_table: int = 5) -> dict[str, Any]:
     """Finding 1 at every (k, scale): the pooled contrast over the rows that retrieve (constrained
@@ -44,13 +50,12 @@ def lift_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: S
     row's own, the rows below, and whether the verdict depends on k or on the scale. Per-item hits
     at every k come from the samples (each sample holds every cut-off of ``metrics.ks``)."""
     cells: dict[tuple[int, str], dict[str, Any]] = {}
-    below = [r for r in rows if ((g.cell(r, f"standard Rc@{k_table}") or {}).get("value") or 0.0) < floor]
+    below = below_floor(g, rows, floor, k_table)
     keep = [r for r in rows if r not in below]
     not_evaluated = []
     for k in ks:
         try:
-            per_row = {b: {r: item_pairs([(g, f"{r}:stage1", g, r)], f"{b} Rc@{k_table}", f"Rc@{k}") for r in rows}
-                       for b in ("standard", "realistic")}
+            per_row = {b: {r: _stage_runs(g, r, f"{b} Rc@{k_table}", k) for r in rows} for b in ("standard", "realistic")}
         except DataError:  # the samples hold no hit at this k (metrics.ks did not list it)
             not_evaluated.append(k)
             continue

@@ -26,7 +26,7 @@ from toolsense.comparison.scales import rate_contrast
 from toolsense.study.drift_finding import COL
 from toolsense.study.findings import _covered_arms
 from toolsense.study.sensitivity import depends_on
-from toolsense.study.sweep import Sweep, combine, conjunction, seed_arms, verdict
+from toolsense.study.sweep import Sweep, below_floor, combine, conjunction, seed_arms, verdict
 from toolsense.utils.io import DataError
 
 DRIFT_SCALES = ("drift_absolute", "drift_base_normalized")
@@ -38,10 +38,6 @@ def _runs_at(g: Sweep, row: str, col: str, k: int) -> dict[int, dict]:
     if out and any(not v for v in out.values()):
         raise DataError(f"{row} | {col}: no per-item Rc@{k}")
     return out
-
-
-def _below(g: Sweep, rows: Sequence[str], floor: float, k_table: int) -> list[str]:
-    return [r for r in rows if ((g.cell(r, f"standard Rc@{k_table}") or {}).get("value") or 0.0) < floor]
 
 
 def _table(finding: int, cells: dict, ks: Sequence[Any], scales: Sequence[str], rows: list[str], below: list[str],
@@ -57,7 +53,7 @@ def collapse_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scale
     rows = list(rows)
     if not rows:
         return None
-    below = _below(g, rows, floor, k_table)
+    below = below_floor(g, rows, floor, k_table)
     keep = [r for r in rows if r not in below]
     best = max(keep or rows, key=lambda r: (g.cell(r, f"realistic Rc@{k_table}") or {}).get("value") or -1)
     dense = g.baseline("dense")
@@ -90,7 +86,7 @@ def appendix_e_sensitivity(g: Sweep, e: Sweep, ks: Sequence[int], scales: Sequen
     pairs = [(g, a, e, b) for b in e.rows() for a in g.rows(experiment="tg", tuning=b.rpartition("-")[2])]
     if not pairs:
         return None
-    below = _below(g, sorted({p[1] for p in pairs}), floor, k_table)
+    below = below_floor(g, sorted({p[1] for p in pairs}), floor, k_table)
     keep = [p for p in pairs if p[1] not in below]
     labels = [f"{p[1]} → {p[3]} {b}" for p in pairs for b in ("realistic", "standard")]
     cells, not_evaluated = {}, []

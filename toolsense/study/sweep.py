@@ -122,16 +122,11 @@ def _run_seed(run: str) -> int:
     return int((cfg.get("trainer") or {}).get("seed", 0))
 
 
-def item_pairs(pairs: Sequence[tuple[Sweep, str, Sweep, str]], col: str, metric: str) -> list[tuple[dict, dict]]:
-    """(A's, B's) per-item values of ``metric`` for every (A, B) row pair and seed both have."""
-    out = []
-    for sa, ra, sb, rb in pairs:
-        a_src, b_src = sa.sources(ra, col), sb.sources(rb, col)
-        for seed in sorted(set(a_src) & set(b_src)):
-            a, b = item_values(a_src[seed], metric), item_values(b_src[seed], metric)
-            if a is not None and b is not None:
-                out.append((a, b))
-    return out
+def below_floor(g: Sweep, rows: Sequence[str], floor: float, k: int) -> list[str]:
+    """The ``rows`` that do not retrieve: constrained standard Rc@``k`` below ``floor`` (a row with no
+    such cell is not judged here); findings and their sensitivity tables report them, not average them in."""
+    values = {r: (g.cell(r, f"standard Rc@{k}") or {}).get("value") for r in rows}
+    return [r for r, v in values.items() if v is not None and v < floor]
 
 
 Arms = dict[str, tuple[dict[int, dict], dict[int, dict]]]
