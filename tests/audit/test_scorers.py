@@ -65,12 +65,18 @@ class _Endpoint(BaseHTTPRequestHandler):
     """A tiny OpenAI-compatible chat endpoint: answers 9 when the prompt lists a KT report, else 2."""
 
     seen: list = []
+    echo = False
+    """Each answer also echoes the request's Authorization header and bare key (a proxy or model that repeats its input)."""
 
     def do_POST(self):  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).seen.append({"auth": self.headers.get("Authorization"), "path": self.path, "body": body})
+        auth = self.headers.get("Authorization")
+        type(self).seen.append({"auth": auth, "path": self.path, "body": body})
         prompt = body["messages"][-1]["content"]
-        answer = "<answer>9</answer>" if "report_KT" in prompt.split("[list_files]")[1].split("\n")[0] else "<answer>2</answer>"
+        files = prompt.split("[list_files]")[1:]  # a redacted variant may have lost the section's name
+        answer = "<answer>9</answer>" if files and "report_KT" in files[0].split("\n")[0] else "<answer>2</answer>"
+        if type(self).echo:
+            answer += f" (you sent Authorization: {auth}; key={auth.split()[-1]})"
         payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                               "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}],
                               "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
@@ -88,7 +94,7 @@ class _Endpoint(BaseHTTPRequestHandler):
 def endpoint():
     server = HTTPServer(("127.0.0.1", 0), _Endpoint)
     server.timeout = 5
-    _Endpoint.seen = []
+    _Endpoint.seen, _Endpoint.echo = [], False
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -230,3 +236,31 @@ def test_generate_limit_must_fit_the_answer_10(tiny_model_dir):
     with pytest.raises(ValueError, match=r"scorer.max_new_tokens=8 cuts the answer '<answer>10</answer>' \(13 tokens"):
         build_scorer(ScorerConfig(kind="hf", max_new_tokens=8), mc)
     assert parse_answer_1_10("<answer>10</answer>") == 1.0 and parse_answer_1_10("<answer>1</answer>") == 0.0
+
+
+def test_audit_job_scrubs_a_key_the_endpoint_echoes(endpoint, demo_traces_path, tmp_path, monkeypatch):
+    """Issue #45 item 8: `audit.py audit/scorer=openai` wrote the echoed key into samples.jsonl and the
+    score cache. The key here is not key-shaped (no sk- prefix): only its value, from the
+    environment, tells it; a cache written before answers were scrubbed is cleaned too."""
+    from tests.audit.conftest import compose_audit
+    from toolsense.audit.config import audit_config
+    from toolsense.audit.run import run
+
+    secret = "proxy-passphrase-7431-do-not-store"
+    monkeypatch.setenv("AUDIT_TEST_KEY", secret)
+    _Endpoint.echo = True
+    cache = tmp_path / "cache"
+    ScoreCache(cache).put("0" * 64, f"<answer>3</answer> key={secret}")  # left by a run before the fix
+    out = tmp_path / "audit"
+    res = run(audit_config(compose_audit([
+        f"data.path={demo_traces_path}", "audit/scorer=openai", f"scorer.base_url={endpoint}", "scorer.model=judge",
+        "scorer.api_key_env=AUDIT_TEST_KEY", f"scorer.cache_dir={cache}", "pt2d.enabled=false", "dilution.enabled=false",
+        "stats.n_boot=50", f"output_dir={out}"])))
+    assert _Endpoint.seen and all(s["auth"] == f"Bearer {secret}" for s in _Endpoint.seen)  # the key was sent, and echoed
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 5 * res["redaction"]["n_scored"]
+    assert all(s["answer"].endswith("(you sent Authorization: Bearer ***; key=***)") and s["parsed"] for s in samples)
+    written = [f for root in (out, cache) for f in root.rglob("*") if f.is_file()]
+    assert {f.name for f in written} >= {"samples.jsonl", "scores.jsonl", "results.json", "report.md"}
+    assert [f for f in written if secret in f.read_text(encoding="utf-8", errors="replace")] == []
+    assert ScoreCache(cache).get("0" * 64) == "<answer>3</answer> key=***"

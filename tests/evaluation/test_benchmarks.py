@@ -164,3 +164,39 @@ def test_toolbench_suite_composes_the_three_groups(shared_data):
     assert list(benches) == ["G1", "G2", "G3"] and [len(b["paths"]) for b in benches.values()] == [3, 2, 1]
     assert benches["G1"]["missing"] == "drop" and benches["G2"]["missing"] == "count"
     assert all(p.startswith(str(shared_data)) or "shared/data" in p for b in benches.values() for p in b["paths"])
+
+
+def _without_ids(src, dest, repeat: int | None = None):
+    """``src``'s lines with their ids removed (and line ``repeat``, 1-based, appended once more)."""
+    rows = [{k: v for k, v in json.loads(line).items() if k not in ("id", "query_id", "sample_id")}
+            for line in src.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows += [rows[repeat - 1]] if repeat else []
+    dest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return dest, len(rows)
+
+
+@pytest.mark.parametrize("loader, src", [("mcq", "probes_mcq.jsonl"), ("qa", "probes_qa.jsonl"),
+                                         ("query_jsonl", "queries.jsonl")])
+def test_a_repeated_line_without_id_is_refused_naming_both_lines(tmp_path, loader, src):
+    """Issue #45 item 5: 9 items + one repeated line scored n=10 (the repeat got its own line-made id)."""
+    from toolsense.catalog.loaders import DEMO_DIR
+
+    path, n = _without_ids(DEMO_DIR / src, tmp_path / "items.jsonl", repeat=4)
+    with pytest.raises(DataError, match=rf"items.jsonl:{n}: repeats the item at .*items.jsonl:4 \(same content"):
+        load_benchmark(BenchmarkConfig(loader=loader, path=str(path), split=None))
+    once, _ = _without_ids(DEMO_DIR / src, tmp_path / "once.jsonl")
+    assert len(load_benchmark(BenchmarkConfig(loader=loader, path=str(once), split=None)).items) == n - 1
+
+
+def test_a_repeated_rrb_line_without_id_is_refused(shared_data, tmp_path):
+    path, n = _without_ids(shared_data / "samples" / "rrb_sample.jsonl", tmp_path / "rrb.jsonl", repeat=2)
+    with pytest.raises(DataError, match=rf"rrb.jsonl:{n}: repeats the item at .*rrb.jsonl:2 "):
+        load_benchmark(BenchmarkConfig(loader="rrb", path=str(path)))
+
+
+@pytest.mark.parametrize("loader, name, n", [("mcq", "mcq_dev", 230), ("qa", "qa_dev", 232), ("rrb", "rrb_dev", 243)])
+def test_released_benchmarks_hold_no_repeated_content(shared_data, tmp_path, loader, name, n):
+    """The released files (and the demo probes above) keep their n even read without their ids:
+    the content check refuses no shipped benchmark (a probe question shared by many tools is not a repeat)."""
+    path, _ = _without_ids(shared_data / "released" / f"{name}.jsonl", tmp_path / f"{name}.jsonl")
+    assert len(load_benchmark(BenchmarkConfig(loader=loader, path=str(path))).items) == n

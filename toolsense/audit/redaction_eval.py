@@ -17,6 +17,7 @@ from toolsense.audit.scorers import ScoreCache, ScoreItem, cache_key
 from toolsense.audit.stats import auroc_by_partition, paired_delta_ci
 from toolsense.audit.traces import TraceRecord, TraceSet
 from toolsense.utils.io import write_jsonl
+from toolsense.utils.secrets import Scrubber
 
 Rendered = dict[str, tuple[re.Pattern, str]]
 """Per rendered-scope variant: the class pattern and placeholder applied to its messages."""
@@ -48,25 +49,29 @@ def variant_messages(variant: str, rec: TraceRecord, prompt: AuditPromptConfig, 
 
 def score_variants(scorer, cache: ScoreCache, sets: dict[str, TraceSet], idx: Sequence[int], prompt: AuditPromptConfig,
                    unparseable_score: float, samples_path: Path, batch: int = 16,
-                   rendered: Rendered | None = None) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+                   rendered: Rendered | None = None, scrub: Scrubber | None = None) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """Scores of records ``idx`` under every variant, and the unparseable answers per variant.
 
     Answers come from the cache when present; new ones are cached batch by batch, so an
     interrupted run resumes there. ``samples.jsonl`` (one row per record and variant: prompt,
-    raw answer, parsed score) is rewritten from the answers at the end."""
+    raw answer, parsed score) is rewritten from the answers at the end. An endpoint may echo the
+    key it was sent: every answer is scrubbed (``scrub``; default: every secret-looking environment
+    variable and key-shaped text, utils/secrets.py) before it is cached, when it is read from a cache
+    written before, and every samples row before it is written."""
     parse = PARSERS.get(prompt.parser)
+    scrub = scrub or Scrubber.from_env()
     items = [(v, i, ScoreItem(ts.records[i].id, v, variant_messages(v, ts.records[i], prompt, rendered or {})))
              for v, ts in sets.items() for i in idx]
     answers: dict[tuple[str, int], object] = {}
     for v, i, it in items:
         key = cache_key(scorer, it.messages)
         if key in cache:
-            answers[(v, i)] = cache.get(key)
+            answers[(v, i)] = scrub(cache.get(key))
     todo = [(v, i, it) for v, i, it in items if (v, i) not in answers]
     with tqdm(total=len(todo), desc="scoring", leave=False) as bar:
         for b in range(0, len(todo), batch):
             chunk = todo[b:b + batch]
-            for (v, i, it), ans in zip(chunk, scorer.answer([it for _, _, it in chunk])):
+            for (v, i, it), ans in zip(chunk, map(scrub, scorer.answer([it for _, _, it in chunk]))):
                 cache.put(cache_key(scorer, it.messages), ans)
                 answers[(v, i)] = ans
             bar.update(len(chunk))
@@ -81,9 +86,9 @@ def score_variants(scorer, cache: ScoreCache, sets: dict[str, TraceSet], idx: Se
         unparseable[v] += int(not parsed)
         scores[v][pos[i]] = score if parsed else unparseable_score
         rec = sets[v].records[i]
-        samples.append({"id": it.id, "variant": v, "partition": rec.partition, "label": rec.label,
+        samples.append(scrub({"id": it.id, "variant": v, "partition": rec.partition, "label": rec.label,
                         "prompt": it.messages[-1]["content"], "answer": ans, "parsed": parsed,
-                        "score": float(scores[v][pos[i]])})
+                        "score": float(scores[v][pos[i]])}))
     write_jsonl(samples_path, samples)
     return scores, unparseable
 

@@ -22,6 +22,7 @@ from toolsense.audit.scorers.base import default_cache_dir
 from toolsense.audit.stats import json_safe
 from toolsense.audit.traces import TraceSet, load_traces
 from toolsense.utils.io import git_sha, sha256_file
+from toolsense.utils.secrets import Scrubber
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +50,14 @@ def score_redactions(cfg: AuditConfig, traces: TraceSet, fit: np.ndarray, ev: np
         scorer_cfg = dataclasses.replace(scorer_cfg, adapter=str(adapter))
     scorer = build_scorer(scorer_cfg, cfg.model, cfg.prompt)
     cache = ScoreCache(default_cache_dir(scorer_cfg) if scorer_cfg.cache else None)
+    scrub = Scrubber.from_env([scorer_cfg.api_key_env])  # an endpoint may echo the key in its answers
+    if changed := cache.scrub(scrub):
+        log.warning("scrubbed secrets from %d cached answers of %s (written before answers were scrubbed)", changed,
+                    default_cache_dir(scorer_cfg))
     sets, counts, rendered = redaction_variants(traces, cfg.redaction, cfg.prompt)
     idx = np.flatnonzero(ev).tolist()
     scores, unparseable = score_variants(scorer, cache, sets, idx, cfg.prompt, scorer_cfg.unparseable_score,
-                                         out / "samples.jsonl", scorer_cfg.batch_size, rendered)
+                                         out / "samples.jsonl", scorer_cfg.batch_size, rendered, scrub)
     return {"scorer": scorer.identity, "decoding": scorer.decoding, "n_scored": len(idx), "delta_A_definition": DELTA_A,
             "adapter": scorer_cfg.adapter, "variants": auroc_deltas(traces, idx, scores, counts, unparseable, cfg.redaction, cfg.stats)}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from toolsense.catalog.loaders import DEMO_DIR, iter_toolbench_queries
 from toolsense.catalog.tool import SEP, canonical_name
@@ -58,23 +58,26 @@ def gold_names(raw: Any, where: str, key: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def load_query_jsonl(path: str | Path, split: str | None = None) -> list[Query]:
-    """Our JSONL format: ``{query, tools: [...], query_id?, style?, split?}``. ``tools`` entries
-    may be names, ``<<tokens>>``, ``[service, api]`` pairs or ``{tool_name: ...}`` objects."""
-    out = []
+def iter_query_jsonl(path: str | Path) -> Iterator[tuple[str, bool, Query]]:
+    """``(file:line, whether the line names its id, query)`` for each line of our JSONL format:
+    ``{query, tools: [...], query_id?, style?, split?}``; a line without an id gets ``<stem>-<line>``.
+    ``tools`` entries may be names, ``<<tokens>>``, ``[service, api]`` pairs or ``{tool_name: ...}`` objects."""
     for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno}"
-        q = Query(
-            query_id=str(obj.get("query_id", obj.get("id", f"{Path(path).stem}-{lineno}"))),
+        named = obj.get("query_id", obj.get("id"))
+        yield where, named is not None, Query(
+            query_id=str(named if named is not None else f"{Path(path).stem}-{lineno}"),
             text=required_text(obj, "query", where),
             tools=gold_names(obj.get("tools", obj.get("tool")), where, "tools"),
             style=str(obj.get("style", "verbose")),
             split=str(obj.get("split", "test")),
             meta={k: v for k, v in obj.items() if k not in {"query", "tools", "query_id", "style", "split"}},
         )
-        if split is None or q.split == split:
-            out.append(q)
-    return out
+
+
+def load_query_jsonl(path: str | Path, split: str | None = None) -> list[Query]:
+    """Our JSONL format (:func:`iter_query_jsonl`), only the queries of ``split`` unless it is None."""
+    return [q for _, _, q in iter_query_jsonl(path) if split is None or q.split == split]
 
 
 def load_toolbench_queries(path: str | Path) -> list[Query]:

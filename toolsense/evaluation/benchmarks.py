@@ -13,14 +13,15 @@ Registered loaders:
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Optional
 
-from toolsense.catalog import Query, load_demo_queries, load_query_jsonl, load_toolbench_queries
+from toolsense.catalog import Query, load_demo_queries, load_toolbench_queries
 from toolsense.catalog.loaders import DEMO_DIR
-from toolsense.catalog.queries import gold_names, required_text
+from toolsense.catalog.queries import gold_names, iter_query_jsonl, required_text
 from toolsense.utils.io import DataError, iter_jsonl, sha256_file, sha256_text
 from toolsense.utils.registry import Registry
 
@@ -109,6 +110,24 @@ def _need_path(cfg: BenchmarkConfig) -> Path:
     return Path(cfg.path)
 
 
+class Repeats:
+    """Items without an id of their own get one made from their line, so a repeated line would be
+    scored twice under two ids: :meth:`check` keys such items by content and refuses a repeat,
+    naming both lines (items with ids are refused on a repeated id instead)."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, str] = {}
+
+    def check(self, where: str, named: bool, *content: Any) -> None:
+        if named:
+            return
+        key = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+        first = self.first.setdefault(key, where)
+        if first != where:
+            raise DataError(f"{where}: repeats the item at {first} (same content and neither line has an id), "
+                            "so it would be scored twice; remove the repeat or give each item an 'id'")
+
+
 @BENCHMARKS.register("toolbench")
 def load_toolbench(cfg: BenchmarkConfig) -> Benchmark:
     """One query file (tier = its group, e.g. G1), or ``paths`` pooled: ids prefixed by the file
@@ -129,21 +148,27 @@ def load_toolbench(cfg: BenchmarkConfig) -> Benchmark:
 @BENCHMARKS.register("rrb")
 def load_rrb(cfg: BenchmarkConfig) -> Benchmark:
     path = _need_path(cfg)
-    items = []
+    items, repeats = [], Repeats()
     for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno}"
         gold = gold_names(obj.get("tool"), where, "tool")
         pool = gold_names(obj["analyzed_tools"], where, "analyzed_tools") if obj.get("analyzed_tools") else ()
         meta = {"tier": str(obj.get("complexity") or f"{len(gold)}-tool"), "pool": list(pool)}
-        qid = str(obj.get("sample_id", obj.get("id", f"{path.stem}-{lineno}")))
-        items.append(Query(qid, required_text(obj, "query", where), gold, "short", "test", meta))
+        named = obj.get("sample_id", obj.get("id"))
+        text = required_text(obj, "query", where)
+        repeats.check(where, named is not None, text, gold, meta)
+        items.append(Query(str(named if named is not None else f"{path.stem}-{lineno}"), text, gold, "short", "test", meta))
     return Benchmark(path.stem, "retrieval", items, str(path))
 
 
 @BENCHMARKS.register("query_jsonl")
 def load_queries(cfg: BenchmarkConfig) -> Benchmark:
     path = _need_path(cfg)
-    items = [q for q in load_query_jsonl(path, cfg.split) if cfg.style is None or q.style == cfg.style]
+    items, repeats = [], Repeats()
+    for where, named, q in iter_query_jsonl(path):
+        if (cfg.split is None or q.split == cfg.split) and (cfg.style is None or q.style == cfg.style):
+            repeats.check(where, named, q.text, q.tools, q.split, q.style)
+            items.append(q)
     return Benchmark(path.stem, "retrieval", items, str(path))
 
 
@@ -175,7 +200,7 @@ def _load_probe(cfg: BenchmarkConfig, kind: Kind, options_of) -> Benchmark:
     """A released-format probe file (default: the demo probes); ``options_of(obj, where)``
     gives the options (correct at the returned index) and validates them."""
     path = Path(cfg.path) if cfg.path else DEMO_DIR / f"probes_{kind}.jsonl"
-    items, first = [], {}
+    items, first, repeats = [], {}, Repeats()
     for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno}"
         options, answer = options_of(obj, where)
@@ -186,7 +211,9 @@ def _load_probe(cfg: BenchmarkConfig, kind: Kind, options_of) -> Benchmark:
         qid = str(obj.get("id", f"{path.stem}-{lineno}"))
         if first.setdefault(qid, lineno) != lineno:  # samples.jsonl is keyed by id: a repeat would count twice
             raise DataError(f"{where}: repeated id {qid!r} (first at line {first[qid]})")
-        items.append(ProbeItem(qid, required_text(obj, "question", where), options, answer, tool, raw))
+        question = required_text(obj, "question", where)
+        repeats.check(where, "id" in obj, question, options, answer, tool)
+        items.append(ProbeItem(qid, question, options, answer, tool, raw))
     return Benchmark(path.stem, kind, items, str(path))
 
 

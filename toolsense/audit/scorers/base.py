@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Literal, Optional, Protocol
 
 from toolsense.utils.jsonl import JsonlStore
-from toolsense.utils.paths import cache_root
+from toolsense.utils.paths import atomic_write_text, cache_root
 from toolsense.utils.registry import Registry
 
 SCORERS: Registry[Callable[..., "Scorer"]] = Registry("audit scorer")
@@ -115,6 +115,21 @@ class ScoreCache:
     def put(self, key: str, answer) -> None:
         if self.store is not None:
             self.store.append({"key": key, "answer": answer})
+
+    def scrub(self, scrub: Callable[[dict], dict]) -> int:
+        """Rewrite the cache with every row scrubbed (``scrub``: a utils/secrets.py Scrubber), so a
+        cache written before answers were scrubbed no longer holds a key an endpoint echoed;
+        returns the number of rows that changed (0: the file is left as it is)."""
+        if self.store is None:
+            return 0
+        rows = list(self.store)
+        clean = [scrub(r) for r in rows]
+        changed = sum(a != b for a, b in zip(rows, clean))
+        if changed:
+            path = self.store.path
+            atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in clean))
+            self.store = JsonlStore(path, key="key")
+        return changed
 
 
 def sha256_files(paths: list[Path]) -> str:
