@@ -42,7 +42,8 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
                    "utils"},
     "comparison": {"catalog", "data", "evaluation", "reporting", "metrics", "utils"},
     "study": {"catalog", "data", "models", "baselines", "evaluation", "comparison", "reporting", "metrics", "paper",
-              "utils"},
+              "curves", "utils"},
+    "curves": {"comparison", "reporting", "utils"},  # learning curves from checkpoints; the pilot's regime section
     "paper": {"catalog", "models", "baselines", "evaluation", "reporting", "metrics", "utils"},
     "interop": {"catalog", "data", "evaluation", "metrics", "utils"},
     "generation": {"catalog", "models", "tracking", "utils"},

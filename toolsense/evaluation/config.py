@@ -174,6 +174,10 @@ class EvaluateConfig:
     """Training run directory (config.yaml, index.json, stage1/, stage2/)."""
     stage: str = "stage2"
     """Which checkpoint of the run to evaluate."""
+    checkpoint: Optional[int] = None
+    """A Trainer checkpoint of ``stage`` (``<run>/checkpoints/<stage>/checkpoint-<N>``) evaluated instead of the
+    finished stage: exported once into ``<run>/snapshots/<stage>-<N>`` (LoRA merged; training/snapshot.py).
+    A learning curve from one run's checkpoints; None = the stage's own folder."""
     device: Optional[str] = None
     """None = this process's GPU if any, else cpu."""
     dtype: Optional[str] = None
@@ -192,6 +196,9 @@ class EvaluateConfig:
         self.metrics = self.metrics.within(self.decoding.beam_width)
         if self.stage not in ("stage1", "stage2"):
             raise ValueError(f"stage must be stage1 or stage2 (a checkpoint of run), got {self.stage!r}")
+        if self.checkpoint is not None and (not self.run or self.task != Task.evaluate or self.checkpoint < 1):
+            raise ValueError(f"checkpoint={self.checkpoint}: a Trainer checkpoint step (>= 1) of run=<training run directory>, "
+                             f"evaluated with task=evaluate (run={self.run}, task={self.task})")
         if self.task == Task.drift and not self.run:
             raise ValueError("task=drift needs run=<training run directory>")
         needs_model = {k for k, sc in self.system_sections().items() if sc.kind not in STANDALONE}

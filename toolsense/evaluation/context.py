@@ -57,11 +57,17 @@ def pick_device(device: Optional[str]) -> torch.device:
 
 
 def load_run(run_dir: str | Path, stage: str = "stage2", device: Optional[str] = None,
-             dtype: Optional[str] = None, attn_implementation: Optional[str] = None) -> EvalModel:
+             dtype: Optional[str] = None, attn_implementation: Optional[str] = None,
+             checkpoint: Optional[int] = None) -> EvalModel:
     """Load ``<run>/<stage>`` with the run's own model, catalog, index and prompt sections;
     ``dtype`` / ``attn_implementation`` (evaluate.py's ``model.attn_implementation=``) replace
-    the run's (a run trained under flash attention need not be evaluated under it)."""
-    rd = RunDir(run_dir).require(stage)
+    the run's (a run trained under flash attention need not be evaluated under it). ``checkpoint``:
+    the snapshot exported from that Trainer checkpoint of ``stage`` (training/snapshot.py) instead."""
+    rd = RunDir(run_dir).require(stage if checkpoint is None else None)
+    folder = rd.model_folder(stage, checkpoint)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder}: no model folder (evaluate.py checkpoint={checkpoint} exports it from "
+                                f"{rd.checkpoint(stage, checkpoint or 0)} first)")
     mcfg = rd.section("model", ModelConfig)
     if dtype:
         mcfg.dtype = dtype
@@ -70,9 +76,10 @@ def load_run(run_dir: str | Path, stage: str = "stage2", device: Optional[str] =
     catalog = load_from_config(rd.section("catalog", CatalogConfig))
     index = ToolIndex.load(rd.index_path, catalog)
     prompts = rd.section("prompts", PromptConfig)
-    model, tok = load_model_and_tokenizer(mcfg, path=rd.stage(stage), device=pick_device(device))
+    model, tok = load_model_and_tokenizer(mcfg, path=folder, device=pick_device(device))
     model.eval()
-    source = {"run": str(rd.path), "stage": stage, "model": mcfg.name_or_path}
+    source = {"run": str(rd.path), "stage": stage, "model": mcfg.name_or_path,
+              **({"checkpoint": checkpoint} if checkpoint is not None else {})}
     return EvalModel(model, tok, index, catalog, prompts, source, rd.index_sha256())
 
 

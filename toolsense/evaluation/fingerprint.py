@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from toolsense.evaluation.outputs import write_json
 from toolsense.utils.config import differences
 from toolsense.utils.io import CHECKPOINT_HASH_CACHE, checkpoint_sha256, git_sha, sha256_text  # noqa: F401 (re-exported)
+from toolsense.utils.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,11 @@ def model_identity(ev: Any) -> dict[str, Any]:
     model's name when there is no run), the loaded dtype, the index and the prompts."""
     src = ev.source
     run = Path(src["run"]).resolve() if src.get("run") else None
+    step = src.get("checkpoint")
+    folder = RunDir(run).model_folder(src["stage"], step) if run else None
     return {"run": run.name if run else None, "stage": src["stage"], "model": src["model"],
-            "checkpoint_sha256": checkpoint_sha256(run / src["stage"]) if run else None,
+            **({"checkpoint": step} if step is not None else {}),
+            "checkpoint_sha256": checkpoint_sha256(folder) if folder else None,
             "dtype": str(next(ev.model.parameters()).dtype), "index_sha256": ev.index_sha256,
             "prompts": dataclasses.asdict(ev.prompts)}
 

@@ -50,12 +50,13 @@ log = logging.getLogger(__name__)
 
 def load_model_under_test(cfg: EvaluateConfig) -> EvalModel:
     if cfg.run:
-        return load_run(cfg.run, cfg.stage or "stage2", cfg.device, cfg.dtype, cfg.model.attn_implementation)
+        return load_run(cfg.run, cfg.stage or "stage2", cfg.device, cfg.dtype, cfg.model.attn_implementation, cfg.checkpoint)
     return load_untrained(cfg.model, cfg.catalog, cfg.index, cfg.prompts, cfg.device)
 
 
 def system_name(ev: EvalModel) -> str:
-    return f"{ev.source['model']}:{ev.source['stage']}"
+    step = ev.source.get("checkpoint")
+    return f"{ev.source['model']}:{ev.source['stage']}" + (f"@{step}" if step is not None else "")
 
 
 def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, catalog, baselines_cfg: Mapping[str, BaselineConfig],

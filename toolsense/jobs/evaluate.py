@@ -4,6 +4,7 @@
     toolsense-evaluate run=<run dir> benchmark=rrb benchmark.path=<released rrb.jsonl> baseline=bm25
     toolsense-evaluate model=smollm2_135m catalog=demo index=flat   # untrained baseline
     toolsense-evaluate run=<run dir> task=drift               # embedding drift base -> stage1 -> stage2
+    toolsense-evaluate run=<run dir> stage=stage2 checkpoint=150 suite=demo   # a Trainer checkpoint of Stage 2
 
 Tables over many evaluations: toolsense-compare roots=[...]; rater sheets and kappa: toolsense-annotate.
 
@@ -30,6 +31,10 @@ register_configs()
 def job(dict_cfg: DictConfig) -> None:
     with scrubbed_job(["OPENAI_API_KEY"]):  # baseline=openai; an endpoint may echo the key in its error
         cfg = to_config(EvaluateConfig, dict_cfg)
+        if cfg.checkpoint is not None:  # a Trainer checkpoint becomes a model folder first (training/snapshot.py)
+            from toolsense.training.snapshot import export_checkpoint
+
+            export_checkpoint(cfg.run, cfg.stage, cfg.checkpoint)
         run(cfg, output_dir=shared_output_dir(cfg.output_dir))
 
 

@@ -75,10 +75,11 @@ REPORT_FILES = ("results.json", "samples.jsonl", "samples.fingerprint.json", "dr
 """The files a report is rebuilt from (under a run: its evaluation, config and index; never weights)."""
 
 
-CACHES = (".full_catalog",)
+CACHES = (".full_catalog", ".curves")
 """Hidden folders under root of results the report computes itself and reads back (full_catalog.py's
-per-benchmark rankings over the 46,984-tool catalog), packed whole: a report rebuilt from the archive
-needs neither the catalog nor the minutes they took."""
+per-benchmark rankings over the 46,984-tool catalog; curves.py's checkpoint evaluations, whose runs may not
+have finished), their .json files packed: a report rebuilt from the archive needs neither the catalog nor
+the minutes they took."""
 
 
 def _reported(root: Path, parts: tuple[str, ...]) -> bool:

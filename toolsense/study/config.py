@@ -6,6 +6,7 @@ import glob
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+from toolsense.curves.config import RegimeRule
 from toolsense.metrics.registry import METRICS
 
 Scale = Literal["pp", "normalized", "log_odds", "drift_absolute", "drift_base_normalized", "balanced"]
@@ -57,8 +58,13 @@ class AnalysisPlan:
     """How every interval of a verdict is computed (comparison/stats.py)."""
     findings: dict[int, FindingRule] = field(default_factory=dict)
     """Finding number -> its rule; a finding not listed is reported without a registered verdict."""
+    regime: Optional[RegimeRule] = None
+    """A pilot's rules (study=pilot): the regime its curves must reach; None = not a pilot. Left out of the
+    plan's hash when None, so the plans registered before this field existed keep their hashes."""
 
     def __post_init__(self) -> None:
+        if self.regime is not None:
+            self.regime.check()
         if self.min_seeds < 1:
             raise ValueError(f"analysis.min_seeds must be >= 1, got {self.min_seeds}")
         if not 0 <= self.retrieval_floor < 1:
@@ -145,6 +151,12 @@ class StudyConfig:
     """Also rank the grid's baselines over the full 46,984-tool ToolBench catalog beside the study catalog's
     numbers (paper/full_catalog.py: cached under ``<root>/.full_catalog`` per benchmark file hash; about a
     minute per benchmark for BM25 on 2 cores the first time; dense only where its embeddings are cached)."""
+    curves: dict[str, list[str]] = field(default_factory=dict)
+    """Sweep name -> evaluate.py overrides (``stage=stage2`` by default, a light suite) applied to every saved
+    Trainer checkpoint of its runs (``trainer.save_steps`` sets where; ``trainer.save_total_limit`` must keep
+    them): each is evaluated once complete, while the sweep trains on, one evaluate.py process at a time,
+    into ``<root>/.curves/<sweep>/<run>/<stage>-<step>`` (archived whether or not its run finished;
+    curves/points.py). A learning curve from one run instead of a run per point."""
     notes: dict[int, str] = field(default_factory=dict)
     """Finding number -> the likeliest reason ours disagrees with the paper, written by whoever read
     the results (the numbers and verdicts are computed; the reasons are a person's judgement)."""
@@ -168,6 +180,9 @@ class StudyConfig:
             raise ValueError(f"margin must lie in (0, 1) (a proportion: 0.10 = 10 pp), got {self.margin}")
         if self.min_hits < 1:
             raise ValueError(f"min_hits must be >= 1, got {self.min_hits}")
+        if set(self.curves) - set(self.sweeps):
+            raise ValueError(f"curves: {sorted(set(self.curves) - set(self.sweeps))} are not sweeps of this study "
+                             f"(sweeps: {list(self.sweeps)})")
 
 
 def check_input(name: str, inp: StudyInput) -> None:

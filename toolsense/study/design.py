@@ -10,6 +10,8 @@ from typing import Any
 
 from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.catalog.builders import coverage_path
+from toolsense.curves.config import RegimeRule
+from toolsense.curves.regime import regime_section
 from toolsense.data.naming import TOOLBENCH_G1, naming_shares
 from toolsense.data.verbose import default_output
 from toolsense.reporting.tables import markdown_table
@@ -79,3 +81,10 @@ def catalog_section(run_cfg: dict[str, Any]) -> str:
                     "calibrates the draw so that its queries measure G1's rates). `benchmarks/verbose_vs_toolbench.py` "
                     "sets BM25 on both side by side on one catalog.")
     return "\n".join(text) + "\n"
+
+
+def regime_text(cfg: Any, report: Path) -> str:
+    """A pilot's section (curves/regime.py) under its rules as registered (else as configured, said so)."""
+    plan_rule = ((read_registration(cfg.root) or {}).get("plan") or {}).get("regime")
+    rule = RegimeRule(**plan_rule) if plan_rule else cfg.analysis.regime
+    return regime_section(cfg.root, rule, plan_rule is not None, Path(cfg.plots_dir), report)

@@ -13,11 +13,12 @@ from typing import Any
 import yaml
 
 from toolsense.comparison.compare import comparison_table
+from toolsense.curves.points import CURVES
 from toolsense.evaluation.outputs import write_json
 from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
 from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_table
 from toolsense.study.config import AnalysisPlan
-from toolsense.study.design import catalog_section, registration_section
+from toolsense.study.design import catalog_section, regime_text, registration_section
 from toolsense.study.findings import FINDINGS, RULES
 from toolsense.study.plan_report import changes_markdown, finding_tables, mark_depends, rule_changes, tables_markdown
 from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
@@ -316,6 +317,8 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "numbers still shown.\n",
         "How each finding is judged (sign rule and equivalence rule as above):\n",
         "\n".join(f"- **{n}.** {rule}" for n, rule in RULES.items()) + "\n",
+        *(["## Regime pilot: curves and the setting the rules choose\n", regime_text(cfg, report)]
+          if getattr(getattr(cfg, "analysis", None), "regime", None) else []),
         "## Analysis plan (registered before the data)\n", registration_section(cfg.root),
         changes_markdown(reading["changes"]),
         "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
@@ -369,7 +372,7 @@ def write_report(cfg) -> dict[str, Any]:
     found = load_sweeps(cfg.root, cfg.k, cfg.resamples, cfg.min_hits)
     order = [*cfg.sweeps, *cfg.evaluations]
     sweeps = {n: found[n] for n in sorted(found, key=lambda n: order.index(n) if n in order else len(order))}
-    if not any(s.comp for s in sweeps.values()):
+    if not any(s.comp for s in sweeps.values()) and not (Path(cfg.root) / CURVES).is_dir():
         raise FileNotFoundError(f"{cfg.root}: no evaluation results under any sweep (did the study's evaluate.suite run?)")
     for name, sw in sweeps.items():  # the full tables the report points to (an unpacked archive has none)
         if sw.comp:

@@ -3,12 +3,11 @@ runs; a worker with nothing left in one sweep starts the next) into ``<root>/<sw
 untrained evaluation one ``evaluate.py`` process; the wall time of each is appended to
 ``<root>/timings.jsonl`` (timings.py reads it). With ``archive`` set, the archive is repacked as
 runs finish (archive.py); an untrained evaluation that ended writes its own ``done.json`` and is
-skipped when the study reruns under the same overrides."""
+skipped when the study reruns under the same overrides. With ``curves`` set, the checkpoints of the
+named sweeps' runs are evaluated as training saves them (curves.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import sys
@@ -16,11 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolsense.curves.done import evaluation_finished, mark_evaluation_finished
+from toolsense.curves.points import CurveEvaluations
 from toolsense.study.archive import ArchiveProgress
 from toolsense.study.config import StudyConfig
 from toolsense.study.timings import TIMINGS_FILE
 from toolsense.utils.jsonl import JsonlStore
-from toolsense.utils.paths import atomic_write_text
 from toolsense.utils.workers import run_workers
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,13 @@ def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
     root.mkdir(parents=True, exist_ok=True)
     timings = JsonlStore(root / TIMINGS_FILE)
     progress = ArchiveProgress(cfg.root, cfg.archive) if cfg.archive else None
+    curves = CurveEvaluations(cfg.root, cfg.curves) if cfg.curves else None
+
+    def on_poll() -> None:
+        if curves:
+            curves()
+        if progress:
+            progress()
     done: list[dict[str, Any]] = []
     started: dict[str, tuple[float, str]] = {}
 
@@ -91,7 +98,9 @@ def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
             continue
         workers = 1 if group[0] in cfg.evaluations else cfg.sweep_workers.get(group[0], cfg.workers)
         codes = run_workers([(name, sweep_command(cfg, name)) for name in group], workers, root,
-                            on_poll=progress, on_start=on_start, on_end=on_end)
+                            on_poll=on_poll, on_start=on_start, on_end=on_end)
+        if curves:  # the group's last points (its runs' final checkpoints of an unfinished stage are none)
+            curves.drain()
         if progress:
             progress(force=True)
         failed = [name for name in group if codes.get(name, 0) != 0]
@@ -99,23 +108,3 @@ def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
             raise RuntimeError(f"sweep {failed[0]} failed (exit {codes[failed[0]]}); rerun the study to resume it:\n"
                                f"  {' '.join(sweep_command(cfg, failed[0]))}")
     return done
-
-
-def _eval_identity(cmd: list[str]) -> str:
-    # the overrides, without python, -m, the job and output_dir (as when the job was a script: done.json files match)
-    return hashlib.sha256(json.dumps(cmd[3:-1]).encode()).hexdigest()
-
-
-def evaluation_finished(out: Path, cmd: list[str]) -> bool:
-    """Whether an untrained evaluation of the study ended under these overrides (its done.json)."""
-    try:
-        return json.loads((out / "done.json").read_text(encoding="utf-8")).get("overrides_sha256") == _eval_identity(cmd)
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def mark_evaluation_finished(out: Path, cmd: list[str]) -> None:
-    """Write the done.json of an untrained evaluation that ended (:func:`evaluation_finished` reads it)."""
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "done.json", json.dumps({"overrides_sha256": _eval_identity(cmd),
-                                                      "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}, indent=2))

@@ -87,6 +87,19 @@ class RunDir:
     def has_stage(self, name: str) -> bool:
         return (self.stage(name) / "config.json").is_file()
 
+    def checkpoint(self, stage: str, step: int) -> Path:
+        """The Trainer checkpoint of ``stage`` at optimiser step ``step`` (``checkpoints/<stage>/checkpoint-<step>``)."""
+        return self.path / "checkpoints" / stage / f"checkpoint-{step}"
+
+    def snapshot(self, stage: str, step: int) -> Path:
+        """The plain model folder exported from :meth:`checkpoint` (LoRA merged, as ``stage``'s own
+        folder): ``snapshots/<stage>-<step>`` (training/snapshot.py writes it, evaluate.py reads it)."""
+        return self.path / "snapshots" / f"{stage}-{step}"
+
+    def model_folder(self, stage: str, step: int | None = None) -> Path:
+        """What evaluating ``stage`` loads: its finished folder, or the snapshot at ``step``."""
+        return self.stage(stage) if step is None else self.snapshot(stage, step)
+
     def config(self) -> dict[str, Any]:
         """The saved, resolved config as plain data; {} when the run has none."""
         return _load_yaml(self.config_path)
