@@ -73,6 +73,7 @@ def test_evaluate_scores_a_checkpoint_under_its_own_name_and_fingerprint(tiny_lo
     [r2], [r4], [rf] = (r["results"] for r in (at2, at4, final))
     assert (r2["system"], r4["system"], rf["system"]) == ("tiny_random:stage2@2", "tiny_random:stage2@4", "tiny_random:stage2")
     assert r4["metrics"]["Rc@1"]["value"] == rf["metrics"]["Rc@1"]["value"]  # the last checkpoint is the stage
+    assert "code" in at2  # the commit and uncommitted-diff hash of the code that scored it (None outside git)
     fp = json.loads(next((tmp_path / "c2").rglob("samples.fingerprint.json")).read_text())
     assert "checkpoint" in json.dumps(fp)
     with pytest.raises(ValueError, match=r"checkpoint=2: a Trainer checkpoint step .* of run="):

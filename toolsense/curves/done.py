@@ -8,6 +8,7 @@ import json
 import time
 from pathlib import Path
 
+from toolsense.utils.io import code_state
 from toolsense.utils.paths import atomic_write_text
 
 
@@ -28,4 +29,5 @@ def mark_evaluation_finished(out: Path, cmd: list[str]) -> None:
     """Write the done.json of an untrained evaluation that ended (:func:`evaluation_finished` reads it)."""
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "done.json", json.dumps({"overrides_sha256": _eval_identity(cmd),
-                                                      "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}, indent=2))
+                                                      "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                                      "code": code_state()}, indent=2))

@@ -42,7 +42,7 @@ from toolsense.reporting.sample_table import log_evaluation
 from toolsense.reporting.tables import results_table
 from toolsense.tracking import eval_metrics, evaluation_tracker, namespaced
 from toolsense.utils.config import as_plain, to_config
-from toolsense.utils.io import git_sha
+from toolsense.utils.io import code_state, git_sha
 from toolsense.utils.rundir import holding
 
 log = logging.getLogger(__name__)
@@ -209,7 +209,8 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
         results = evaluate(cfg, out, shard)
         table = results_table(results, cfg.metrics.ks)
         (out / "table.md").write_text(table, encoding="utf-8")
-        summary = {"results": results, "config": plain, "git_sha": git_sha(), "seconds": round(time.time() - t0, 1)}
+        summary = {"results": results, "config": plain, "git_sha": git_sha(), "code": code_state(),
+                   "seconds": round(time.time() - t0, 1)}
         write_json(out / "results.json", summary)
         report = write_html_report(out)  # report.html: tables, plots, a per-sample browser (html_report.py)
         log_evaluation(track, out, eval_metrics(results))  # metrics, the samples table, the files (sample_table.py)

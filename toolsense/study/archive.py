@@ -82,6 +82,23 @@ have finished), their .json files packed: a report rebuilt from the archive need
 the minutes they took."""
 
 
+CODE_DIR = ".code"
+"""Under root: each uncommitted change of the code a study invocation ran on, as ``<diff sha256>.diff``
+(study/run.py writes it before any run starts), packed into the archive: a run's done.json names its
+diff's hash, and the diff itself travels with the results."""
+
+
+def archive_code_diff(root: str | Path, patch: str, digest: str) -> Path:
+    """Write ``patch`` (utils/io.py ``code_diff``) as ``<root>/.code/<digest>.diff`` (kept if present)."""
+    path = Path(root) / CODE_DIR / f"{digest}.diff"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(patch, encoding="utf-8")
+        tmp.replace(path)
+    return path
+
+
 def _reported(root: Path, parts: tuple[str, ...]) -> bool:
     """Whether ``<root>/<parts>`` belongs in the archive: not hidden (.hydra), not inside a run's
     model or checkpoint folder (``<sweep>/<run>/stage1/...``; ``<run>/eval/stage1/`` is results),
@@ -102,7 +119,8 @@ def archive_results(root: str | Path, archive: str | Path) -> int:
     root, archive = Path(root), Path(archive)
     files = sorted(p for p in root.rglob("*") if p.is_file() and (
         p.name in REPORT_FILES and _reported(root, p.relative_to(root).parts)
-        or p.relative_to(root).parts[0] in CACHES and p.suffix == ".json"))
+        or p.relative_to(root).parts[0] in CACHES and p.suffix == ".json"
+        or p.relative_to(root).parts[0] == CODE_DIR and p.suffix == ".diff"))
     archive.parent.mkdir(parents=True, exist_ok=True)
     # a temporary file of its own: two packers at once (two study processes on one root) must not write into one file
     fd, name = tempfile.mkstemp(dir=archive.parent, prefix=archive.name + ".", suffix=".tmp")

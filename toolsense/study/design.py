@@ -29,7 +29,7 @@ def registration_section(root: str | Path) -> str:
         return "No analysis plan was registered for this study (it ran before registration existed, 2026-12-03).\n"
     plan = reg["plan"]
     lines = [f"Registered {reg['at']} at commit `{str(reg['commit'])[:10]}`"
-             f"{' (with uncommitted changes)' if reg.get('uncommitted_changes') else ''}, "
+             f"{_uncommitted(reg)}, "
              f"plan sha256 `{reg['sha256'][:12]}`, with {reg['finished_runs_before']} finished run(s) already present. "
              f"Minimum seeds per arm {plan['min_seeds']}; a configuration below constrained Rc@k {100 * plan['retrieval_floor']:.0f}% "
              f"does not retrieve (reported, not averaged in); sensitivity over k ∈ {plan['sensitivity_ks']} and scales "
@@ -46,6 +46,13 @@ def registration_section(root: str | Path) -> str:
     if early:
         lines.append(f"\n{early} change(s) made before any result existed (not flagged).")
     return "\n".join(lines) + "\n"
+
+
+def _uncommitted(reg: dict[str, Any]) -> str:
+    if not reg.get("uncommitted_changes"):
+        return ""
+    digest = reg.get("diff_sha256")
+    return f" (with uncommitted changes{f', diff `{digest[:12]}` kept in the archive' if digest else ''})"
 
 
 def _naming_rates(catalog_path: Path, queries: list) -> tuple[float, float]:

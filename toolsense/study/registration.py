@@ -2,7 +2,8 @@
 
 A rule chosen after its results are known (a metric, a cut-off, a scale, a margin) can be fitted to
 them. So the first ``reproduce.py`` of a study writes ``<root>/registration.json`` — the plan, its
-sha256, the git commit and whether the checkout had uncommitted changes, the time, and how many
+sha256, the git commit and whether the code had uncommitted changes (the hash of their diff, which the
+study keeps under ``<root>/.code``: run.py), the time, and how many
 finished runs already existed (0 for a true pre-registration) — before any sweep starts, and packs
 it into the study's archive at once. A later invocation whose plan hashes differently keeps the
 first registration and appends the change (old and new hash, the keys that moved, how many runs
@@ -14,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from toolsense.study.config import AnalysisPlan, StudyConfig
+from toolsense.utils.io import code_state
 from toolsense.utils.paths import atomic_write_text
 
 FILE = "registration.json"
@@ -36,17 +37,6 @@ def plan_dict(plan: AnalysisPlan | dict) -> dict[str, Any]:
 
 def plan_hash(plan: AnalysisPlan | dict) -> str:
     return hashlib.sha256(json.dumps(plan_dict(plan), sort_keys=True).encode()).hexdigest()
-
-
-def git_commit(cwd: str | Path = ".") -> tuple[str | None, bool | None]:
-    """(HEAD's sha, whether tracked files differ from it), or (None, None) outside a git checkout."""
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True,
-                               text=True, check=True).stdout.strip() != ""
-        return sha, dirty
-    except (OSError, subprocess.CalledProcessError):
-        return None, None
 
 
 def finished_runs(root: Path) -> int:
@@ -71,10 +61,10 @@ def register(cfg: StudyConfig, now: float | None = None) -> dict[str, Any]:
     root.mkdir(parents=True, exist_ok=True)
     path = root / FILE
     plan, digest = plan_dict(cfg.analysis), plan_hash(cfg.analysis)
-    sha, dirty = git_commit()
+    code = code_state() or {}
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
-    entry = {"sha256": digest, "commit": sha, "uncommitted_changes": dirty, "at": stamp,
-             "finished_runs_before": finished_runs(root)}
+    entry = {"sha256": digest, "commit": code.get("commit"), "uncommitted_changes": code.get("uncommitted"),
+             "diff_sha256": code.get("diff_sha256"), "at": stamp, "finished_runs_before": finished_runs(root)}
     if not path.is_file():
         reg = {"study": cfg.name, "plan": plan, **entry, "changes": []}
     else:

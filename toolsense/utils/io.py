@@ -111,6 +111,42 @@ def git_sha(cwd: str | Path | None = None) -> str | None:
         return None
 
 
+CODE_PATHS = (":(glob)toolsense/**", ":(glob)*.py", "pyproject.toml")
+"""What runs (the package, the entry scripts at the top, the build file; git pathspecs): a change elsewhere (docs, a
+study's archive being repacked, tests) is not a change of the code a result came from."""
+
+
+def _git(args: list[str], cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=20).stdout
+
+
+def code_diff(cwd: str | Path | None = None) -> tuple[str | None, str]:
+    """(HEAD's sha, the uncommitted change of the code as one patch: tracked CODE_PATHS against HEAD, then each
+    untracked, not ignored file under them as a new file); (None, "") outside a git checkout."""
+    cwd = Path(cwd or Path(__file__).resolve().parent)
+    try:
+        top = Path(_git(["rev-parse", "--show-toplevel"], cwd).strip())
+        sha = _git(["rev-parse", "HEAD"], top).strip()
+        patch = _git(["diff", "--binary", "HEAD", "--", *CODE_PATHS], top)
+        for name in _git(["ls-files", "--others", "--exclude-standard", "--", *CODE_PATHS], top).splitlines():
+            new = subprocess.run(["git", "diff", "--binary", "--no-index", "--", "/dev/null", name], cwd=top,
+                                 capture_output=True, text=True, timeout=20).stdout  # exit 1: the files differ
+            patch += new
+        return sha, patch
+    except (OSError, subprocess.SubprocessError):
+        return None, ""
+
+
+def code_state(cwd: str | Path | None = None) -> dict[str, Any] | None:
+    """The code a result came from: ``{commit, uncommitted, diff_sha256}`` (the sha256 of :func:`code_diff`'s patch,
+    None when the code is as committed), or None outside a git checkout (an installed wheel). What every run's
+    done.json and results.json record; a study archives the patch itself (study/run.py)."""
+    sha, patch = code_diff(cwd)
+    if sha is None:
+        return None
+    return {"commit": sha, "uncommitted": bool(patch), "diff_sha256": sha256_text(patch) if patch else None}
+
+
 CHECKPOINT_HASH_CACHE = "toolsense_checkpoint_sha256.json"
 
 

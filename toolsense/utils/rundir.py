@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TypeVar
 
-from toolsense.utils.io import sha256_file, sha256_text
+from toolsense.utils.io import code_state, sha256_file, sha256_text
 from toolsense.utils.paths import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,8 @@ class RunDir:
         if int(os.environ.get("RANK", "0")) == 0:
             atomic_write_text(self.done_path, json.dumps({
                 "config_sha256": _config_sha256(config),
-                "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=2))
+                "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "code": code_state()}, indent=2))  # the commit and the hash of any uncommitted change it ran on
 
     def stage(self, name: str) -> Path:
         """The model folder of ``name`` (stage1 | stage2)."""
