@@ -40,9 +40,19 @@ def test_a_checkpoint_is_evaluated_once_a_later_one_or_the_stage_exists_and_neve
     for step in (2, 4, 6):
         _checkpoint(run, step, max_steps=6)
     assert complete_checkpoints(run, "stage2") == [2, 4]  # 6 may still be being written
+    last = run / "checkpoints" / "stage2" / "checkpoint-6"
+    (last / "adapter_model.safetensors").write_text("")
+    (last / "loss_total.json").write_text("{}")
+    assert complete_checkpoints(run, "stage2") == [2, 4]  # a LoRA checkpoint is whole once its embedding rows are in
+    (last / "embedding_rows.pt").write_text("")
+    assert complete_checkpoints(run, "stage2") == [2, 4]  # whole, but 6 is the stage's end: never evaluated
     (run / "stage2").mkdir()
     (run / "stage2" / "config.json").write_text("{}")
     assert complete_checkpoints(run, "stage2") == [2, 4]  # 6 is the stage's end: the run's own evaluation scores it
+    mid = _run(tmp_path, name="2_tg-lora")
+    _checkpoint(mid, 2, max_steps=6)
+    (mid / "checkpoints" / "stage2" / "checkpoint-2" / "loss_total.json").write_text("{}")
+    assert complete_checkpoints(mid, "stage2") == [2]  # a full fine-tuning checkpoint with its loss file: whole
     other = _run(tmp_path, name="1_tg-lora")
     for step in (2, 4):
         _checkpoint(other, step, max_steps=5)  # the stage ended at 5, past its last checkpoint
@@ -50,6 +60,13 @@ def test_a_checkpoint_is_evaluated_once_a_later_one_or_the_stage_exists_and_neve
     (other / "stage2" / "config.json").write_text("{}")
     assert complete_checkpoints(other, "stage2") == [2, 4]
     assert complete_checkpoints(tmp_path / "none", "stage2") == []
+
+
+def test_the_markers_are_the_files_training_writes_last():
+    from toolsense.training.resume import LOSS_FILE
+    from toolsense.training.trainer import ROWS_FILE
+
+    assert points.MARKERS == (LOSS_FILE, ROWS_FILE)
 
 
 def test_points_run_one_at_a_time_are_marked_done_and_a_failure_is_not_retried(tmp_path, monkeypatch):

@@ -2,9 +2,9 @@
 saved Trainer checkpoint of its runs is evaluated once it is complete, one ``evaluate.py
 run=<run> stage=<stage> checkpoint=<step>`` process at a time (evaluate.py exports the checkpoint
 into a model folder first: training/snapshot.py), into ``<root>/.curves/<sweep>/<run>/<stage>-<step>``
-beside a ``curve_point.json`` (run, stage, step, epoch). A checkpoint is complete once a later one
-exists or its stage's model folder does (the Trainer writes a checkpoint's files one after
-another; the next one, or the finished stage, says the last is whole). The stage's last checkpoint
+beside a ``curve_point.json`` (run, stage, step, epoch). A checkpoint is complete once the files
+the stage's callbacks write after the Trainer's own are in it (``MARKERS``), or a later one or its
+stage's model folder exists. The stage's last checkpoint
 is the stage itself, which the run's own evaluation after training scores: it is not evaluated
 again. Each point ends with the done.json of an untrained evaluation (sweeps.py), so a rerun skips
 it, and ``.curves`` travels in the study's archive (study/archive.py CACHES), so the points of a run that did not
@@ -41,14 +41,25 @@ def curve_stage(overrides: list[str]) -> str:
     return next((o.split("=", 1)[1] for o in overrides if o.startswith("stage=")), "stage2")
 
 
+MARKERS = ("loss_total.json", "embedding_rows.pt")
+"""The files a stage's callbacks write into a checkpoint after the Trainer's own (training/resume.py LOSS_FILE,
+training/trainer.py ROWS_FILE: the latter under LoRA only, where the adapters are ``adapter_model.safetensors``):
+present, the checkpoint is whole (tests/study/test_curves.py holds them equal to training's)."""
+
+
+def _whole(ckpt: Path) -> bool:
+    lora = (ckpt / "adapter_model.safetensors").is_file()
+    return (ckpt / "trainer_state.json").is_file() and all((ckpt / m).is_file() for m in MARKERS[: 2 if lora else 1])
+
+
 def complete_checkpoints(run: Path, stage: str) -> list[int]:
-    """The steps of ``run``'s complete checkpoints of ``stage``, in order, but the stage's last step
-    (the stage's own folder); see the module doc."""
+    """The steps of ``run``'s complete checkpoints of ``stage`` (see MARKERS; or followed by a later one, or by the
+    stage's folder), in order, but the stage's last step (the stage's own folder); see the module doc."""
     folder = run / "checkpoints" / stage
-    steps = sorted(int(m.group(1)) for p in (folder.iterdir() if folder.is_dir() else ())
+    found = sorted((int(m.group(1)), p) for p in (folder.iterdir() if folder.is_dir() else ())
                    if (m := re.fullmatch(r"checkpoint-(\d+)", p.name)) and (p / "trainer_state.json").is_file())
-    if not (run / stage / "config.json").is_file():
-        steps = steps[:-1]  # the newest may still be being written
+    done = (run / stage / "config.json").is_file()
+    steps = [s for i, (s, p) in enumerate(found) if done or i < len(found) - 1 or _whole(p)]
     return [s for s in steps if _state(run, stage, s).get("max_steps") != s]
 
 
