@@ -78,14 +78,15 @@ def test_a_study_keeps_the_diff_of_uncommitted_code_before_any_run_and_refuses_w
     from toolsense.study.archive import archive_results
     from toolsense.study.config import StudyConfig
     from toolsense.study.registration import register
+    from toolsense.utils import io
     from toolsense.utils.io import sha256_text
 
     cfg = StudyConfig(name="t", root=str(tmp_path / "root"))
-    monkeypatch.setattr(study_run, "code_diff", lambda: ("c" * 40, ""))
-    assert study_run.keep_code_diff(cfg) is None and not (tmp_path / "root" / ".code").exists()  # committed: nothing kept
+    monkeypatch.setattr(io, "code_diff", lambda cwd=None: ("c" * 40, ""))
+    assert study_run.keep_code(cfg) is None and not (tmp_path / "root" / ".code").exists()  # committed: nothing kept
     patch = "diff --git a/toolsense/a.py b/toolsense/a.py\n-x = 1\n+x = 2\n"
-    monkeypatch.setattr(study_run, "code_diff", lambda: ("c" * 40, patch))
-    digest = study_run.keep_code_diff(cfg)
+    monkeypatch.setattr(io, "code_diff", lambda cwd=None: ("c" * 40, patch))
+    digest = study_run.keep_code(cfg)
     assert digest == sha256_text(patch) and (tmp_path / "root" / ".code" / f"{digest}.diff").read_text() == patch
     register(cfg)
     archive_results(cfg.root, tmp_path / "a.tar.xz")
@@ -94,4 +95,4 @@ def test_a_study_keeps_the_diff_of_uncommitted_code_before_any_run_and_refuses_w
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
     with pytest.raises(RuntimeError, match=r"study=t: the code has uncommitted changes and their diff cannot be kept"):
-        study_run.keep_code_diff(StudyConfig(name="t", root=str(blocked)))
+        study_run.keep_code(StudyConfig(name="t", root=str(blocked)))

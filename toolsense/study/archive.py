@@ -88,17 +88,6 @@ CODE_DIR = ".code"
 diff's hash, and the diff itself travels with the results."""
 
 
-def archive_code_diff(root: str | Path, patch: str, digest: str) -> Path:
-    """Write ``patch`` (utils/io.py ``code_diff``) as ``<root>/.code/<digest>.diff`` (kept if present)."""
-    path = Path(root) / CODE_DIR / f"{digest}.diff"
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(patch, encoding="utf-8")
-        tmp.replace(path)
-    return path
-
-
 def _reported(root: Path, parts: tuple[str, ...]) -> bool:
     """Whether ``<root>/<parts>`` belongs in the archive: not hidden (.hydra), not inside a run's
     model or checkpoint folder (``<sweep>/<run>/stage1/...``; ``<run>/eval/stage1/`` is results),

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from toolsense.reporting.html_report import write_html_report
-from toolsense.study.archive import archive_code_diff, archive_results, restore_archive, unpack_archive
+from toolsense.study.archive import CODE_DIR, archive_results, restore_archive, unpack_archive
 from toolsense.study.config import StudyConfig, check_input
 from toolsense.study.registration import changed_rules, register
 from toolsense.study.report import write_report
 from toolsense.study.sweeps import run_sweeps
-from toolsense.utils.io import code_diff, sha256_text
+from toolsense.utils.io import keep_code_diff
 
 
 def run_study(cfg: StudyConfig) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
         for name, inp in cfg.inputs.items():  # before anything is written or submitted
             check_input(name, inp)
         restore_archive(cfg)
-        keep_code_diff(cfg)
+        keep_code(cfg)
         reg = register(cfg)
         late = changed_rules(reg)
         print(f"analysis plan {reg['sha256'][:12]} registered at commit {str(reg['commit'])[:12]} ({reg['at']}); "
@@ -62,21 +62,17 @@ def run_study(cfg: StudyConfig) -> dict[str, Any]:
     return summary
 
 
-def keep_code_diff(cfg: StudyConfig) -> str | None:
-    """Before any run starts: where the code differs from its commit (utils/io.py ``code_diff``), its patch is
-    written to ``<root>/.code/<sha256>.diff`` (and packed into ``archive`` with the registration), so every
-    run's done.json (``code.diff_sha256``) names a diff that travels with the results; a study that cannot
-    keep it (no git to read the change from, a root it cannot write) refuses to start. Returns the hash, or
-    None where the code is as committed."""
-    sha, patch = code_diff()
-    if not patch:
-        return None
-    digest = sha256_text(patch)
+def keep_code(cfg: StudyConfig) -> str | None:
+    """Before any run starts, the diff of uncommitted code kept as ``<root>/.code/<sha256>.diff`` (utils/io.py
+    ``keep_code_diff``; packed into the archive with the registration), so every run's done.json
+    (``code.diff_sha256``) names a diff that travels with the results; a study that cannot keep it refuses to
+    start. Returns the diff's hash, or None where the code is as committed."""
     try:
-        path = archive_code_diff(cfg.root, patch, digest)
+        kept = keep_code_diff(Path(cfg.root) / CODE_DIR)
     except OSError as e:
         raise RuntimeError(f"study={cfg.name}: the code has uncommitted changes and their diff cannot be kept under "
                            f"root={cfg.root} ({e}); commit them, or give a writable root") from e
-    print(f"the code differs from commit {str(sha)[:12]}: its diff ({digest[:12]}) is kept in {path}"
-          f"{f' and packed into {cfg.archive}' if cfg.archive else ''}; every run's done.json names it")
-    return digest
+    if kept:
+        print(f"the code differs from commit {kept[0][:12]}: its diff ({kept[1][:12]}) is kept in {kept[2]}; "
+              "every run's done.json names it")
+    return kept[1] if kept else None

@@ -147,6 +147,20 @@ def code_state(cwd: str | Path | None = None) -> dict[str, Any] | None:
     return {"commit": sha, "uncommitted": bool(patch), "diff_sha256": sha256_text(patch) if patch else None}
 
 
+def keep_code_diff(folder: str | Path, cwd: str | Path | None = None) -> tuple[str, str, Path] | None:
+    """Where the code differs from its commit: its patch (:func:`code_diff`) written as ``<folder>/<sha256>.diff``
+    (kept where present); returns (commit, sha256, path), or None where the code is as committed."""
+    sha, patch = code_diff(cwd)
+    if not patch:
+        return None
+    digest = sha256_text(patch)
+    path = Path(folder) / f"{digest}.diff"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, patch)
+    return str(sha), digest, path
+
+
 CHECKPOINT_HASH_CACHE = "toolsense_checkpoint_sha256.json"
 
 
