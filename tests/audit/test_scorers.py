@@ -9,6 +9,7 @@ import pytest
 from toolsense.audit.prompting import AuditPromptConfig, build_messages, parse_answer_1_10, parse_answer_prob
 from toolsense.audit.redaction_eval import score_variants
 from toolsense.audit.scorers import ScoreCache, ScoreItem, ScorerConfig, build_scorer, messages_sha256
+from toolsense.utils.errors import ConfigError
 from toolsense.utils.io import DataError
 
 
@@ -127,7 +128,7 @@ def test_openai_endpoint_scorer_key_from_env_only(endpoint, demo_traces, tmp_pat
     monkeypatch.delenv("AUDIT_TEST_KEY")
     assert build_scorer(cfg).client.api_key == "no-key"  # a loopback server needs no key: a placeholder is sent
     remote = ScorerConfig(kind="openai", base_url="https://api.example.com/v1", model="judge", api_key_env="AUDIT_TEST_KEY")
-    with pytest.raises(RuntimeError, match="scorer.api_key_env='AUDIT_TEST_KEY': set that environment variable"):
+    with pytest.raises(ConfigError, match="scorer.api_key_env='AUDIT_TEST_KEY': set that environment variable"):
         build_scorer(remote)
 
 

@@ -8,6 +8,7 @@ from toolsense.baselines.rankers import build_baseline
 from toolsense.catalog import load_catalog, load_query_jsonl
 from toolsense.evaluation.outputs import SampleLog
 from toolsense.reporting.tables import estimate, markdown_table
+from toolsense.utils.errors import ConfigError
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "evaluation"
 
@@ -28,7 +29,7 @@ def test_baselines_rank_the_obvious_tool_first(kind):
 
 def test_openai_baseline_needs_key_from_environment(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(RuntimeError, match="OPENAI_API_KEY"):
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         build_baseline(load_catalog(ASSETS / "tools.jsonl"), BaselineConfig(kind="openai"), 5)
 
 

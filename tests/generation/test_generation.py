@@ -13,6 +13,7 @@ from toolsense.generation.config import GenerateConfig
 from toolsense.generation.llm import CachedLLM, LLMConfig
 from toolsense.generation.rrb import plan_rrb
 from toolsense.generation.runner import run
+from toolsense.utils.errors import ConfigError
 
 
 def test_plan_rrb_anchor_pools_and_determinism(demo_catalog, nb):
@@ -82,7 +83,7 @@ def test_openai_backend_reads_key_only_from_environment(monkeypatch):
     from toolsense.generation.llm import LLMConfig, build_llm
 
     monkeypatch.delenv("MY_KEY_VAR", raising=False)
-    with pytest.raises(RuntimeError, match="llm.api_key_env='MY_KEY_VAR': set that environment variable"):
+    with pytest.raises(ConfigError, match="llm.api_key_env='MY_KEY_VAR': set that environment variable"):
         build_llm(LLMConfig(backend="openai", api_key_env="MY_KEY_VAR"))
     monkeypatch.setenv("MY_KEY_VAR", "sk-test-secret")
     cfg = LLMConfig(backend="openai", api_key_env="MY_KEY_VAR", max_retries=3, base_url="http://127.0.0.1:9/v1")

@@ -10,6 +10,7 @@ import pytest
 from toolsense.generation.config import GenerateConfig, check_judge_overrides, register_configs
 from toolsense.utils.compose import compose
 from toolsense.utils.config import to_config
+from toolsense.utils.errors import ConfigError
 
 
 def _compose(overrides: list[str]) -> GenerateConfig:
@@ -31,18 +32,21 @@ def test_a_bad_judge_value_names_the_field():
 
 def test_a_judge_field_without_a_judge_is_refused_naming_it():
     for arg in ("judge.timeout_s=0", "+judge.backend=openai"):
-        with pytest.raises(SystemExit, match=r"^\+?judge\.\w+=\w+: no judge is chosen .* choose one first, e\.g\. judge=openai"):
+        with pytest.raises(ConfigError, match=r"^\+?judge\.\w+=\w+: no judge is chosen .* choose one first, e\.g\. judge=openai"):
             check_judge_overrides(["catalog=demo", arg])
     check_judge_overrides(["judge=openai", "judge.timeout_s=5"])  # a judge chosen: Hydra sets its fields
     check_judge_overrides(["writer.timeout_s=5"])
 
 
-def test_generate_py_refuses_a_judge_field_without_a_judge_before_hydra(monkeypatch):
+def test_generate_py_refuses_a_judge_field_without_a_judge_before_hydra(monkeypatch, capsys):
     """The check is wired into the command (it was Hydra's raw ``AssertionError: Unexpected type for root``)."""
     from toolsense.jobs import generate
 
     monkeypatch.setattr(generate, "job", lambda: pytest.fail("Hydra ran"))
     for arg in ("judge.timeout_s=0", "+judge.backend=openai"):
         monkeypatch.setattr("sys.argv", ["generate.py", "output_dir=/nonexistent/x", arg])
-        with pytest.raises(SystemExit, match=rf"^{re.escape(arg)}: no judge is chosen \(by default the writer judges\)"):
+        with pytest.raises(SystemExit) as exit_:
             generate.main()
+        assert exit_.value.code == 2  # a user error: one line, no traceback
+        assert re.match(rf"^generate.py: error: {re.escape(arg)}: no judge is chosen \(by default the writer judges\)",
+                        capsys.readouterr().err)

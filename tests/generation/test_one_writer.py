@@ -19,6 +19,7 @@ from toolsense.generation.llm import LLMConfig
 from toolsense.generation.rrb import plan_rrb
 from toolsense.generation.runner import run
 from toolsense.utils.config import to_config
+from toolsense.utils.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = {"FAKE_OPENAI_KEY": "sk-fake-test-key"}
@@ -186,7 +187,7 @@ def test_the_corrected_command_after_a_failed_start_runs(tmp_path, monkeypatch, 
         return GenerateConfig(tasks=["rrb"], rrb_per_tier={"easy": n}, max_attempts=1, writer=llm, output_dir=str(out))
 
     try:
-        with pytest.raises(RuntimeError, match="writer.api_key_env='NO_SUCH_KEY'"):
+        with pytest.raises(ConfigError, match="writer.api_key_env='NO_SUCH_KEY'"):
             run(cfg(3, "NO_SUCH_KEY", "https://api.example.com/v1"), catalog=demo_catalog, embeddings=nb.emb)  # a remote server needs a key
         assert not (out / "generation_config.json").exists()
         summary = run(cfg(2, "FAKE_OPENAI_KEY"), catalog=demo_catalog, embeddings=nb.emb)  # another config: it runs

@@ -18,6 +18,7 @@ from toolsense.generation.llm import LLMConfig, ask_json, build_llm, unparsed_re
 from toolsense.generation.outputs import nothing_made
 from toolsense.generation.runner import run
 from toolsense.generation.structured import refuses_format, schema_error
+from toolsense.utils.errors import ConfigError
 from toolsense.utils.secrets import Scrubber, is_local_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +110,7 @@ def test_a_local_server_needs_no_key_and_a_remote_one_names_the_variable(server_
     llm = build_llm(_llm(server))
     llm(prompts.qa_writer(demo_catalog[0], "Yes"))
     assert server.requests[-1]["auth"] == "Bearer no-key"
-    with pytest.raises(RuntimeError, match=r"llm.api_key_env='NO_KEY_SET_HERE': set that environment variable to the "
+    with pytest.raises(ConfigError, match=r"llm.api_key_env='NO_KEY_SET_HERE': set that environment variable to the "
                                            r"API key of https://api\.example\.com/v1"):
         build_llm(LLMConfig(backend="openai", base_url="https://api.example.com/v1", api_key_env="NO_KEY_SET_HERE"))
     monkeypatch.setenv("NO_KEY_SET_HERE", "sk-a-real-key-for-local")
@@ -129,7 +130,7 @@ def test_a_remote_endpoint_without_its_key_is_refused_naming_the_section(server_
     local = server_factory()
     for writer, judge, section in ((remote, None, "writer"), (_llm(local), remote, "judge")):
         cfg = GenerateConfig(tasks=["qa"], n_probes=1, writer=writer, judge=judge, output_dir=str(tmp_path / section))
-        with pytest.raises(RuntimeError, match=rf"^{section}\.api_key_env='NO_KEY_SET_HERE': set that environment variable"):
+        with pytest.raises(ConfigError, match=rf"^{section}\.api_key_env='NO_KEY_SET_HERE': set that environment variable"):
             run(cfg, catalog=demo_catalog, embeddings=nb.emb)
     assert local.requests == []
 

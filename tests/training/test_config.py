@@ -156,8 +156,8 @@ def test_stage1_sized_in_epochs_sees_every_format_equally_often():
 
 
 @pytest.mark.parametrize("override, message", [  # issue 38: each raised deep inside numpy / the Trainer, no field named
-    ("stage1.epochs=inf", "stage1.epochs must be > 0 and finite (passes over the stage's examples), got inf"),
-    ("stage2.learning_rate=inf", "stage2.learning_rate must be finite, got inf"),
+    ("stage1.epochs=inf", "stage1.epochs=inf: must be a finite number"),  # the converter's check (toolsense/utils/config.py)
+    ("stage2.learning_rate=inf", "stage2.learning_rate=inf: must be a finite number"),
     ("trainer.seed=-5", "trainer.seed must be an integer in [0, 2**32 - 1] (numpy's seed range), got -5"),
     ("trainer.seed=4294967296", "trainer.seed must be an integer in [0, 2**32 - 1]"),
 ])

@@ -4,7 +4,7 @@ DictConfig with unknown keys and bad values reported by their dotted field name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from toolsense.audit.dilution import DilutionConfig
 from toolsense.audit.generator import GeneratorConfig
@@ -13,7 +13,7 @@ from toolsense.audit.pt2d import PT2DConfig
 from toolsense.audit.redaction import RedactionConfig, TokenClassConfig
 from toolsense.audit.scorers import ScorerConfig
 from toolsense.models import ModelConfig
-from toolsense.utils.config import to_config
+from toolsense.utils.config import Range, Seed, to_config
 
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -44,15 +44,13 @@ class FinetuneConfig:
     """Even sizes give class-balanced batches (half positive, half negative)."""
     max_length: int = 384
     """Longer examples are cut from the left of the prompt (the answer is always kept)."""
-    positive_answer: int = 9
-    negative_answer: int = 2
-    seed: int = 0
+    positive_answer: Annotated[int, Range(1, 10, why="an answer on the prompt's 1-10 scale")] = 9
+    negative_answer: Annotated[int, Range(1, 10, why="an answer on the prompt's 1-10 scale")] = 2
+    seed: Seed = 0
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 2:
             raise ValueError("finetune.steps must be >= 1 and finetune.batch_size >= 2")
-        if not (1 <= self.negative_answer <= 10 and 1 <= self.positive_answer <= 10):
-            raise ValueError("finetune.positive_answer/negative_answer must be in 1..10")
         if self.positive_answer == self.negative_answer:
             raise ValueError("finetune.positive_answer and finetune.negative_answer must differ")
         if self.loss_on not in ("label", "answer"):
@@ -94,8 +92,8 @@ class DataConfig:
 class StatsConfig:
     n_boot: int = 1000
     """Bootstrap resamples for every CI."""
-    level: float = 0.95
-    seed: int = 0
+    level: Annotated[float, Range(0, 1, low_open=True, high_open=True, why="a confidence level")] = 0.95
+    seed: Seed = 0
 
     def __post_init__(self) -> None:
         if not 0 < self.level < 1:

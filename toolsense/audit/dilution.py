@@ -21,7 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional, Sequence, Union
+from typing import Annotated, Literal, Optional, Sequence, Union
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from toolsense.audit.pt2d import FEATURES, PT2DConfig, fit_score
 from toolsense.audit.stats import UNDEFINED, auroc_ci, json_safe, value
 from toolsense.audit.traces import TraceSet
+from toolsense.utils.config import NON_EMPTY, Seed
 from toolsense.utils.jsonl import JsonlStore
 
 ORDER_RULES = {"auto": "the probe tool, then the other tools in trace order (the paper's order)",
@@ -61,7 +62,7 @@ class DilutionConfig:
     """Target length of an inserted section, in characters: probe (the record's probe section),
     mean (mean non-empty tool section over the data; 1,845.9 in the paper), or a number."""
     ks: list[int] = field(default_factory=lambda: [0, 1, 2, 5, 10, 20])
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
+    seeds: Annotated[list[Seed], NON_EMPTY] = field(default_factory=lambda: [0, 1, 2, 3, 4])
 
     def __post_init__(self) -> None:
         FEATURES.get(self.features)

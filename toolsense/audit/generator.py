@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 
 from toolsense.audit.traces import ToolResult, TraceRecord, TraceSet, save_traces
+from toolsense.utils.config import Seed
 
 TOOLS = ["search_docs", "list_files", "run_tests", "query_db", "fetch_logs"]
 PREFIX = {1: "KT", 0: "PL"}
@@ -46,7 +47,7 @@ class GeneratorConfig:
     """Also write the planted identifier into this tool's output (e.g. fetch_logs)."""
     noise_ids: int = 1
     """Label-independent identifiers each other tool mentions."""
-    seed: int = 0
+    seed: Seed = 0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.strength <= 1.0:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Annotated, Callable, Optional, Sequence
 
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from toolsense.audit.stats import auroc_by_partition, value
 from toolsense.audit.traces import TraceSet
+from toolsense.utils.config import NON_EMPTY
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.registry import Registry
 
@@ -44,7 +45,7 @@ def _char35(min_df: int = 1, max_features: Optional[int] = None) -> TfidfVectori
 @dataclass
 class PT2DConfig:
     enabled: bool = True
-    features: list[str] = field(default_factory=lambda: ["word_1_2", "char_2_5", "char_3_5"])
+    features: Annotated[list[str], NON_EMPTY] = field(default_factory=lambda: ["word_1_2", "char_2_5", "char_3_5"])
     """Feature sets (registry names) fit for every view."""
     C: float = 1.0
     """Inverse L2 strength of the logistic regression."""

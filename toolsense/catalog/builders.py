@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable
 
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.paths import cache_root
 from toolsense.utils.registry import Registry
 
@@ -37,7 +38,7 @@ def ensure_built(name: str, out: str | Path, data_dir: str | Path, auto_build: b
         return out
     cmd = build_command(name, data_dir, out)
     if not auto_build:
-        raise FileNotFoundError(f"catalog {name!r} is not built yet ({out} is missing); build it with: {cmd}")
+        raise MissingFile(f"catalog {name!r} is not built yet ({out} is missing); build it with: {cmd}")
     log.info("catalog %s: %s is missing, building it (same as: %s)", name, out, cmd)
     CATALOG_BUILDERS.get(name)(Path(data_dir), out)
     return out

@@ -28,6 +28,7 @@ from toolsense.catalog.builders import CATALOG_BUILDERS, coverage_path, default_
 from toolsense.catalog.queries import load_toolbench_queries
 from toolsense.catalog.study_tools import N_TOOLS, SEED, build_study_tools_catalog
 from toolsense.catalog.tool import loose_key
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import iter_jsonl, sha256_text
 from toolsense.utils.paths import atomic_write_text
 
@@ -79,7 +80,7 @@ def build_study_tools_tb_catalog(data_dir: str | Path, out: str | Path, n_tools:
     files = [d / "toolbench_queries" / f"{f}.json" for f in QUERY_FILES]
     missing = [str(p) for p in files if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"catalog study_tools_tb: ToolBench query files missing under {d}: {missing}")
+        raise MissingFile(f"catalog study_tools_tb: ToolBench query files missing under {d}: {missing}")
     coverage = build_study_tools_catalog(d, out, n_tools, seed, name="study_tools_tb")
     base = [obj for _, obj in iter_jsonl(out)]
     full = ensure_built("toolbench", default_output("toolbench"), d, auto_build=True)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from toolsense.catalog.builders import CATALOG_BUILDERS, build_command, coverage_path
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import DataError, iter_jsonl, sha256_file, sha256_text
 from toolsense.utils.paths import atomic_write_text
 
@@ -143,7 +144,7 @@ def build_study_tools_catalog(data_dir: str | Path, out: str | Path, n_tools: Op
     inputs = {k: d / v for k, v in INPUTS.items()}
     missing = [str(p) for p in inputs.values() if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"catalog {name}: input files missing under {d}: {missing}")
+        raise MissingFile(f"catalog {name}: input files missing under {d}: {missing}")
     rrb = _read_rrb(inputs["rrb"])
     probes = {f: tools[:probe_items] for f, tools in _probe_tools([inputs["mcq"], inputs["qa"]]).items()}
     roles, covered = select_tools(rrb, {t for ts in probes.values() for t in ts}, n_tools, seed)

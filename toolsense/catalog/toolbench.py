@@ -37,6 +37,7 @@ from toolsense.catalog.builders import CATALOG_BUILDERS, build_command, coverage
 from toolsense.catalog.catalog import Catalog
 from toolsense.catalog.loaders import iter_toolbench_queries, load_toolsense, load_virtual_tokens, tool_from_api_entry
 from toolsense.catalog.tool import Tool, loose_key
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import sha256_file, sha256_text
 from toolsense.utils.paths import atomic_write_text
 from toolsense.utils.progress import progress
@@ -62,7 +63,7 @@ class ToolbenchInputs:
                      d / "catalogs/toolenv2404.jsonl.gz", queries)
         missing = [str(p) for p in (inputs.tokens, inputs.release, inputs.toolenv) if not p.is_file()]
         if missing:
-            raise FileNotFoundError(f"catalog toolbench: input files missing under {d}: {missing}")
+            raise MissingFile(f"catalog toolbench: input files missing under {d}: {missing}")
         return inputs
 
     def files(self) -> dict[str, Path]:

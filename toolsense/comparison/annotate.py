@@ -32,7 +32,8 @@ from toolsense.evaluation.outputs import write_json
 from toolsense.evaluation.probes import permutation
 from toolsense.reporting.tables import markdown_table
 from toolsense.utils.choices import StrEnum, choice
-from toolsense.utils.config import to_config
+from toolsense.utils.config import Seed, to_config
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import DataError
 from toolsense.utils.rundir import holding
 
@@ -47,7 +48,7 @@ class AnnotateConfig:
     """Items sampled (seeded) from each benchmark into its sheet; all when the benchmark has fewer."""
     raters: int = 3
     """Empty rater columns in the sheet (rater_1 ... rater_<raters>)."""
-    seed: int = 0
+    seed: Seed = 0
     """Seed of the item sample and of the MCQ option order shown to raters."""
     retrieval_categories: list[str] = field(default_factory=lambda: ["yes", "partly", "no"])
     """Answers a rater may give for a retrieval item: do the gold tools serve the query?"""
@@ -147,7 +148,7 @@ def read_ratings(sheets: Sequence[str | Path]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = defaultdict(lambda: {"categories": None, "items": defaultdict(list)})
     for sheet in map(Path, sheets):
         if not sheet.exists():
-            raise FileNotFoundError(f"annotate.sheets: {sheet} does not exist")
+            raise MissingFile(f"annotate.sheets: {sheet} does not exist")
         with open(sheet, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
             missing = [c for c in ("benchmark", "item_id", "categories") if c not in (reader.fieldnames or [])]
@@ -200,7 +201,7 @@ def _keys(sheets: Sequence[str | Path], ratings: dict[str, Any], keys: Sequence[
     ``<benchmark>_key.csv`` that lies beside one of the sheets."""
     for k in keys:
         if not Path(k).is_file():
-            raise FileNotFoundError(f"annotate.keys: {k} does not exist")
+            raise MissingFile(f"annotate.keys: {k} does not exist")
     beside = {Path(s).parent / f"{b}_key.csv" for s in sheets for b in ratings}
     found = [Path(k) for k in keys] or sorted(p for p in beside if p.is_file())
     out: dict[tuple[str, str], str] = {}

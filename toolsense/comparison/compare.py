@@ -38,7 +38,8 @@ from toolsense.evaluation.outputs import write_json
 from toolsense.metrics.registry import METRICS
 from toolsense.reporting.compare_report import write_comparison_report
 from toolsense.reporting.tables import ONE_SEED_LEGEND, SEED_LEGEND, benchmark_label, comparison_cell, flag_text, markdown_table
-from toolsense.utils.config import to_config
+from toolsense.utils.config import Seed, to_config
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
 from toolsense.utils.rundir import holding
@@ -60,7 +61,7 @@ class CompareConfig:
     (else the smallest above), said on stdout: a beam-10 sweep gets @10 columns, not a table of "—"."""
     resamples: int = 1000
     """Bootstrap resamples of the pooled-seed and retention intervals."""
-    seed: int = 0
+    seed: Seed = 0
     """Bootstrap seed."""
     effect_metric: str = "IS@50"
     """Cohen's d between flat and hierarchical configurations is taken over this metric."""
@@ -86,7 +87,7 @@ def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
     found = []
     for root in map(Path, roots):
         if not root.exists():
-            raise FileNotFoundError(f"roots: {root} does not exist")
+            raise MissingFile(f"roots: {root} does not exist")
         for path in progress(sorted([*root.rglob("results.json"), *root.rglob("drift.json")]), desc=f"compare {root}", unit="file",
                              min_total=50):
             try:
@@ -330,7 +331,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
         raise ValueError("python compare.py needs roots=[<dir>, ...] (sweep or run directories)")
     results = collect(cfg.roots)
     if not results:
-        raise FileNotFoundError(f"roots: no results.json with metrics under {cfg.roots}")
+        raise MissingFile(f"roots: no results.json with metrics under {cfg.roots}")
     used = available_metrics(results, [*cfg.metrics, cfg.effect_metric])
     for want, got in used.items():
         if want != got:

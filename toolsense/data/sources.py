@@ -15,6 +15,7 @@ from toolsense.catalog.tool import canonical_name
 from toolsense.data import realistic
 from toolsense.data.leakage import QuerySet
 from toolsense.data.verbose import ensure_written, load_verbose
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import DataError, load_json
 from toolsense.utils.registry import Registry
 
@@ -47,7 +48,7 @@ def _paths(src: QuerySource) -> list[str]:
         raise ValueError(f"stage2.sources: a {str(src.kind)!r} source needs a path")
     found = sorted(glob.glob(src.path)) if any(c in src.path for c in "*?[") else [src.path]
     if not found:
-        raise FileNotFoundError(f"stage2.sources: no file matches {src.path!r}")
+        raise MissingFile(f"stage2.sources: no file matches {src.path!r}")
     return found
 
 

@@ -54,6 +54,7 @@ from typing import Callable, Iterable, Optional
 from toolsense.catalog import Query, Tool, load_catalog, load_demo_catalog, load_query_jsonl
 from toolsense.catalog.tool import fold_text
 from toolsense.data.naming import TOOLBENCH_G1, NamingRates, naming_shares
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.paths import atomic_write_text, cache_root
 
 log = logging.getLogger(__name__)
@@ -247,7 +248,7 @@ def write_query_file(kind: str, make: Callable[[Iterable[Tool], int], list[Query
     if out.is_file() and not force:
         return out
     if catalog_path is not None and not Path(catalog_path).is_file():
-        raise FileNotFoundError(f"stage2.sources: {kind} queries need the catalog file {catalog_path} "
+        raise MissingFile(f"stage2.sources: {kind} queries need the catalog file {catalog_path} "
                                 "(the source's path, normally ${catalog.path}); build the catalog first")
     catalog = load_demo_catalog() if catalog_path is None else load_catalog(catalog_path)
     atomic_write_text(out, to_jsonl(make(catalog, seed)))

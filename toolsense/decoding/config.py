@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
 from toolsense.utils.choices import StrEnum, choice
+from toolsense.utils.config import Signed
 
 
 class HeadPrecision(StrEnum):
@@ -55,7 +56,7 @@ class DecodingConfig:
     """Encode the prompts' common prefix (system prompt, chat template) once per batch."""
     max_new_tokens: Optional[int] = None
     """Free-form search length; None = the index depth + 1 (longer outputs cannot be tools)."""
-    length_penalty: float = 1.0
+    length_penalty: Signed = 1.0
     """Beam ranking of finished ids: summed log-prob / generated_length ** length_penalty (EOS
     counted), as Hugging Face's generate (default 1.0, as ToolGen ran it); 0.0 = the plain sum.
     Changes rankings only for variable-depth (clustered) indexes."""

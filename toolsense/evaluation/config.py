@@ -16,6 +16,7 @@ from toolsense.index.config import IndexConfig
 from toolsense.models import ModelConfig
 from toolsense.tracking import LoggerConfig
 from toolsense.utils.choices import StrEnum, choice
+from toolsense.utils.config import Seed, Share
 
 PAPER_KS = (1, 5, 10, 50)
 """ToolGen's cut-offs; the default ``metrics.ks`` keeps those within the beam."""
@@ -31,7 +32,7 @@ class MetricsConfig:
     paper's 1, 5, 10, 50 up to the beam (1, 5, 10 with decoding=beam10)."""
     resamples: int = 1000
     """Bootstrap resamples over queries for the 95% intervals."""
-    seed: int = 0
+    seed: Seed = 0
     """Bootstrap seed."""
     min_hits: int = 10
     """An IS@k resting on fewer constrained hits than this is flagged (``few_hits``) and not used
@@ -66,7 +67,7 @@ class ProbeConfig:
     """token: the tool is named only by its virtual token(s); control: by its name instead;
     card: by its name and descriptions (the ceiling: is the probe answerable at all?); options: not
     at all, the template's {tool} line dropped (what the question and options alone give away)."""
-    seed: int = 0
+    seed: Seed = 0
     """Seed of the per-item option shuffles (the permutation is recorded in samples.jsonl)."""
     batch_size: int = 16
     """Prompts per forward pass (circular MCQ packs batch_size // n_options items per batch)."""
@@ -79,7 +80,7 @@ class ProbeConfig:
     """none: the paper's single shuffled order; circular: also score MCQ under every cyclic
     rotation of the options (CircularEval) and QA with the Yes/No prior removed (mean-centred
     log-odds). Costs n_options x the MCQ forward passes; QA costs nothing extra."""
-    flag_share: float = 0.9
+    flag_share: Share = 0.9
     """A probe whose most frequent prediction exceeds this share of items is flagged in tables."""
 
     def __post_init__(self) -> None:
@@ -108,7 +109,7 @@ class DriftConfig:
     """Base-vocabulary rows sampled (seeded) as the reference for relative drift."""
     max_pairs_tokens: int = 2000
     """Virtual tokens used for the mean pairwise cosine (a seeded sample beyond this)."""
-    seed: int = 0
+    seed: Seed = 0
 
     def __post_init__(self) -> None:
         bad = [c for c in self.checkpoints if c not in ("base", "stage1", "stage2")]

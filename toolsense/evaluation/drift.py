@@ -22,6 +22,7 @@ from toolsense.evaluation.outputs import write_json
 from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import ModelConfig, load_model_and_tokenizer, read_embeddings
 from toolsense.models.loading import load_tokenizer
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.modeling import embeddings_tied
 from toolsense.utils.progress import progress
 from toolsense.utils.rundir import RunDir
@@ -34,11 +35,11 @@ def relative_drift(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((b.float() - a.float()).norm() / a.float().norm().clamp(min=1e-12))
 
 
-def mean_pairwise_cosine(rows: torch.Tensor) -> float:
-    """Mean cosine similarity over all distinct pairs of rows."""
+def mean_pairwise_cosine(rows: torch.Tensor) -> float | None:
+    """Mean cosine similarity over all distinct pairs of rows; None for fewer than two rows."""
     n = rows.shape[0]
     if n < 2:
-        return float("nan")
+        return None
     x = torch.nn.functional.normalize(rows.float(), dim=1)
     sim = x @ x.T
     return float((sim.sum() - sim.diagonal().sum()) / (n * (n - 1)))
@@ -61,7 +62,7 @@ def load_checkpoint(run: Path, name: str, mcfg: ModelConfig, index: ToolIndex):
         add_index_tokens(index, model, tok)
         return model, tok
     if not (run / name / "config.json").is_file():
-        raise FileNotFoundError(f"{run / name}: no model folder for checkpoint {name!r}")
+        raise MissingFile(f"{run / name}: no model folder for checkpoint {name!r}")
     mats = read_embeddings(run / name)  # the two matrices from the safetensors, not the whole model in fp32
     if mats is not None:
         return mats, load_tokenizer(mcfg, str(run / name))
@@ -94,7 +95,8 @@ def compare(checkpoints: dict[str, dict[str, torch.Tensor]], virt_ids: torch.Ten
             row[m] = {
                 "virtual": relative_drift(ea[virt_ids], eb[virt_ids]),
                 "base_vocab": relative_drift(ea[base_ids], eb[base_ids]),
-                "cosine_change": out["cosine"][b][m] - out["cosine"][a][m],
+                "cosine_change": None if None in (out["cosine"][b][m], out["cosine"][a][m])
+                else out["cosine"][b][m] - out["cosine"][a][m],
                 "rows": {"virtual": row_terms(ea[virt_ids], eb[virt_ids]), "base_vocab": row_terms(ea[base_ids], eb[base_ids])},
             }
         out["pairs"].append(row)

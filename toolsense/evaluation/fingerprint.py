@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 from toolsense.evaluation.outputs import write_json
 from toolsense.utils.config import differences
+from toolsense.utils.errors import UserError
 from toolsense.utils.io import CHECKPOINT_HASH_CACHE, checkpoint_sha256, git_sha, sha256_text  # noqa: F401 (re-exported)
 from toolsense.utils.rundir import RunDir
 
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 FINGERPRINT_FILE = "samples.fingerprint.json"
 
 
-class FingerprintMismatch(ValueError):
+class FingerprintMismatch(UserError):
     """An output folder holds samples of another evaluation than the one asked for."""
 
 

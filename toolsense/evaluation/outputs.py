@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Iterable
 
+from toolsense.utils.io import dump_json
 from toolsense.utils.jsonl import DuplicateKey, JsonlStore
 from toolsense.utils.paths import atomic_write_text
 
@@ -63,7 +63,8 @@ class SampleLog:
         ids = list(ids)
         order = ids + sorted(set(self.rows) - set(ids))
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text("".join(json.dumps(self.rows[i], ensure_ascii=False) + "\n" for i in order if i in self.rows), encoding="utf-8")
+        tmp.write_text("".join(dump_json(self.rows[i], self.path, ensure_ascii=False) + "\n" for i in order if i in self.rows),
+                       encoding="utf-8")
         tmp.replace(self.path)
         for p in files:
             p.unlink()
@@ -83,4 +84,5 @@ class SampleLog:
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+    """``obj`` as ``path``, whole or not at all; NaN and inf are refused naming their key (:func:`dump_json`)."""
+    return atomic_write_text(path, dump_json(obj, path, indent=2, ensure_ascii=False, default=str))

@@ -27,6 +27,7 @@ from toolsense.decoding.retrieval import Retrieved
 from toolsense.evaluation.fingerprint import checkpoint_sha256
 from toolsense.models import ModelConfig, load_model_and_tokenizer
 from toolsense.models.toolken import ToolkenHead, answer_states, vocab_rows
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.rundir import RunDir
 
 STAGE = "toolken"
@@ -43,7 +44,7 @@ def toolken_run(run: str | None) -> RunDir:
         raise ValueError("system.kind=toolken needs system.run=<a run trained with train.py experiment=toolken>")
     rd = RunDir(run)
     if not (rd.path / STAGE / "head.pt").exists():
-        raise FileNotFoundError(f"system.run={run}: no {STAGE}/head.pt there (train it with "
+        raise MissingFile(f"system.run={run}: no {STAGE}/head.pt there (train it with "
                                 f"python train.py experiment=toolken output_dir={run})")
     return rd
 

@@ -12,6 +12,8 @@ from toolsense.generation.llm import LLMConfig
 from toolsense.generation.prompts import RUBRIC
 from toolsense.tracking import LoggerConfig
 from toolsense.utils.choices import StrEnum, choice
+from toolsense.utils.config import Seed, Share
+from toolsense.utils.errors import ConfigError
 
 
 class OnExists(StrEnum):
@@ -76,7 +78,7 @@ class GenerateConfig:
     clones: ClonePolicy = ClonePolicy.exclude
     """RRB: exact-text clones (same titles + description, another name): ``exclude`` keeps a
     clone of a pool tool out of the pool; ``gold`` keeps them and adds a gold tool's clones to the gold."""
-    dedupe_cosine: float = 0.9
+    dedupe_cosine: Share = 0.9
     """MCQ/QA: a question whose embedding cosine to an accepted one of the same kind is at or above this is a near-duplicate."""
     purpose: Purpose = Purpose.benchmark
     """``training``: the output is Stage-2 data (``stage2.sources: [{kind: generated}]``): the leakage guard keeps every
@@ -91,7 +93,7 @@ class GenerateConfig:
     """Items made at once, in threads (for API writers/judges, whose calls wait on the network);
     files are still written in plan order, and the result equals a sequential run's except
     that two concurrent items writing the same query are caught at acceptance, not retried."""
-    seed: int = 0
+    seed: Seed = 0
     encoder: Optional[str] = None
     """Sentence encoder for hard negatives; None = embedded all-MiniLM-L6-v2."""
     output_dir: Optional[str] = None
@@ -169,5 +171,5 @@ def check_judge_overrides(argv: Sequence[str]) -> None:
     and Hydra cannot set a field of an unset section (its error names no field)."""
     fields = [a for a in argv if re.match(r"^\+{0,2}judge\.", a)]
     if fields and not any(re.match(r"^\+{0,2}judge=", a) for a in argv):
-        raise SystemExit(f"{fields[0]}: no judge is chosen (by default the writer judges); choose one first, "
+        raise ConfigError(f"{fields[0]}: no judge is chosen (by default the writer judges); choose one first, "
                          f"e.g. judge=openai {fields[0].lstrip('+')} (conf/judge/: openai, hf, local)")

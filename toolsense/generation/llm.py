@@ -25,6 +25,7 @@ from typing import Callable, Optional, Protocol
 
 from toolsense.generation.structured import SERVER_FORMATS, refuses_format, response_format, schema_error
 from toolsense.models.config import ModelConfig
+from toolsense.utils.errors import EndpointError
 from toolsense.utils.io import sha256_text
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.registry import Registry
@@ -178,7 +179,7 @@ class OpenAIChatLLM:
         where = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         key = PLACEHOLDER_KEY if server is not None else api_key(cfg.api_key_env, where, f"{section}.api_key_env")
         self.client = OpenAI(api_key=key, base_url=base_url, max_retries=cfg.max_retries, timeout=cfg.timeout_s)
-        self.url, self.key_env = str(self.client.base_url), cfg.api_key_env
+        self.url, self.key_env, self.section = str(self.client.base_url), cfg.api_key_env, section
         self.scrub = Scrubber([key])
         self.model = cfg.openai_model
         self.max_new_tokens = cfg.max_new_tokens
@@ -206,8 +207,9 @@ class OpenAIChatLLM:
             if isinstance(e, (openai.BadRequestError, openai.UnprocessableEntityError)):
                 raise RequestRejected(f"HTTP {e.status_code}: {self._short(e)}") from None
             if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
-                raise RuntimeError(f"HTTP {e.status_code} from {self.url}: the endpoint refused the key "
-                                   f"(llm.api_key_env={self.key_env!r}): {self._short(e)}") from None
+                raise EndpointError(f"{self.section}.api_key_env={self.key_env!r}: {self.url} refused that key "
+                                    f"(HTTP {e.status_code}: {self._short(e)}); set ${self.key_env} to a key this "
+                                    f"endpoint accepts, or point {self.section}.base_url at another") from None
             if isinstance(e, (openai.RateLimitError, openai.InternalServerError)):
                 raise ServiceUnavailable(f"{type(e).__name__}: {self._short(e)}") from None
             raise RuntimeError(f"HTTP {e.status_code} from {self.url}: {self._short(e)}") from None

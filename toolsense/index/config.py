@@ -8,6 +8,7 @@ from typing import Optional
 from toolsense.catalog import Catalog
 from toolsense.index.builders import INDEX_BUILDERS, Embeddings, build_index, builder_params
 from toolsense.index.tool_index import ToolIndex
+from toolsense.utils.config import Seed
 
 
 @dataclass
@@ -19,7 +20,7 @@ class IndexConfig:
     tool's name, one token per word (numeric / semantic tokens are shared between tools)."""
     branching: int = 10
     """clustered only: clusters per level."""
-    seed: int = 0
+    seed: Seed = 0
     """clustered only: k-means seed (the index is deterministic given it)."""
     encoder: Optional[str] = None
     """clustered only: sentence encoder path; None = embedded all-MiniLM-L6-v2. The caller

@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 from toolsense.comparison.annotate import AnnotateJobConfig, register_configs, run
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
+from toolsense.utils.errors import take_debug, user_errors
 from toolsense.utils.hydra import shared_output_dir
 
 register_configs()
@@ -19,12 +20,13 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="annotate")
 def job(dict_cfg: DictConfig) -> None:
-    cfg = to_config(AnnotateJobConfig, dict_cfg)
-    run(cfg, output_dir=shared_output_dir(cfg.output_dir))
+    with user_errors():
+        cfg = to_config(AnnotateJobConfig, dict_cfg)
+        run(cfg, output_dir=shared_output_dir(cfg.output_dir))
 
 
 def main() -> None:
-    sys.argv[1:] = quote_list_overrides(sys.argv[1:])
+    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
     job()
 
 

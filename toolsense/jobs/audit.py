@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from toolsense.audit import AuditConfig, register_configs, run, sweep_metric
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
+from toolsense.utils.errors import take_debug, user_errors
 from toolsense.utils.secrets import scrubbed_job
 
 register_configs()
@@ -20,12 +21,12 @@ register_configs()
 @hydra.main(version_base="1.3", config_path="../conf", config_name="audit")
 def job(cfg: DictConfig) -> float:
     # scorer=openai: an endpoint may echo the key in its error
-    with scrubbed_job([OmegaConf.select(cfg, "scorer.api_key_env") or "OPENAI_API_KEY"]):
+    with user_errors(), scrubbed_job([OmegaConf.select(cfg, "scorer.api_key_env") or "OPENAI_API_KEY"]):
         return sweep_metric(run(to_config(AuditConfig, cfg)))
 
 
 def main() -> None:
-    sys.argv[1:] = quote_list_overrides(sys.argv[1:])
+    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
     job()
 
 

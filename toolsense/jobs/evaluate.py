@@ -21,6 +21,7 @@ from toolsense.evaluation.config import EvaluateConfig, register_configs
 from toolsense.evaluation.runner import run
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
+from toolsense.utils.errors import take_debug, user_errors
 from toolsense.utils.hydra import shared_output_dir
 from toolsense.utils.secrets import scrubbed_job
 
@@ -29,7 +30,7 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
 def job(dict_cfg: DictConfig) -> None:
-    with scrubbed_job(["OPENAI_API_KEY"]):  # baseline=openai; an endpoint may echo the key in its error
+    with user_errors(), scrubbed_job(["OPENAI_API_KEY"]):  # baseline=openai; an endpoint may echo the key in its error
         cfg = to_config(EvaluateConfig, dict_cfg)
         if cfg.checkpoint is not None:  # a Trainer checkpoint becomes a model folder first (training/snapshot.py)
             from toolsense.training.snapshot import export_checkpoint
@@ -39,7 +40,7 @@ def job(dict_cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    sys.argv[1:] = quote_list_overrides(sys.argv[1:])
+    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
     job()
 
 

@@ -18,28 +18,31 @@ from toolsense.generation.runner import run
 from toolsense.tracking import log_job_summary
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import as_plain, to_config
+from toolsense.utils.errors import take_debug, user_errors
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="generate")
 def job(dict_cfg: DictConfig) -> None:
-    cfg = to_config(GenerateConfig, dict_cfg)
-    summary = run(cfg)
-    if summary.get("skipped"):  # TOOLSENSE_BUSY=skip and another process holds the folder
-        print(f"skipped {summary['output_dir']}: busy ({summary['holder']})")
-        return
-    log_job_summary(cfg.logger, summary, prefix="gen", out=summary["output_dir"], config=as_plain(cfg),
-                    job_type="generate")
-    print(OmegaConf.to_yaml(OmegaConf.create(summary)))
-    why = nothing_made(summary)
-    if why:  # an empty benchmark is a failure, said in one line; a partial run exits 0 with its counts
-        sys.exit(f"{os.path.basename(sys.argv[0])}: {why}")  # generate.py or toolsense-generate
+    with user_errors():
+        cfg = to_config(GenerateConfig, dict_cfg)
+        summary = run(cfg)
+        if summary.get("skipped"):  # TOOLSENSE_BUSY=skip and another process holds the folder
+            print(f"skipped {summary['output_dir']}: busy ({summary['holder']})")
+            return
+        log_job_summary(cfg.logger, summary, prefix="gen", out=summary["output_dir"], config=as_plain(cfg),
+                        job_type="generate")
+        print(OmegaConf.to_yaml(OmegaConf.create(summary)))
+        why = nothing_made(summary)
+        if why:  # an empty benchmark is a failure, said in one line; a partial run exits 0 with its counts
+            sys.exit(f"{os.path.basename(sys.argv[0])}: {why}")  # generate.py or toolsense-generate
 
 
 def main() -> None:
-    check_judge_overrides(sys.argv[1:])
-    sys.argv[1:] = quote_list_overrides(sys.argv[1:])
+    with user_errors():
+        check_judge_overrides(sys.argv[1:])
+    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
     job()
 
 

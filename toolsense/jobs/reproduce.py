@@ -14,17 +14,19 @@ from toolsense.study.config import StudyConfig, register_configs
 from toolsense.study.run import run_study
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
+from toolsense.utils.errors import take_debug, user_errors
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="reproduce")
 def job(dict_cfg: DictConfig) -> None:
-    run_study(to_config(StudyConfig, dict_cfg))
+    with user_errors():
+        run_study(to_config(StudyConfig, dict_cfg))
 
 
 def main() -> None:
-    sys.argv[1:] = quote_list_overrides(sys.argv[1:])
+    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
     job()
 
 

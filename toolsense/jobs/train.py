@@ -18,17 +18,19 @@ from toolsense.pipeline import train
 from toolsense.training import TrainConfig, register_configs
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config, to_plain
+from toolsense.utils.errors import take_debug, user_errors
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="train")
 def job(dict_cfg: DictConfig) -> float | None:
-    return train(to_config(TrainConfig, dict_cfg), to_plain(dict_cfg))
+    with user_errors():
+        return train(to_config(TrainConfig, dict_cfg), to_plain(dict_cfg))
 
 
 def main() -> None:
-    sys.argv[1:] = quote_list_overrides(sys.argv[1:])
+    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
     job()
 
 

@@ -8,6 +8,8 @@ from typing import Literal, Optional
 
 from toolsense.curves.config import RegimeRule
 from toolsense.metrics.registry import METRICS
+from toolsense.utils.config import Share
+from toolsense.utils.errors import MissingFile
 
 Scale = Literal["pp", "normalized", "log_odds", "drift_absolute", "drift_base_normalized", "balanced"]
 
@@ -35,7 +37,7 @@ class FindingRule:
     scale: Scale = "pp"
     """The scale of the contrast: pp (percentage points), normalized (share of the misses recovered),
     log_odds, drift_absolute / drift_base_normalized (finding 6), balanced (position-balanced probes)."""
-    margin: float = 0.05
+    margin: Share = 0.05
     """Equivalence margin on that scale (a proportion: 0.05 = 5 pp): "no effect" needs the interval inside ±margin."""
     arms: list[str] = field(default_factory=list)
     """The configurations (row labels, e.g. ``tg-lora``) whose results enter this finding; empty = the finding's default."""
@@ -48,7 +50,7 @@ class AnalysisPlan:
 
     min_seeds: int = 3
     """An arm with fewer seeds carries no verdict (the finding says which arm and how many it has)."""
-    retrieval_floor: float = 0.10
+    retrieval_floor: Share = 0.10
     """A configuration whose constrained Rc@k is below this does not retrieve: reported, not averaged in."""
     sensitivity_ks: list[int] = field(default_factory=lambda: [1, 5, 10, 50])
     """Each finding's verdict is also shown at these k; one that flips says "depends on k"."""
@@ -126,7 +128,7 @@ class StudyConfig:
     """The cutoff of the recall and IS columns the findings use (Rc@k, Rf@k, IS@k)."""
     resamples: int = 1000
     """Bootstrap resamples of the intervals."""
-    margin: float = 0.10
+    margin: Share = 0.10
     """Equivalence margin of "near chance" (finding 4): a probe score is near chance when its 90%
     interval lies inside chance ± margin (a proportion: 0.10 = 10 pp); shown in the report's header."""
     min_hits: int = 10
@@ -191,7 +193,7 @@ def check_input(name: str, inp: StudyInput) -> None:
         raise ValueError(f"inputs.{name}.path is required ({inp.about or 'a file this study reads'}); it is not in our data: "
                          f"set inputs.{name}.path=<file or glob>")
     if not glob.glob(inp.path):
-        raise FileNotFoundError(f"inputs.{name}.path={inp.path!r} matches no file ({inp.about or 'a file this study reads'})")
+        raise MissingFile(f"inputs.{name}.path={inp.path!r} matches no file ({inp.about or 'a file this study reads'})")
 
 
 def register_configs() -> None:

@@ -25,6 +25,7 @@ from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.study.registration import read_registration
 from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
 from toolsense.study.timings import study_wall_time, untimed_invocations
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import git_sha
 from toolsense.utils.paths import portable_text
 
@@ -48,7 +49,7 @@ def load_sweeps(root: str | Path, k: int, resamples: int, min_hits: int = 10) ->
     """Every sweep directory under ``root`` (hidden ones skipped), read into a Sweep."""
     root = Path(root)
     if not root.exists():
-        raise FileNotFoundError(f"root: {root} does not exist (run the study first: python reproduce.py)")
+        raise MissingFile(f"root: {root} does not exist (run the study first: python reproduce.py)")
     return {p.name: Sweep(p.name, p, k, resamples, min_hits) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")}
 
 
@@ -373,7 +374,7 @@ def write_report(cfg) -> dict[str, Any]:
     order = [*cfg.sweeps, *cfg.evaluations]
     sweeps = {n: found[n] for n in sorted(found, key=lambda n: order.index(n) if n in order else len(order))}
     if not any(s.comp for s in sweeps.values()) and not (Path(cfg.root) / CURVES).is_dir():
-        raise FileNotFoundError(f"{cfg.root}: no evaluation results under any sweep (did the study's evaluate.suite run?)")
+        raise MissingFile(f"{cfg.root}: no evaluation results under any sweep (did the study's evaluate.suite run?)")
     for name, sw in sweeps.items():  # the full tables the report points to (an unpacked archive has none)
         if sw.comp:
             (sw.path / "comparison.md").write_text(comparison_table(sw.comp), encoding="utf-8")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 from toolsense.catalog.config import CatalogConfig
 from toolsense.data.memorization import MemorizationConfig, check_formats
@@ -21,6 +21,7 @@ from toolsense.models.config import ModelConfig
 from toolsense.tracking import LoggerConfig, LoggerKind  # noqa: F401  (re-exported: training's logger section)
 from toolsense.utils.choices import StrEnum, choice
 from toolsense.utils.compose import check_overrides
+from toolsense.utils.config import Range, Seed
 
 
 class MultiTool(StrEnum):
@@ -73,7 +74,7 @@ class StageSchedule:
     """Run this stage (stage1.enabled=false with stage2.init_from runs Stage 2 only)."""
     epochs: float = 1.0
     """Passes over the stage's examples (> 0; a fraction trains on part of one pass); used when max_steps=-1."""
-    max_steps: int = -1
+    max_steps: Annotated[int, Range(-1)] = -1
     """> 0 overrides epochs (a few steps for smoke tests); -1 = size the stage by epochs."""
     learning_rate: float = 2e-5
     """Peak learning rate (> 0)."""
@@ -104,7 +105,7 @@ class Stage2Config(StageSchedule):
     multi_tool: MultiTool = MultiTool.split
     """A query with several gold tools: one example per tool, or one listing all of them."""
     on_unknown_tool: OnUnknownTool = OnUnknownTool.error
-    max_queries: int = -1
+    max_queries: Annotated[int, Range(-1)] = -1
     """> 0 keeps only the first N queries (smoke tests)."""
     init_from: Optional[str] = None
     """Start Stage 2 from this model folder instead of this run's Stage-1 output."""
@@ -212,7 +213,7 @@ class TrainerConfig:
     logging_steps: int = 10
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
-    seed: int = 42
+    seed: Seed = 42
     dataloader_num_workers: int = 0
 
     def __post_init__(self) -> None:

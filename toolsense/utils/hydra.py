@@ -9,6 +9,10 @@ from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
 
+SCHEMAS: dict[str, type] = {}
+"""Every job's schema registered in this process, by its name (``evaluate_schema``): what the
+config tests walk."""
+
 
 def register_schema(name: str, node: type) -> None:
     """Register a dataclass as the schema a top-level YAML lists first in its defaults: the
@@ -19,6 +23,7 @@ def register_schema(name: str, node: type) -> None:
     the converter (:func:`toolsense.utils.config.to_config`) checks it."""
     from toolsense.utils.config import defaults_of, omegaconf_can_type
 
+    SCHEMAS[name] = node
     ConfigStore.instance().store(name=name, node=node if omegaconf_can_type(node) else defaults_of(node))
 
 

@@ -6,15 +6,13 @@ import gzip
 import hashlib
 import json
 import logging
+import math
 import subprocess
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+from toolsense.utils.errors import DataError, MissingFile
 from toolsense.utils.paths import atomic_write_text
-
-
-class DataError(ValueError):
-    """Bad input data; the message names the file, line and field."""
 
 
 def malformed_json(where: str | Path, lineno: int, e: json.JSONDecodeError, hint: str = "") -> DataError:
@@ -28,7 +26,7 @@ def malformed_json(where: str | Path, lineno: int, e: json.JSONDecodeError, hint
 def open_text(path: str | Path) -> IO[str]:
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise MissingFile(f"{path}: no such file")
     if path.suffix == ".gz":
         return gzip.open(path, "rt", encoding="utf-8")
     return open(path, encoding="utf-8")
@@ -49,7 +47,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     object, or not UTF-8, raises DataError naming file:line."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise MissingFile(f"{path}: no such file")
     with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
         for lineno, raw in enumerate(f, 1):
             line = decode_line(raw, path, lineno)
@@ -79,10 +77,36 @@ def load_json(path: str | Path) -> Any:
     raise AssertionError("unreachable: the file decoded line by line")  # pragma: no cover
 
 
+def dump_json(obj: Any, where: str | Path = "", **kw: Any) -> str:
+    """``json.dumps`` that refuses NaN and inf, which are not JSON (most readers fail on them, and a
+    NaN passed off as a number hides that a value is missing: write null): a ValueError names
+    ``where`` (the file) and the key holding the number."""
+    try:
+        return json.dumps(obj, allow_nan=False, **kw)
+    except ValueError as e:
+        if "Out of range float" not in str(e):
+            raise
+        key, val = _non_finite(obj) or ("?", "?")
+        raise ValueError(f"{where or 'JSON'}: {key}={val} is not a JSON number; refusing to write it "
+                         "(a value that does not exist is written as null)") from None
+
+
+def _non_finite(obj: Any, key: str = "") -> tuple[str, float] | None:
+    """The dotted key and value of the first NaN or inf inside ``obj`` (None if there is none)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return key or "<value>", obj
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, (list, tuple)) else ()
+    for k, v in items:
+        found = _non_finite(v, f"{key}[{k}]" if isinstance(k, int) else f"{key}.{k}" if key else str(k))
+        if found:
+            return found
+    return None
+
+
 def write_jsonl(path: str | Path, rows, mode: str = "w") -> None:
     with open(path, mode, encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        for n, row in enumerate(rows, 1):
+            f.write(dump_json(row, f"{path} row {n}", ensure_ascii=False) + "\n")
 
 
 def sha256_file(path: str | Path) -> str:

@@ -28,7 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
 
-from toolsense.utils.io import DataError, decode_line, malformed_json
+from toolsense.utils.io import DataError, decode_line, dump_json, malformed_json
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class JsonlStore:
         """Write ``row`` as one whole, flushed line; returns it. A ``unique`` store raises
         :class:`DuplicateKey` (and writes nothing) when the file already holds the row's key,
         unless ``replace`` says this row deliberately supersedes it (a later row wins)."""
-        line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+        line = (dump_json(row, self.path, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a+b") as f:

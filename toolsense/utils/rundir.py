@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TypeVar
 
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import code_state, sha256_file, sha256_text
 from toolsense.utils.paths import atomic_write_text
 
@@ -109,9 +110,9 @@ class RunDir:
         """This run, checked to hold a config (and ``stage``'s model folder); else a
         FileNotFoundError naming what is missing."""
         if not self.config_path.is_file():
-            raise FileNotFoundError(f"{self.config_path}: no such file (is {self.path} a training run directory?)")
+            raise MissingFile(f"{self.config_path}: no such file (is {self.path} a training run directory?)")
         if stage is not None and stage != "base" and not self.has_stage(stage):
-            raise FileNotFoundError(f"{self.stage(stage)}: no model folder for stage {stage!r}")
+            raise MissingFile(f"{self.stage(stage)}: no model folder for stage {stage!r}")
         return self
 
     def section(self, name: str, cls: type[T]) -> T:

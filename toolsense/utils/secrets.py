@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Mapping, Optional
 from urllib.parse import urlsplit
 
+from toolsense.utils.errors import ConfigError, UserError
+
 PLACEHOLDER_KEY = "no-key"
 """Sent to a local server when the key variable is unset (a server without ``--api-key`` ignores it)."""
 
@@ -66,7 +68,7 @@ def is_local_url(url: Optional[str]) -> bool:
 
 def api_key(env_name: str, base_url: Optional[str], field: Optional[str]) -> str:
     """The key in ``$env_name``; a :data:`PLACEHOLDER_KEY` when that is unset and ``base_url`` is
-    local (:func:`is_local_url`); otherwise a RuntimeError naming ``field`` (the config's dotted
+    local (:func:`is_local_url`); otherwise a ConfigError naming ``field`` (the config's dotted
     name of the variable setting; None where the variable is fixed) and the variable."""
     key = os.environ.get(env_name)
     if key:
@@ -74,7 +76,7 @@ def api_key(env_name: str, base_url: Optional[str], field: Optional[str]) -> str
     if is_local_url(base_url):
         return PLACEHOLDER_KEY
     named = f"{field}={env_name!r}" if field else env_name
-    raise RuntimeError(f"{named}: set that environment variable to the API key of {base_url or 'the default endpoint'} "
+    raise ConfigError(f"{named}: set that environment variable to the API key of {base_url or 'the default endpoint'} "
                        "(only a server on loopback or a private network is spoken to without one)")
 
 
@@ -147,7 +149,8 @@ def scrubbed_errors(scrub: Scrubber) -> Iterator[None]:
     """An exception that escapes the block and holds a secret anywhere in its traceback (its
     message, a chained cause: an endpoint's error body echoing the key) is logged with the
     traceback scrubbed and replaced by a ``RuntimeError`` of its scrubbed ``Type: message``, raised
-    ``from None`` so that no report prints the original. One with nothing to scrub is re-raised
+    ``from None`` so that no report prints the original; a :class:`UserError` keeps its type with its
+    message scrubbed (the job prints it as one line). One with nothing to scrub is re-raised
     unchanged (its type is part of what callers and tests see)."""
     try:
         yield
@@ -156,6 +159,8 @@ def scrubbed_errors(scrub: Scrubber) -> Iterator[None]:
         clean = scrub.text(text)
         if clean == text:
             raise
+        if isinstance(e, UserError):  # still the user's to fix: one line, its type kept (exit 2)
+            raise type(e)(scrub.text(str(e))) from None
         logging.getLogger(__name__).error("the job failed (secrets scrubbed from its traceback):\n%s", clean)
         raise RuntimeError(scrub.text(f"{type(e).__name__}: {e}")) from None
 

@@ -10,8 +10,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal, Optional, Protocol
+from typing import Annotated, Callable, Literal, Optional, Protocol
 
+from toolsense.utils.config import Range
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.paths import atomic_write_text, cache_root
 from toolsense.utils.registry import Registry
@@ -54,7 +55,7 @@ class ScorerConfig:
     max_retries: int = 2
     path: Optional[str] = None
     """precomputed: JSONL of {id, variant, score|text} or {prompt_sha256, score|text}."""
-    unparseable_score: float = 0.5
+    unparseable_score: Annotated[float, Range(0, 1, why="a score on the 0-1 scale the parsers map answers to")] = 0.5
     """Score given to an answer the parser cannot read (they are counted per variant)."""
     cache: bool = True
     cache_dir: Optional[str] = None

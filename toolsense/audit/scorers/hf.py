@@ -27,6 +27,7 @@ import torch
 from toolsense.audit.prompting import ANSWER_CHOICES, AnswerChoices, AuditPromptConfig
 from toolsense.audit.scorers.base import ScoreItem, ScorerConfig, sha256_files
 from toolsense.models import ModelConfig, default_device, load_model_and_tokenizer, resolve_model_dir
+from toolsense.utils.errors import MissingFile
 
 TokenPath = tuple[int, ...]
 
@@ -78,7 +79,7 @@ class HFScorer:
             adapter = Path(cfg.adapter)
             files = sorted(adapter.glob("adapter_model.*"))
             if not files:
-                raise FileNotFoundError(f"scorer.adapter={cfg.adapter}: no adapter_model.* in that folder")
+                raise MissingFile(f"scorer.adapter={cfg.adapter}: no adapter_model.* in that folder")
             self.identity["adapter"] = sha256_files(files)
             self.model = PeftModel.from_pretrained(self.model, str(adapter)).merge_and_unload()
         self.model.eval()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from toolsense.utils.config import Seed
+
 DEFAULT_MEMO_SYSTEM = "You are a tool memorizer. Each tool has its own special token."
 
 
@@ -33,7 +35,7 @@ class MemorizationConfig:
     """hier_node user turn; ``{node}`` is an internal node's token path."""
     hier_node_max_names: int = 20
     """hier_node: at most this many names in an answer (the rest are elided with '...')."""
-    seed: int = 0
+    seed: Seed = 0
     """Seed of the candidate shuffles (mcts) and of the example order."""
     format_epochs: dict[str, float] = field(default_factory=dict)
     """Passes over one format's examples per Stage-1 epoch (a format not named: 1.0). Formats

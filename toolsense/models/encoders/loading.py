@@ -9,6 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from toolsense.utils.errors import MissingFile
+
 EMBEDDED_MINILM = "embedded:all-MiniLM-L6-v2"
 Backend = Literal["torch", "int8", "onnx"]
 BACKENDS: tuple[str, ...] = ("torch", "int8", "onnx")
@@ -30,7 +32,7 @@ def encoder_identity(name_or_path: str | None) -> str:
     embeddings of the old ones."""
     path = _model_path(name_or_path)
     if not path.exists():
-        raise FileNotFoundError(f"sentence encoder {name_or_path!r}: no such local folder {path} (no hub downloads)")
+        raise MissingFile(f"sentence encoder {name_or_path!r}: no such local folder {path} (no hub downloads)")
     h = hashlib.sha256()
     for f in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".txt")):
         st = f.stat()

@@ -1,0 +1,102 @@
+"""A refused command, as a user types it (issue 49, issue 45 item 6): one line naming the field and
+the fix, exit 2, nothing written, no traceback unless ``debug=true`` (or ``HYDRA_FULL_ERROR=1``);
+a bug keeps its traceback and exit 1.
+
+The jobs run in this process (their ``main()`` with ``sys.argv`` set), from an empty working
+directory, so "nothing written" covers Hydra's own log folder too."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+from toolsense.utils.errors import DEBUG_ENV, ConfigError, UserError
+
+TRACES = "traces.jsonl"  # never read: the refusal comes first
+
+
+def _run(monkeypatch, tmp_path, job: str, *args: str) -> int:
+    """``<job>.py *args`` from an empty folder; its exit status."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [f"{job}.py", *args])
+    module = importlib.import_module(f"toolsense.jobs.{job}")
+    with pytest.raises(SystemExit) as done:
+        module.main()
+    return done.value.code
+
+
+@pytest.fixture(autouse=True)
+def _no_debug(monkeypatch):
+    for var in (DEBUG_ENV, "HYDRA_FULL_ERROR"):
+        monkeypatch.delenv(var, raising=False)
+
+
+# (job, overrides, the one line after "<job>.py: error: ")
+REFUSED = [
+    ("evaluate", ["model=tiny_random", "metrics.ks=[1.5]"], "metrics.ks[0]=1.5: must be a whole number"),
+    ("evaluate", ["model=tiny_random", "metrics.seed=-5"], "metrics.seed=-5: must be >= 0 (a random seed: numpy takes 0 to 2**32 - 1)"),
+    ("evaluate", ["model=tiny_random", "metrics.resamples=100.5"], "metrics.resamples=100.5: must be a whole number"),
+    ("evaluate", ["model=tiny_random", "decoding.beam_width=10.5"], "decoding.beam_width=10.5: must be a whole number"),
+    ("evaluate", ["model=tiny_random", "metrics.min_hits=nan"], "metrics.min_hits=nan: must be a whole number"),
+    ("evaluate", ["model=tiny_random", "metrics.min_hits=inf"], "metrics.min_hits=inf: must be a whole number"),
+    ("evaluate", ["model=tiny_random", "metrics.min_hits=2.5"], "metrics.min_hits=2.5: must be a whole number"),
+    ("generate", ["writer.timeout_s=inf"], "writer.timeout_s=inf: must be a finite number"),
+    ("generate", ["judge=openai", "judge.timeout_s=inf"], "judge.timeout_s=inf: must be a finite number"),
+    ("generate", ["seed=-5"], "seed=-5: must be >= 0 (a random seed: numpy takes 0 to 2**32 - 1)"),
+    ("audit", [f"data.path={TRACES}", "stats.seed=-5"], "stats.seed=-5: must be >= 0 (a random seed: numpy takes 0 to 2**32 - 1)"),
+    ("audit", [f"data.path={TRACES}", "pt2d.features=[]"], "pt2d.features=[]: must not be empty"),
+    ("audit", [f"data.path={TRACES}", "scorer.unparseable_score=2"],
+     "scorer.unparseable_score=2: must be <= 1 (a score on the 0-1 scale the parsers map answers to)"),
+    ("audit", [f"data.path={TRACES}", "scorer.unparseable_score=nan"],
+     "scorer.unparseable_score=nan: must be a finite number (a score on the 0-1 scale the parsers map answers to)"),
+]
+
+
+@pytest.mark.parametrize("job, overrides, line", REFUSED, ids=[" ".join(o[-1:]) + f" ({j})" for j, o, _ in REFUSED])
+def test_a_refused_value_is_one_line_exit_2_and_nothing_written(monkeypatch, tmp_path, capfd, job, overrides, line):
+    out = tmp_path / "out"
+    code = _run(monkeypatch, tmp_path, job, *overrides, f"output_dir={out}")
+    err = capfd.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines() == [f"{job}.py: error: {line}"]
+    assert list(tmp_path.iterdir()) == []  # no output folder, no Hydra log folder
+
+
+def test_debug_true_shows_the_traceback(monkeypatch, tmp_path, capfd):
+    code = _run(monkeypatch, tmp_path, "evaluate", "model=tiny_random", "metrics.seed=-5", "debug=true")
+    err = capfd.readouterr().err
+    assert code == 1 and "Traceback" in err and "ConfigError: metrics.seed=-5: must be >= 0" in err
+
+
+def test_hydra_full_error_lets_the_error_through(monkeypatch, tmp_path):
+    """Hydra re-raises it (Python prints the whole traceback and exits 1)."""
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", "model=tiny_random", "metrics.seed=-5"])
+    with pytest.raises(ConfigError, match=r"^metrics.seed=-5: must be >= 0"):
+        importlib.import_module("toolsense.jobs.evaluate").main()
+
+
+def test_a_bug_keeps_its_traceback_and_exit_1(monkeypatch, tmp_path, capfd):
+    import toolsense.jobs.compare as job
+
+    def broken(cfg, output_dir):
+        raise KeyError("a bug, not the user's")
+
+    monkeypatch.setattr(job, "run", broken)
+    code = _run(monkeypatch, tmp_path, "compare", f"roots=[{tmp_path}]", f"output_dir={tmp_path / 'out'}")
+    err = capfd.readouterr().err
+    assert code == 1 and "Traceback" in err and "KeyError" in err and "error:" not in err.splitlines()[0]
+
+
+def test_the_error_types_are_one_family():
+    from toolsense.evaluation.fingerprint import FingerprintMismatch
+    from toolsense.utils.errors import DataError, EndpointError, MissingFile
+    from toolsense.utils.io import DataError as IoDataError
+
+    assert IoDataError is DataError
+    for cls in (ConfigError, DataError, EndpointError, MissingFile, FingerprintMismatch):
+        assert issubclass(cls, UserError) and issubclass(cls, ValueError)
+    assert issubclass(MissingFile, FileNotFoundError)
