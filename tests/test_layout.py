@@ -56,6 +56,7 @@ ALLOWED_IMPORTS["jobs"] = (set(ALLOWED_IMPORTS) - {"conf"}) | {"pipeline"}  # tr
 # concept -> the one module that defines it (class or function name at module level).
 CONCEPTS: dict[str, str] = {
     "UserError": "utils/errors.py",
+    "user_errors": "utils/hydra.py",
     "Range": "utils/config.py",
     "Trie": "index/trie.py",
     "build_trie": "index/trie.py",

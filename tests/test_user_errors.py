@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from toolsense.utils.errors import DEBUG_ENV, ConfigError, UserError
+from toolsense.utils.errors import ConfigError, UserError
+from toolsense.utils.hydra import DEBUG_ENV
 
 TRACES = "traces.jsonl"  # never read: the refusal comes first
 

@@ -23,6 +23,7 @@ from toolsense.index import ToolIndex, add_index_tokens, build_trie
 from toolsense.index.config import IndexConfig, index_from_config
 from toolsense.models import ModelConfig, load_model_and_tokenizer
 from toolsense.models.encoders import encoder_embeddings
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import sha256_text
 from toolsense.utils.rundir import RunDir
 
@@ -66,7 +67,7 @@ def load_run(run_dir: str | Path, stage: str = "stage2", device: Optional[str] =
     rd = RunDir(run_dir).require(stage if checkpoint is None else None)
     folder = rd.model_folder(stage, checkpoint)
     if not (folder / "config.json").is_file():
-        raise FileNotFoundError(f"{folder}: no model folder (evaluate.py checkpoint={checkpoint} exports it from "
+        raise MissingFile(f"{folder}: no model folder (evaluate.py checkpoint={checkpoint} exports it from "
                                 f"{rd.checkpoint(stage, checkpoint or 0)} first)")
     mcfg = rd.section("model", ModelConfig)
     if dtype:

@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from toolsense.audit import AuditConfig, register_configs, run, sweep_metric
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
-from toolsense.utils.errors import take_debug, user_errors
+from toolsense.utils.hydra import take_debug, user_errors
 from toolsense.utils.secrets import scrubbed_job
 
 register_configs()

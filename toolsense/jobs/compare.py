@@ -15,8 +15,7 @@ from omegaconf import DictConfig
 from toolsense.comparison.compare import CompareConfig, register_configs, run
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
-from toolsense.utils.errors import take_debug, user_errors
-from toolsense.utils.hydra import shared_output_dir
+from toolsense.utils.hydra import shared_output_dir, take_debug, user_errors
 
 register_configs()
 

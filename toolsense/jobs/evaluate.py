@@ -21,8 +21,7 @@ from toolsense.evaluation.config import EvaluateConfig, register_configs
 from toolsense.evaluation.runner import run
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
-from toolsense.utils.errors import take_debug, user_errors
-from toolsense.utils.hydra import shared_output_dir
+from toolsense.utils.hydra import shared_output_dir, take_debug, user_errors
 from toolsense.utils.secrets import scrubbed_job
 
 register_configs()

@@ -18,7 +18,7 @@ from toolsense.generation.runner import run
 from toolsense.tracking import log_job_summary
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import as_plain, to_config
-from toolsense.utils.errors import take_debug, user_errors
+from toolsense.utils.hydra import take_debug, user_errors
 
 register_configs()
 

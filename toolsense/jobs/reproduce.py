@@ -14,7 +14,7 @@ from toolsense.study.config import StudyConfig, register_configs
 from toolsense.study.run import run_study
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
-from toolsense.utils.errors import take_debug, user_errors
+from toolsense.utils.hydra import take_debug, user_errors
 
 register_configs()
 

@@ -18,7 +18,7 @@ from toolsense.pipeline import train
 from toolsense.training import TrainConfig, register_configs
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config, to_plain
-from toolsense.utils.errors import take_debug, user_errors
+from toolsense.utils.hydra import take_debug, user_errors
 
 register_configs()
 

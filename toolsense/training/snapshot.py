@@ -24,6 +24,7 @@ from toolsense.catalog.config import load_from_config
 from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import load_model_and_tokenizer
 from toolsense.models.loading import resolve_dtype
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.rundir import RunDir
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def export_checkpoint(run_dir: str | Path, stage: str, step: int) -> Path:
     ckpt = rd.checkpoint(stage, step)
     if not (ckpt / "trainer_state.json").is_file():
         saved = sorted(p.name for p in ckpt.parent.glob("checkpoint-*")) if ckpt.parent.is_dir() else []
-        raise FileNotFoundError(f"{ckpt}: no complete checkpoint (no trainer_state.json); {stage} has {saved or 'none'} "
+        raise MissingFile(f"{ckpt}: no complete checkpoint (no trainer_state.json); {stage} has {saved or 'none'} "
                                 "(trainer.save_steps sets where they are saved, trainer.save_total_limit how many are kept)")
     cfg = to_train_config(rd.config())
     fp32 = dataclasses.replace(cfg.model, dtype="float32")  # merged in fp32, saved in the run's dtype (as Stage.save)
@@ -79,7 +80,7 @@ def _merged_lora(cfg, rd: RunDir, stage: str, ckpt: Path, fp32):
     from toolsense.training.tuning import prepare_trainable
 
     if not (ckpt / ADAPTER_FILE).is_file():
-        raise FileNotFoundError(f"{ckpt / ADAPTER_FILE}: no such file (a LoRA checkpoint holds its adapters there)")
+        raise MissingFile(f"{ckpt / ADAPTER_FILE}: no such file (a LoRA checkpoint holds its adapters there)")
     init = None if stage == "stage1" else (str(rd.stage("stage1")) if cfg.stage1.enabled else cfg.stage2.init_from)
     model, tok = load_model_and_tokenizer(fp32, path=init, device=None)
     index = ToolIndex.load(rd.index_path, load_from_config(cfg.catalog))
@@ -92,5 +93,5 @@ def _merged_lora(cfg, rd: RunDir, stage: str, ckpt: Path, fp32):
         raise ValueError(f"{ckpt / ADAPTER_FILE}: {len(state)} tensors, {len(unexpected)} not adapters of this run's "
                          f"model (e.g. {unexpected[:2]}): the checkpoint is not of this run's config")
     if not restore_embedding_rows(trainable, ckpt):
-        raise FileNotFoundError(f"{ckpt}: no embedding_rows.pt (the trained embedding rows a LoRA checkpoint holds)")
+        raise MissingFile(f"{ckpt}: no embedding_rows.pt (the trained embedding rows a LoRA checkpoint holds)")
     return trainable.merged(), tok

@@ -1,13 +1,25 @@
 """Hydra glue kept out of library code, called only from the entry scripts: registering
-structured-config schemas, and reading the running app's own values (output dir, run mode,
-sweep dir) through Hydra's ``${hydra:...}`` resolver — the same route a YAML interpolation
-takes, so no module reaches into Hydra's global state."""
+structured-config schemas, reporting a user's error as one line (:func:`user_errors`), and
+reading the running app's own values (output dir, run mode, sweep dir) through Hydra's
+``${hydra:...}`` resolver — the same route a YAML interpolation takes, so no module reaches into
+Hydra's global state."""
 
 from __future__ import annotations
 
+import os
+import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator, Sequence
 
 from hydra.core.config_store import ConfigStore
+
+from toolsense.utils.errors import UserError
+
+USER_ERROR_EXIT = 2
+"""The exit status of a refused command (argparse's); a bug exits 1 (Hydra's)."""
+
+DEBUG_ENV = "TOOLSENSE_DEBUG"
 
 SCHEMAS: dict[str, type] = {}
 """Every job's schema registered in this process, by its name (``evaluate_schema``): what the
@@ -38,8 +50,6 @@ def shared_output_dir(explicit: str | None) -> str:
     """The run's output directory: ``output_dir=`` when given, else Hydra's (timestamped) one.
     Several processes (torchrun, Slurm tasks) must be given one explicitly: each would stamp
     its own time and write to a directory of its own."""
-    import os
-
     if explicit:
         return explicit
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -52,3 +62,75 @@ def sweep_name() -> str | None:
     """The name of the -m sweep this job belongs to (its directory's name, e.g. the timestamp),
     or None for a single run: a sweep is one W&B group."""
     return Path(hydra_value("sweep.dir")).name if hydra_value("mode").endswith("MULTIRUN") else None
+
+
+def take_debug(argv: Sequence[str]) -> list[str]:
+    """``argv`` without a ``debug=true|false`` override (no job's schema holds it): ``true`` sets
+    ``TOOLSENSE_DEBUG=1`` for this process and the ones it starts."""
+    out = []
+    for arg in argv:
+        key, _, val = arg.partition("=")
+        if key.lstrip("+") == "debug" and val.lower() in ("true", "false", "1", "0"):
+            if val.lower() in ("true", "1"):
+                os.environ[DEBUG_ENV] = "1"
+            continue
+        out.append(arg)
+    return out
+
+
+def debugging() -> bool:
+    """Whether a user error should keep its traceback (``debug=true``, ``HYDRA_FULL_ERROR=1``)."""
+    return any(os.environ.get(k, "") not in ("", "0") for k in (DEBUG_ENV, "HYDRA_FULL_ERROR"))
+
+
+HYDRA_FILES = (".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml")
+
+
+def forget_hydra_dir() -> None:
+    """Remove the folder Hydra made for this run (``.hydra/`` and ``<job>.log``) when it holds
+    nothing else, and its parents left empty below the working directory: a refused command
+    leaves no trace. A folder holding anything more (a run's own files) is left as it is."""
+    try:
+        folder, job = Path(hydra_value("runtime.output_dir")).resolve(), hydra_value("job.name")
+    except Exception:  # noqa: BLE001 - outside a running Hydra app there is no such folder
+        return
+    ours = {folder / f for f in HYDRA_FILES} | {folder / f"{job}.log"}
+    present = {p for p in folder.rglob("*") if p.is_file()} if folder.is_dir() else set()
+    if not present or not present <= ours:
+        return
+    for p in present:
+        p.unlink()
+    stop = Path.cwd().resolve()
+    for d in [folder / ".hydra", folder, *folder.parents]:
+        if d == stop or stop not in d.parents:
+            break
+        try:
+            d.rmdir()
+        except OSError:
+            break
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """The body of a job's Hydra task: a :class:`UserError` escaping it is printed as one line
+    (``<command>: error: <message>``, the command as typed: ``evaluate.py``, ``toolsense-evaluate``)
+    and the process exits 2; a bug passes on to Hydra. In a ``-m`` sweep the line is printed and
+    the error passes on too, so the sweep's other jobs still run and Hydra marks this one failed."""
+    try:
+        yield
+    except UserError as e:
+        if debugging():
+            raise
+        sys.stderr.flush()
+        print(f"{os.path.basename(sys.argv[0])}: error: {e}", file=sys.stderr, flush=True)
+        if _multirun():  # the sweep's other jobs still run; Hydra marks this one failed and reports it at the end
+            raise
+        forget_hydra_dir()
+        sys.exit(USER_ERROR_EXIT)
+
+
+def _multirun() -> bool:
+    try:
+        return hydra_value("mode").endswith("MULTIRUN")
+    except Exception:  # noqa: BLE001 - not inside a Hydra app
+        return False
