@@ -8,7 +8,6 @@ from typing import Literal, Optional
 
 from toolsense.curves.config import RegimeRule
 from toolsense.metrics.registry import METRICS
-from toolsense.utils.config import Share
 from toolsense.utils.errors import MissingFile
 
 Scale = Literal["pp", "normalized", "log_odds", "drift_absolute", "drift_base_normalized", "balanced"]
@@ -37,7 +36,7 @@ class FindingRule:
     scale: Scale = "pp"
     """The scale of the contrast: pp (percentage points), normalized (share of the misses recovered),
     log_odds, drift_absolute / drift_base_normalized (finding 6), balanced (position-balanced probes)."""
-    margin: Share = 0.05
+    margin: float = 0.05
     """Equivalence margin on that scale (a proportion: 0.05 = 5 pp): "no effect" needs the interval inside ±margin."""
     arms: list[str] = field(default_factory=list)
     """The configurations (row labels, e.g. ``tg-lora``) whose results enter this finding; empty = the finding's default."""
@@ -50,7 +49,7 @@ class AnalysisPlan:
 
     min_seeds: int = 3
     """An arm with fewer seeds carries no verdict (the finding says which arm and how many it has)."""
-    retrieval_floor: Share = 0.10
+    retrieval_floor: float = 0.10
     """A configuration whose constrained Rc@k is below this does not retrieve: reported, not averaged in."""
     sensitivity_ks: list[int] = field(default_factory=lambda: [1, 5, 10, 50])
     """Each finding's verdict is also shown at these k; one that flips says "depends on k"."""
@@ -128,7 +127,7 @@ class StudyConfig:
     """The cutoff of the recall and IS columns the findings use (Rc@k, Rf@k, IS@k)."""
     resamples: int = 1000
     """Bootstrap resamples of the intervals."""
-    margin: Share = 0.10
+    margin: float = 0.10
     """Equivalence margin of "near chance" (finding 4): a probe score is near chance when its 90%
     interval lies inside chance ± margin (a proportion: 0.10 = 10 pp); shown in the report's header."""
     min_hits: int = 10

@@ -25,8 +25,7 @@ from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.study.registration import read_registration
 from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
 from toolsense.study.timings import study_wall_time, untimed_invocations
-from toolsense.utils.errors import MissingFile
-from toolsense.utils.io import git_sha
+from toolsense.utils.io import MissingFile, git_sha
 from toolsense.utils.paths import portable_text
 
 SECOND_READINGS = ("architecture", "probe_model", "retention")
