@@ -24,7 +24,8 @@ IS left out) with its bootstrap interval sits under the table. Baselines do not 
 from __future__ import annotations
 
 import csv
-import json
+import io
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -34,14 +35,15 @@ from toolsense.comparison.item_sets import item_set, mixed_items, same_evaluatio
 from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
 from toolsense.comparison.significance import legend, marker, table_significance
 from toolsense.comparison.stats import drift_ratio
-from toolsense.evaluation.outputs import write_json
+from toolsense.evaluation.outputs import json_text
 from toolsense.metrics.registry import METRICS
-from toolsense.reporting.compare_report import write_comparison_report
+from toolsense.reporting.compare_report import render_comparison
 from toolsense.reporting.tables import ONE_SEED_LEGEND, SEED_LEGEND, benchmark_label, comparison_cell, flag_text, markdown_table
 from toolsense.utils.config import Seed, to_config
 from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
+from toolsense.utils.publish import load_published_json, publish
 from toolsense.utils.rundir import holding
 
 HEADLINE = ["Rc@50", "Rf@50", "IS@50"]
@@ -90,10 +92,7 @@ def collect(roots: Iterable[str | Path]) -> list[dict[str, Any]]:
             raise MissingFile(f"roots: {root} does not exist")
         for path in progress(sorted([*root.rglob("results.json"), *root.rglob("drift.json")]), desc=f"compare {root}", unit="file",
                              min_total=50):
-            try:
-                res = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from e
+            res = load_published_json(path)  # only what its folder's manifest published (utils/publish.py)
             if path.name == "drift.json":
                 res = _drift_result(res, path)
             if not isinstance(res, dict) or "kind" not in res or "metrics" not in res:
@@ -308,19 +307,19 @@ def seed_legend(comp: dict[str, Any]) -> str:
     return "".join(f"\n{line}.\n" for line in lines)
 
 
-def write_csv(comp: dict[str, Any], path: Path) -> Path:
+def csv_text(comp: dict[str, Any]) -> str:
     """The table in long form: one line per (system, column) with value, sd, lo, hi, seeds, one_seed, method."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["system", "column", "value", "sd", "lo", "hi", "n_seeds", "chance", "majority_rate", "one_seed", "method"])
-        for label in comp["rows"]:
-            for col in comp["columns"]:
-                est = comp["cells"][label].get(col)
-                if est and est.get("value") is not None:
-                    w.writerow([label, col] + [est.get(k) for k in ("value", "sd", "lo", "hi")]
-                               + [est.get("n_seeds", 1), est.get("chance"), est.get("majority_rate"), bool(est.get("one_seed")),
-                                  est.get("method")])
-    return path
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(["system", "column", "value", "sd", "lo", "hi", "n_seeds", "chance", "majority_rate", "one_seed", "method"])
+    for label in comp["rows"]:
+        for col in comp["columns"]:
+            est = comp["cells"][label].get(col)
+            if est and est.get("value") is not None:
+                w.writerow([label, col] + [est.get(k) for k in ("value", "sd", "lo", "hi")]
+                           + [est.get("n_seeds", 1), est.get("chance"), est.get("majority_rate"), bool(est.get("one_seed")),
+                              est.get("method")])
+    return f.getvalue()
 
 
 def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
@@ -341,15 +340,17 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     table = comparison_table(comp)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "comparison.md").write_text(table, encoding="utf-8")
-    write_csv(comp, out / "comparison.csv")
-    if cfg.plots:
-        from toolsense.comparison.plots import render_all
+    files: dict[str, str | bytes] = {"comparison.md": table, "comparison.csv": csv_text(comp)}
+    from toolsense.comparison.plots import render_all  # matplotlib: loaded by the job, not by importing this module
 
-        comp["plots"] = [str(p) for p in render_all(comp, out, prefix="comparison_")]
-    write_json(out / "comparison.json", {"roots": list(cfg.roots), "metrics": metrics, **comp})
-    write_comparison_report(comp, out / "report.html", report_notes(comp), comp.get("plots", []), title="toolsense comparison",
-                            meta=f"{len(results)} results under {', '.join(map(str, cfg.roots))}; {len(comp['rows'])} rows")
+    with tempfile.TemporaryDirectory(dir=out, prefix=".plots.") as tmp:  # drawn aside, published with the rest
+        drawn = render_all(comp, Path(tmp), prefix="comparison_") if cfg.plots else []
+        files.update({p.name: p.read_bytes() for p in drawn})
+        files["report.html"] = render_comparison(comp, report_notes(comp), drawn, "toolsense comparison",
+                                                 f"{len(results)} results under {', '.join(map(str, cfg.roots))}; {len(comp['rows'])} rows")
+    comp.update({"plots": [str(out / p.name) for p in drawn]} if cfg.plots else {})
+    files["comparison.json"] = json_text({"roots": list(cfg.roots), "metrics": metrics, **comp}, out / "comparison.json")
+    publish(out, files, job="compare")  # every file as one set: a kill leaves the old set or the new one
     print(table)
     print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")
     return comp

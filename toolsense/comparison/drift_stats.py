@@ -5,12 +5,12 @@ has two or more, else from resampling each run's virtual tokens."""
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
-from pathlib import Path
 
 import numpy as np
+
+from toolsense.utils.publish import load_published_json
 
 PAIR = "stage1->stage2"
 """The pair of checkpoints whose drift these read."""
@@ -19,7 +19,7 @@ PAIR = "stage1->stage2"
 def drift_terms(path: str) -> dict | None:
     """The Stage-1 → Stage-2 input-embedding terms of a drift.json: the point drifts and its
     per-token rows (``d2`` / ``n2`` None when the file predates them); None without that pair."""
-    d = json.loads(Path(path).read_text(encoding="utf-8"))
+    d = load_published_json(path)
     pair = next((p for p in d.get("pairs", []) if f"{p['from']}->{p['to']}" == PAIR), None)
     if not pair:
         return None

@@ -18,13 +18,14 @@ from typing import Any
 import torch
 
 from toolsense.evaluation.config import DriftConfig
-from toolsense.evaluation.outputs import write_json
+from toolsense.evaluation.outputs import json_text
 from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import ModelConfig, load_model_and_tokenizer, read_embeddings
 from toolsense.models.loading import load_tokenizer
 from toolsense.utils.errors import MissingFile
 from toolsense.utils.modeling import embeddings_tied
 from toolsense.utils.progress import progress
+from toolsense.utils.publish import publish
 from toolsense.utils.rundir import RunDir
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,10 @@ def run_drift(run_dir: str | Path, cfg: DriftConfig, out_dir: str | Path) -> dic
     summary["index_sharing"] = index.sharing()  # per_level: each distinct token counted once, whatever the tools sharing it
     summary["flat"] = {f"{p['from']}->{p['to']}/{m}/{k}": v for p in summary["pairs"] for m in ("input", "output")
                        if m in p for k, v in p[m].items() if k != "rows"}
-    write_json(out_dir / "drift.json", summary)
-    plot(summary, out_dir / "drift.png")
+    png = plot(summary, out_dir / f".drift.{os.getpid()}.tmp.png")
+    try:  # drift.json and its plot as one set (utils/publish.py)
+        publish(out_dir, {"drift.json": json_text(summary, out_dir / "drift.json"), "drift.png": png.read_bytes()}, job="evaluate")
+    finally:
+        png.unlink(missing_ok=True)
     log.info("drift written to %s", out_dir / "drift.json")
     return summary

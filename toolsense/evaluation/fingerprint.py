@@ -28,6 +28,7 @@ from toolsense.evaluation.outputs import write_json
 from toolsense.utils.config import differences
 from toolsense.utils.errors import UserError
 from toolsense.utils.io import CHECKPOINT_HASH_CACHE, checkpoint_sha256, git_sha, sha256_text  # noqa: F401 (re-exported)
+from toolsense.utils.publish import MANIFEST
 from toolsense.utils.rundir import RunDir
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def catalog_identity(catalog: Any) -> str:
 
 def own_files(out_dir: Path) -> list[Path]:
     """The files one evaluation writes into its folder (nothing else there is touched)."""
-    names = ["samples.jsonl", "results.json", FINGERPRINT_FILE]
+    names = ["samples.jsonl", "results.json", MANIFEST, FINGERPRINT_FILE]
     found = [out_dir / n for n in names if (out_dir / n).exists()]
     return found + sorted(out_dir.glob("samples.rank*.jsonl"))
 

@@ -1,15 +1,17 @@
 """Evaluation output files: ``samples.jsonl`` (appended per item, resumable) and ``results.json``
-(written atomically). Tables are rendered from these files by ``toolsense/reporting/tables.py``."""
+(published with the evaluation's other result files: utils/publish.py).
+Tables are rendered from these files by ``toolsense/reporting/tables.py``."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from toolsense.utils.io import dump_json
 from toolsense.utils.jsonl import DuplicateKey, JsonlStore
 from toolsense.utils.paths import atomic_write_text
+from toolsense.utils.publish import publish
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,21 @@ class SampleLog:
         self.close()
 
 
+def json_text(obj: Any, where: str | Path) -> str:
+    """How every results file is written: indented JSON, non-ASCII kept; NaN and inf refused naming
+    ``where`` (the file) and their key (:func:`dump_json`)."""
+    return dump_json(obj, where, indent=2, ensure_ascii=False, default=str)
+
+
 def write_json(path: str | Path, obj: Any) -> Path:
     """``obj`` as ``path``, whole or not at all; NaN and inf are refused naming their key (:func:`dump_json`)."""
-    return atomic_write_text(path, dump_json(obj, path, indent=2, ensure_ascii=False, default=str))
+    return atomic_write_text(path, json_text(obj, path))
+
+
+def publish_result(out_dir: str | Path, result: dict[str, Any], files: Mapping[str, str] | None = None) -> None:
+    """One evaluation's ``results.json`` and its other result ``files`` (name -> text: the TREC
+    files) published as one set (utils/publish.py), with the ``samples.jsonl`` they were computed
+    from named at its present hash."""
+    out_dir = Path(out_dir)
+    publish(out_dir, {"results.json": json_text(result, out_dir / "results.json"), **(files or {})}, keep=["samples.jsonl"],
+            job="evaluate")

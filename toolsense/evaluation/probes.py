@@ -29,7 +29,7 @@ from toolsense.evaluation.benchmarks import Benchmark, ProbeItem
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered
-from toolsense.evaluation.outputs import SampleLog, write_json
+from toolsense.evaluation.outputs import SampleLog, publish_result
 from toolsense.evaluation.probe_stats import centred_predictions, debiased_correct, distribution, majority_rate, rotation, top_answer
 from toolsense.metrics.intervals import accuracy
 from toolsense.utils.io import git_sha
@@ -227,5 +227,5 @@ def evaluate_probe(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig,
         "benchmark_path": bench.path, "source": ev.source, "index_sharing": ev.index.sharing(),
         "probe": {"seed": cfg.seed, "template": cfg.template, "debias": cfg.debias, "flag_share": cfg.flag_share},
     }
-    write_json(out_dir / "results.json", result)
+    publish_result(out_dir, result)
     return result

@@ -8,6 +8,8 @@ Layout under ``output_dir``::
     <benchmark>/<system>/samples.fingerprint.json      what produced them (resume only on a match)
     results.json                                        all of them + the resolved config
     table.md                                            the combined table (also printed)
+    report.html                                         the static page
+    manifest.json                                       the three above, published as one set (utils/publish.py)
     .lock                                               held by the evaluating process (one per folder)
 """
 
@@ -33,16 +35,17 @@ from toolsense.evaluation.context import EvalModel, load_run, load_untrained, po
 from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.evaluation.fingerprint import benchmark_identity, catalog_identity, claim, decoding_identity, model_identity
-from toolsense.evaluation.outputs import write_json
+from toolsense.evaluation.outputs import json_text, publish_result
 from toolsense.evaluation.probes import check_probe_lengths, evaluate_probe
 from toolsense.evaluation.systems import SystemConfig, build_system, system_decoding, system_model_identity
 from toolsense.evaluation.tasks import evaluate_ranking
-from toolsense.reporting.html_report import write_html_report
+from toolsense.reporting.html_report import html_report_text
 from toolsense.reporting.sample_table import log_evaluation
 from toolsense.reporting.tables import results_table
 from toolsense.tracking import eval_metrics, evaluation_tracker, namespaced
 from toolsense.utils.config import as_plain, to_config
 from toolsense.utils.io import code_state, git_sha
+from toolsense.utils.publish import publish
 from toolsense.utils.rundir import holding
 
 log = logging.getLogger(__name__)
@@ -148,7 +151,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
                 res = evaluate_probe(ev, bench, mode, probe, d, metrics.resamples, metrics.seed, trained)
                 res.update(config=provenance["config"], is_sample=bench.is_sample, fingerprint=plan[d],
                            source=portable_source(ev.source, d))
-                write_json(d / "results.json", res)
+                publish_result(d, res)
                 results.append(res)
     return results
 
@@ -208,12 +211,13 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
             return summary
         results = evaluate(cfg, out, shard)
         table = results_table(results, cfg.metrics.ks)
-        (out / "table.md").write_text(table, encoding="utf-8")
         summary = {"results": results, "config": plain, "git_sha": git_sha(), "code": code_state(),
                    "seconds": round(time.time() - t0, 1)}
-        write_json(out / "results.json", summary)
-        report = write_html_report(out)  # report.html: tables, plots, a per-sample browser (html_report.py)
+        files = {"table.md": table, "results.json": json_text(summary, out / "results.json")}
+        report = html_report_text([out])  # report.html: tables, plots, a per-sample browser (html_report.py)
+        files.update({"report.html": report} if report is not None else {})
+        publish(out, files, job="evaluate")  # the three as one set: a kill leaves the old set or the new one
         log_evaluation(track, out, eval_metrics(results))  # metrics, the samples table, the files (sample_table.py)
     print(table)
-    print(f"wrote {out / 'table.md'}, {out / 'results.json'} and {report} ({summary['seconds']} s)")
+    print(f"wrote {out / 'table.md'}, {out / 'results.json'} and {out / 'report.html'} ({summary['seconds']} s)")
     return summary

@@ -17,9 +17,9 @@ from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import MetricsConfig
 from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered, is_covered_any
 from toolsense.evaluation.distributed import Shard
-from toolsense.evaluation.outputs import SampleLog, write_json
+from toolsense.evaluation.outputs import SampleLog, publish_result
 from toolsense.metrics.aggregate import aggregate, item_metrics
-from toolsense.reporting.export import write_trec
+from toolsense.reporting.export import trec_texts
 from toolsense.utils.io import git_sha
 from toolsense.utils.progress import heartbeat
 from toolsense.utils.warnings import summarise
@@ -126,6 +126,6 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
         "hashes": {"benchmark_sha256": bench.sha256, "index_sha256": provenance.get("index_sha256")},
         "benchmark_path": bench.path, "benchmark_files": bench.files, **{k: v for k, v in provenance.items() if k != "index_sha256"},
     }
-    write_json(out_dir / "results.json", result)
-    write_trec(out_dir)  # run.constrained.trec, run.free.trec, qrels.trec for trec_eval / ranx (export.py)
+    # with run.constrained.trec, run.free.trec, qrels.trec for trec_eval / ranx (export.py), as one set
+    publish_result(out_dir, result, trec_texts(out_dir, system))
     return result

@@ -29,6 +29,7 @@ from toolsense.reporting.html_report import MAX_BEAMS, ks_of
 from toolsense.reporting.tables import benchmark_label
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.paths import atomic_write_text
+from toolsense.utils.publish import load_published_json
 
 MAX_ITEMS = 200
 """Query cards drawn at once (the count of all that match is shown; a filter narrows them)."""
@@ -139,7 +140,7 @@ def source_folders(comp: Mapping[str, Any]) -> dict[tuple[str, str], list[tuple[
         row = key.split(" | ", 1)[0]
         for p in [paths] if isinstance(paths, str) else paths:
             if p not in cache:
-                cache[p] = json.loads(Path(p).read_text(encoding="utf-8")) if Path(p).is_file() else {}
+                cache[p] = load_published_json(p) if Path(p).is_file() else {}
             res = cache[p]
             if res.get("kind") in ("retrieval", "mcq", "qa") and (Path(p).parent / "samples.jsonl").is_file():
                 found.setdefault((row, benchmark_label(res)), {})[p] = (Path(p).parent, res)

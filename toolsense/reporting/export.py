@@ -125,10 +125,19 @@ def retrieval_rows(samples: str | Path) -> list[dict[str, Any]]:
 
 def write_trec(eval_dir: str | Path, tag: str | None = None, keep_padding: bool = False) -> dict[str, str]:
     """Write the run files and qrels of the retrieval evaluation in ``eval_dir`` from its
-    ``samples.jsonl``, with the system's scores; ``tag`` (the run-name column) defaults to
+    ``samples.jsonl`` (:func:`trec_texts`). Returns ``{mode or "qrels": file name}`` of what was
+    written ({} for a probe or an empty folder)."""
+    texts = trec_texts(eval_dir, tag, keep_padding)
+    for fname, text in texts.items():
+        atomic_write_text(Path(eval_dir) / fname, text)
+    return {mode: fname for mode, fname in [*MODES.items(), ("qrels", QRELS)] if fname in texts}
+
+
+def trec_texts(eval_dir: str | Path, tag: str | None = None, keep_padding: bool = False) -> dict[str, str]:
+    """``{file name: text}`` of the run files and qrels of the retrieval evaluation in ``eval_dir``,
+    from its ``samples.jsonl``, with the system's scores; ``tag`` (the run-name column) defaults to
     results.json's system; a baseline's zero-score padding is cut unless ``keep_padding``
-    (:func:`without_padding`). Returns ``{mode or "qrels": file name}`` of what was written
-    ({} for a probe or an empty folder)."""
+    (:func:`without_padding`). Empty for a probe or an empty folder."""
     eval_dir = Path(eval_dir)
     samples = eval_dir / "samples.jsonl"
     if not samples.is_file():
@@ -140,7 +149,7 @@ def write_trec(eval_dir: str | Path, tag: str | None = None, keep_padding: bool 
         res = eval_dir / "results.json"
         tag = json.loads(res.read_text(encoding="utf-8")).get("system", eval_dir.name) if res.is_file() else eval_dir.name
     tag = doc_id(str(tag))
-    written = {}
+    texts = {}
     for mode, fname in MODES.items():
         if any(r.get(mode) is None for r in rows):
             continue  # a baseline has no free-form ranking
@@ -148,11 +157,9 @@ def write_trec(eval_dir: str | Path, tag: str | None = None, keep_padding: bool 
         for r in rows:
             ranking = r[mode] if keep_padding else without_padding(r[mode])
             lines += run_lines(r["item_id"], [x["tool"] for x in ranking], tag, [float(x.get("score", 0.0)) for x in ranking])
-        atomic_write_text(eval_dir / fname, "\n".join(lines) + "\n")
-        written[mode] = fname
-    atomic_write_text(eval_dir / QRELS, "\n".join(ln for r in rows for ln in qrels_lines(r["item_id"], r["gold"])) + "\n")
-    written["qrels"] = QRELS
-    return written
+        texts[fname] = "\n".join(lines) + "\n"
+    texts[QRELS] = "\n".join(ln for r in rows for ln in qrels_lines(r["item_id"], r["gold"])) + "\n"
+    return texts
 
 
 def export_tree(root: str | Path, keep_padding: bool = False) -> list[Path]:

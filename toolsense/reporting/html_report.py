@@ -25,6 +25,7 @@ from toolsense.reporting.html_assets import CSS, JS
 from toolsense.reporting.tables import benchmark_label, flag_text
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.paths import atomic_write_text
+from toolsense.utils.publish import load_published_json
 
 MAX_BEAMS = 10
 """Beams per decoding mode shown for each sample (the full lists stay in samples.jsonl)."""
@@ -35,7 +36,7 @@ def collect_evaluations(root: str | Path) -> list[tuple[Path, dict[str, Any]]]:
     summaries, which hold a ``results`` list, and comparison tables are skipped)."""
     out = []
     for path in sorted(Path(root).rglob("results.json")):
-        res = json.loads(path.read_text(encoding="utf-8"))
+        res = load_published_json(path)  # only what its folder's manifest published (utils/publish.py)
         if isinstance(res, dict) and {"kind", "metrics", "benchmark", "system"} <= set(res):
             out.append((path.parent, res))
     return out
@@ -261,12 +262,20 @@ def write_html_report(root: str | Path | Sequence[str | Path], out: str | Path |
     ``root`` (a folder, or several: a comparison's roots); returns its path, or None when no
     per-evaluation results are there."""
     roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+    text = html_report_text(roots, title)
+    if text is None:
+        return None
+    path = Path(out) if out is not None else roots[0] / "report.html"
+    atomic_write_text(path, text)
+    return path
+
+
+def html_report_text(roots: Sequence[Path], title: str | None = None) -> str | None:
+    """The page :func:`write_html_report` writes for the evaluations under ``roots``; None when there are none."""
     evaluations = [e for r in roots for e in collect_evaluations(r)]
     if not evaluations:
         return None
     root = roots[0]
     shas = sorted({str(r.get("git_sha"))[:10] for _, r in evaluations if r.get("git_sha")})
     meta = f"{len(evaluations)} evaluations under {', '.join(r.name or str(r) for r in roots)}; git {', '.join(shas) or 'unknown'}"
-    path = Path(out) if out is not None else root / "report.html"
-    atomic_write_text(path, render(evaluations, title or f"toolsense report: {root.name}", meta))
-    return path
+    return render(evaluations, title or f"toolsense report: {root.name}", meta)

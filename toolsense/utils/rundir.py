@@ -34,6 +34,7 @@ from typing import Any, Iterable, Iterator, TypeVar
 from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import code_state, sha256_file, sha256_text
 from toolsense.utils.paths import atomic_write_text
+from toolsense.utils.publish import complete
 
 log = logging.getLogger(__name__)
 
@@ -252,12 +253,15 @@ def _load_yaml(path: Path) -> dict[str, Any]:
 def holding(out: Path, doing: str = "evaluating") -> Iterator[bool]:
     """One process per output folder (evaluate.py, compare.py): ``<out>/.lock`` held (RunDir.claim,
     released when the process exits or dies) while it writes there — two evaluations would each
-    log every item. ``doing`` names the work in messages.
+    log every item. ``doing`` names the work in messages. Once held, a publish of the folder that a
+    kill cut short is completed (utils/publish.py: its files renamed into place, or discarded when the
+    kill came before its manifest).
     When another process holds it, ``TOOLSENSE_BUSY`` decides: ``fail`` (default) raises naming
     the holder (pid, host), ``skip`` yields False (nothing is done), ``wait`` blocks until free."""
     rd, policy = RunDir(out), busy_policy()
     with rd.claim() as held:
         if held:
+            complete(out)  # a publish a kill cut short is finished first (utils/publish.py)
             yield True
             return
     who = rd.holder() or "a process that did not record itself"
@@ -270,6 +274,8 @@ def holding(out: Path, doing: str = "evaluating") -> Iterator[bool]:
                            "wait for it, set TOOLSENSE_BUSY=wait to wait, or use another output_dir")
     log.warning("%s: waiting for %s to finish (TOOLSENSE_BUSY=wait)", out, who)
     with rd.claim(wait=True) as held:
+        if held:
+            complete(out)
         yield held
 
 
