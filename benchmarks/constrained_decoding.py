@@ -12,7 +12,11 @@ Measured side by side in one run, on the same model, prompts and beam width:
 - reference: one query at a time, HF ``generate(num_beams=B)`` with a LogitsProcessor that walks
   a dict trie for every beam at every step (how the original ToolGen evaluation works).
 Prints ours/floor (target <= 1.5x for flat), reference/ours (target >= 10x for hierarchical),
-and whether the top-B tool lists are identical (target: all). Each side runs ``--repeats`` times,
+and whether the top-B tool lists are identical (target: all). Flat: the peak memory of the
+constrained search after one batch's prefill, with the EOS read through the head a slice of the
+vocabulary at a time (``--vocab-slice`` rows, ``decoding.head.VOCAB_SLICE``) beside the
+whole-vocabulary forward it replaced, in the same run (CUDA: the allocator's peak; CPU: the tensors
+alive at once, ``timing.peak_bytes``), and whether their rankings agree. Each side runs ``--repeats`` times,
 interleaved with the others (benchmarks/timing.py): min, median and spread per side; ratios on
 the minima, medians beside them.
 """
@@ -26,17 +30,20 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
-from timing import interleaved, line, parse_args, ratio  # noqa: E402  (benchmarks/timing.py, beside this script)
+from timing import interleaved, line, parse_args, peak_bytes, ratio  # noqa: E402  (benchmarks/timing.py, beside this script)
 
 from toolsense.catalog import load_catalog, load_toolbench_queries  # noqa: E402
 from toolsense.data.prompts import PromptConfig  # noqa: E402
+from toolsense.decoding import beam, head as lm_head  # noqa: E402
 from toolsense.decoding.beam import common_prefix_length, left_pad, prefill, prefill_shared  # noqa: E402
 from toolsense.decoding.config import DecodingConfig  # noqa: E402
+from toolsense.decoding.head import fp32_head  # noqa: E402
 from toolsense.decoding.retrieval import Retriever, encode, length_batches  # noqa: E402
 from toolsense.index import add_index_tokens, build_index, build_trie  # noqa: E402
 from toolsense.models import ModelConfig, load_model_and_tokenizer  # noqa: E402
 
-SMOKE = {"model": "tiny_random", "tokens": 300, "queries": 8, "ref_queries": 4, "beam": 8, "batch": 4, "repeats": 2}
+SMOKE = {"model": "tiny_random", "tokens": 300, "queries": 8, "ref_queries": 4, "beam": 8, "batch": 4, "repeats": 2,
+         "vocab_slice": 256}
 """``--smoke``: every side, the identical-lists check included, on the tiny random model."""
 DATA = os.environ.get("TOOLSENSE_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
 
@@ -102,7 +109,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs of each side, interleaved")
+    ap.add_argument("--vocab-slice", type=int, default=lm_head.VOCAB_SLICE, help="head rows per step of the EOS read")
     args = parse_args(ap, SMOKE)
+    lm_head.VOCAB_SLICE = args.vocab_slice
 
     catalog = load_catalog(os.path.join(DATA, "toolbench_virtual_tokens.txt"))
     if args.tokens:
@@ -174,6 +183,8 @@ def main() -> None:
     if times["reference"]:
         print(line(f"reference ({len(ref_q)} timed, scaled)", times["reference"]))
         print(f"reference/ours = {ratio(times['reference'], times['ours'])} (target >= 10x for hierarchical)")
+    if index.depth() == 1:
+        eos_read_memory(retriever, [ids[i] for i in batches[0]], tok.pad_token_id)
     if not ref:
         return
     same = sum(ours[k] == v for k, v in ref.items())
@@ -184,6 +195,30 @@ def main() -> None:
                and all(our_scores[k][a] >= our_scores[k][b] - 1e-4 for a, b in zip(v, v[1:])) for k, v in ref.items())
     print(f"identical top-{args.beam} lists: {same}/{len(ref)}; identical top-10: {same10}/{len(ref)}; "
           f"the others differ only by near-ties (scores within 1e-4): {ties}/{len(ref) - same}")
+
+
+def eos_read_memory(retriever: Retriever, ids: list[list[int]], pad: int) -> None:
+    """Peak memory of the flat constrained search of one batch, its prefill done: the EOS read in vocabulary
+    slices (ours) beside the whole-vocabulary forward (``beam._plain_decoder`` off: the path before), each
+    measured twice, interleaved."""
+    model, dec, whole_path = retriever.model, retriever.dec, beam._plain_decoder
+    runs, peaks = {}, {"whole vocabulary": [], "vocabulary slices": []}
+    with fp32_head(model, retriever.n_tokens, dec.head_precision):
+        pre = prefill_shared(model, ids, pad, retriever.device)
+        for _ in range(2):
+            for side in peaks:
+                beam._plain_decoder = (lambda model: None) if side == "whole vocabulary" else whole_path
+                try:
+                    search = lambda: runs.__setitem__(side, beam.flat_constrained(model, pre, retriever.tt, dec.beam_width))  # noqa: E731
+                    peaks[side].append(peak_bytes(search))
+                finally:
+                    beam._plain_decoder = whole_path
+    mib = {side: min(v) / 2**20 for side, v in peaks.items()}
+    agree = sum(a == b for a, b in zip(runs["whole vocabulary"].tools, runs["vocabulary slices"].tools))
+    print(f"peak memory of the constrained search of {len(ids)} queries x {dec.beam_width} beams after their prefill "
+          f"(vocabulary {retriever.n_tokens}, slices of {lm_head.VOCAB_SLICE}): whole vocabulary {mib['whole vocabulary']:.2f} MiB, "
+          f"vocabulary slices {mib['vocabulary slices']:.2f} MiB, ratio {mib['whole vocabulary'] / mib['vocabulary slices']:.2f}x; "
+          f"identical rankings {agree}/{len(ids)}")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,6 @@ import statistics
 import time
 from typing import Callable, Mapping, Sequence
 
-from tqdm.auto import tqdm
-
 
 def _sync() -> None:
     import torch
@@ -27,6 +25,8 @@ def interleaved(sides: Mapping[str, Callable[[], object]], repeats: int = 3, war
                 desc: str = "timing") -> dict[str, list[float]]:
     """Seconds of each call of each side, ``repeats`` rounds, sides in turn within a round.
     ``warmup`` runs every side once first, untimed (allocator, kernels, caches)."""
+    from tqdm.auto import tqdm  # here, not at the top: gpu_check.py's guard names a missing package first
+
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     times: dict[str, list[float]] = {name: [] for name in sides}
@@ -63,6 +63,51 @@ def line(name: str, ts: list[float], scale: float = 1.0, unit: str = "s") -> str
 def ratio(a: list[float], b: list[float]) -> str:
     """``a / b`` on the minima, and on the medians."""
     return f"{min(a) / min(b):.2f}x (medians {statistics.median(a) / statistics.median(b):.2f}x)"
+
+
+def peak_bytes(fn: Callable[[], object]) -> int:
+    """Peak bytes of the tensors ``fn`` allocates and holds at once, above what was held before it. On CUDA:
+    the caching allocator's peak (``torch.cuda.max_memory_allocated``); on a CPU, where PyTorch keeps no
+    such statistic, every op's output is counted from its creation until its storage's last tensor is
+    freed (a ``TorchDispatchMode``: tensors made outside ``fn`` are not counted)."""
+    import weakref
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        fn()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - base
+    live: dict[int, list[int]] = {}  # storage pointer -> [bytes, tensors alive on it]
+    held = {"now": 0, "peak": 0}
+
+    def release(ptr: int) -> None:
+        entry = live[ptr]
+        entry[1] -= 1
+        if not entry[1]:
+            held["now"] -= live.pop(ptr)[0]
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in (out if isinstance(out, (tuple, list)) else (out,)):
+                if isinstance(t, torch.Tensor) and t.device.type == "cpu":
+                    ptr = t.untyped_storage().data_ptr()
+                    if ptr not in live:
+                        live[ptr] = [t.untyped_storage().nbytes(), 0]
+                        held["now"] += live[ptr][0]
+                        held["peak"] = max(held["peak"], held["now"])
+                    live[ptr][1] += 1
+                    weakref.finalize(t, release, ptr)
+            return out
+
+    with Count():
+        fn()
+    return held["peak"]
 
 
 SMOKE_NOTE = "SMOKE RUN (--smoke): tiny sizes; the numbers show that the script runs, not whether a target is met"

@@ -75,6 +75,12 @@ def check_constrained(out: str, index: str) -> None:
     assert same + ties == n, "ours and the HF-generate reference disagree beyond near-ties"
     if index == "flat":
         ratio(rf"FLOPs over the floor's: {NUM}x for an exact method .* {NUM}x for ours", out)
+        vocab, piece, whole, sliced, gain, agree, n = numbers(
+            rf"^peak memory of the constrained search of 4 queries x 8 beams after their prefill \(vocabulary {NUM}, "
+            rf"slices of {NUM}\): whole vocabulary {NUM} MiB, "
+            rf"vocabulary slices {NUM} MiB, ratio {NUM}x; identical rankings {NUM}/{NUM}$", out)
+        assert piece == 256 < vocab and whole > sliced > 0 and gain == pytest.approx(whole / sliced, rel=0.02)
+        assert agree == n == 4
 
 
 def check_index_scale(out: str) -> None:

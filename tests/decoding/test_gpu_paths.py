@@ -149,7 +149,7 @@ def test_the_batch_size_joins_the_fingerprint_only_for_16_bit_models_on_cuda():
         p = SimpleNamespace(is_cuda=is_cuda, element_size=lambda: width)
         return SimpleNamespace(model=SimpleNamespace(parameters=lambda: iter([p])))
 
-    dec = DecodingConfig(beam_width=10, batch_size=32)
+    dec = DecodingConfig(beam_width=10, batch_size=32, head_precision="fp32")  # auto's tf32 on CUDA: the test above
     plain = decoding_identity(dec, [1, 5])
     assert "batch_size" not in plain and "head_precision" not in plain
     assert decoding_identity(dec, [1, 5], ev(False, 2)) == plain == decoding_identity(dec, [1, 5], ev(True, 4))
@@ -157,3 +157,86 @@ def test_the_batch_size_joins_the_fingerprint_only_for_16_bit_models_on_cuda():
     assert decoding_identity(DecodingConfig(beam_width=10, head_precision="bf16"), [1, 5])["head_precision"] == "bf16"
     with pytest.raises(ValueError, match="decoding.head_precision"):
         DecodingConfig(head_precision="fp8")
+
+
+def test_head_precision_auto_is_tf32_on_cuda_and_fp32_on_a_cpu_and_keeps_cpu_fingerprints():
+    """``decoding.head_precision=auto`` (the default) resolves on the model's device; the fingerprint records the
+    resolved mode, so a CPU folder written while fp32 was the default still resumes, and a CUDA one says tf32."""
+    from types import SimpleNamespace
+
+    from toolsense.decoding.config import DecodingConfig, HeadPrecision
+    from toolsense.evaluation.fingerprint import decoding_identity
+
+    assert DecodingConfig().head_precision == "auto"
+    assert HeadPrecision.auto.resolve("cuda") == "tf32" and HeadPrecision.auto.resolve("cpu") == "fp32"
+    assert HeadPrecision.bf16.resolve("cpu") == "bf16" and HeadPrecision.fp32.resolve("cuda") == "fp32"
+
+    def ev(is_cuda: bool):
+        p = SimpleNamespace(is_cuda=is_cuda, element_size=lambda: 4)
+        return SimpleNamespace(model=SimpleNamespace(parameters=lambda: iter([p])))
+
+    auto, fp32 = DecodingConfig(beam_width=10), DecodingConfig(beam_width=10, head_precision="fp32")
+    on_cpu = decoding_identity(auto, [1, 5], ev(False))
+    assert on_cpu == decoding_identity(fp32, [1, 5], ev(False)) == decoding_identity(auto, [1, 5]) and "head_precision" not in on_cpu
+    assert decoding_identity(auto, [1, 5], ev(True)) == {**on_cpu, "head_precision": "tf32"}
+    assert decoding_identity(fp32, [1, 5], ev(True)) == on_cpu  # fp32 asked for on CUDA: fp32 runs
+
+
+def test_head_precision_auto_multiplies_in_fp32_on_a_cpu(demo_catalog):
+    model, tok, _ = _loaded("bfloat16", demo_catalog)
+    ids, mask = left_pad(_prompts(tok), tok.pad_token_id, "cpu")
+    logits = {}
+    for precision in ("fp32", "auto"):
+        with fp32_head(model, len(tok), precision):
+            logits[precision] = model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits[:, -1]
+    assert torch.equal(logits["auto"], logits["fp32"]) and logits["auto"].dtype == torch.float32
+
+
+def _widest_output(fn) -> int:
+    """The largest last dimension of any tensor an op makes while ``fn`` runs."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    widest = [0]
+
+    class Widest(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor) and t.dim():
+                    widest[0] = max(widest[0], t.shape[-1])
+            return out
+
+    with Widest():
+        fn()
+    return widest[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_eos_read_holds_a_slice_of_the_vocabulary_and_ranks_as_the_whole(demo_catalog, monkeypatch, dtype):
+    """The flat fast path reads log p(EOS) after its B candidates through the head a slice of the vocabulary at
+    a time (``head.VOCAB_SLICE``, 256 here): no op makes a tensor as wide as the vocabulary, and the rankings
+    and scores are those of the whole-vocabulary forward (the path before, still taken by models whose
+    logits are not the head's output: ``beam.LOGIT_TRANSFORMS``)."""
+    import numpy as np
+
+    from toolsense.decoding import beam, head
+
+    model, tok = load_model_and_tokenizer(ModelConfig("tiny_random", dtype=dtype))
+    index = build_index(demo_catalog, "flat")
+    add_index_tokens(index, model, tok)
+    model.eval()
+    tt = TrieTensors.from_trie(build_trie(index, tok), len(tok))
+    monkeypatch.setattr(head, "VOCAB_SLICE", 256)
+    with fp32_head(model, len(tok)):
+        pre = prefill(model, *left_pad(_prompts(tok), tok.pad_token_id, "cpu"))
+        sliced = beam.flat_constrained(model, pre, tt, 20)
+        widest = _widest_output(lambda: beam.flat_constrained(model, pre, tt, 20))
+        with monkeypatch.context() as m:
+            m.setattr(beam, "_plain_decoder", lambda model: None)
+            whole = beam.flat_constrained(model, pre, tt, 20)
+            widest_whole = _widest_output(lambda: beam.flat_constrained(model, pre, tt, 20))
+    assert widest < len(tok) <= widest_whole
+    assert sliced.tools == whole.tools and len(sliced.tools[0]) == 20
+    assert np.allclose(sliced.scores, whole.scores, rtol=0, atol=1e-5)
+    model.config.final_logit_softcapping = 30.0  # Gemma 2's soft-capping: the head's output is not the logits
+    assert beam._plain_decoder(model) is None

@@ -291,3 +291,42 @@ def test_options_mode_names_no_tool_and_refuses_a_template_that_would_lose_the_q
     assert ProbeConfig(modes=["token"], template=one_line).template == one_line
     with pytest.raises(ValueError, match=r"probe mode 'options' drops the line holding \{tool\}, which also holds \{question\}"):
         ProbeConfig(modes=["token", "options"], template=one_line)
+
+
+def test_probe_scores_come_from_fp32_logits_of_a_bf16_model():
+    """A bf16 model's logits have 8 bits of mantissa: options within ~0.06 of each other at logit 10 round to one
+    value, an exact tie that argmax gives to "A". The probes score from the head in fp32 instead."""
+    from toolsense.models import ModelConfig, load_model_and_tokenizer
+
+    model, tok = load_model_and_tokenizer(ModelConfig("tiny_random", dtype="bfloat16"))
+    with torch.no_grad():
+        model.get_output_embeddings().weight.mul_(300)  # logits of a trained model's size (tens), bf16's spacing 0.06-0.5
+    prompts = ["<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "<|im_start|>user\nsay B<|im_end|>\n<|im_start|>assistant\n"]
+    answers = ["A", "B", "C", "D"]
+    got = score_answers(model.eval(), tok, prompts, answers)
+    ids = [tok.encode(a, add_special_tokens=False)[0] for a in answers]
+    for i, p in enumerate(prompts):
+        inp = torch.tensor([tok.encode(p, add_special_tokens=False)])
+        with torch.no_grad():
+            hidden = model(input_ids=inp, output_hidden_states=True).hidden_states[-1][0, -1]
+        want = torch.log_softmax(hidden.float() @ model.get_output_embeddings().weight[: len(tok)].float().T, -1)[ids]
+        torch.testing.assert_close(got[i], want, rtol=0, atol=1e-4)
+    assert "forward" not in model.get_output_embeddings().__dict__  # the head is restored
+
+
+def test_a_tie_between_answers_is_flagged_and_counted_not_silently_an_a(ev, tmp_path, monkeypatch):
+    assert probes.tied_answers(torch.tensor([-1.0, -1.0, -2.0]), ["A", "B", "C"]) == ["A", "B"]
+    assert probes.tied_answers(torch.tensor([-1.0, -1.5, -1.0 - 1e-6]), ["A", "B", "C"]) == []
+
+    def tied(model, tokenizer, prompts, answers):  # every other item: B and D share the top score
+        out = torch.full((len(prompts), len(answers)), -3.0)
+        out[::2, [1, 3]] = -0.5
+        out[1::2, 2] = -0.5
+        return out
+
+    monkeypatch.setattr(probes, "score_answers", tied)
+    mcq = load_benchmark(BenchmarkConfig(loader="mcq", limit=10))
+    res = evaluate_probe(ev, mcq, "token", ProbeConfig(), tmp_path, resamples=50)
+    rows = [json.loads(x) for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert res["ties"] == 5 == sum(r.get("tied") == ["B", "D"] for r in rows)
+    assert all("tied" not in r for r in rows if r["pred"] == "C")

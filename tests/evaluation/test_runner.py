@@ -382,3 +382,25 @@ def test_one_output_folder_holds_one_checkpoint_across_benchmarks(tiny_run, tmp_
     shutil.copy(tiny_run / "stage2" / "model.safetensors", run_dir / "stage2" / "model.safetensors")  # the first weights
     summary = run(one("standard", "verbose"))  # the same checkpoint on another benchmark, with a baseline: accepted
     assert {(r["benchmark"], r["system"]) for r in summary["results"]} == {("standard", "tiny_random:stage2"), ("standard", "bm25")}
+
+
+def test_batch_sizes_and_world_size_are_provenance_and_another_world_size_warns(tiny_run, tmp_path, caplog):
+    """results.json records the batch size ``auto`` resolved to, its halvings and the world size; the
+    fingerprint file lists the world sizes its samples were written on (not part of the fingerprint), and a
+    resume on another world size warns, naming both."""
+    import logging
+
+    cfg = _cfg(tiny_run, tmp_path, benchmarks={"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 4}},
+               baselines={}, decoding={"beam_width": 4, "batch_size": "auto"}, metrics={"ks": [1, 4], "resamples": 50})
+    res = run(cfg)["results"][0]
+    assert res["batching"] == {"world_size": 1, "batch_size": "auto", "resolved": 8, "halvings": 0, "final": 8}
+    assert "batch_size" not in res["fingerprint"]["decoding"]
+    fp_path = tmp_path / "realistic" / "model" / "samples.fingerprint.json"
+    stored = json.loads(fp_path.read_text())
+    assert stored["world_sizes"] == [1]
+    fp_path.write_text(json.dumps({**stored, "world_sizes": [2]}))  # as a 2-process run would have left it
+    with caplog.at_level(logging.WARNING, logger="toolsense.evaluation.fingerprint"):
+        run(cfg)
+    assert "resumed on world size 1; its samples so far were written on world size 2" in caplog.text
+    assert json.loads(fp_path.read_text())["world_sizes"] == [2, 1]
+    assert json.loads(fp_path.read_text())["fingerprint"] == stored["fingerprint"]

@@ -24,6 +24,7 @@ from typing import Sequence
 
 import torch
 
+from toolsense.decoding.head import token_logprob
 from toolsense.decoding.trie_tensors import DEAD, TrieTensors
 
 NEG_INF = float("-inf")
@@ -265,13 +266,11 @@ def beam_search(model, pre: Prefill, tt: TrieTensors, width: int, max_new_tokens
     return fin.beams(tt)
 
 
-@torch.no_grad()
-def _decode_tree(model, tokens: torch.Tensor, pre: Prefill, see: torch.Tensor, call: int) -> torch.Tensor:
-    """Log-probs [Q, k, V] after ``tokens`` [Q, k], appended to the prompt cache (which may
-    already hold ``call`` earlier blocks of k beam positions) in one forward of Q rows. Token j
-    of row q sees the prompt and the earlier-or-own beam positions where ``see[q, j]`` is true
-    ([Q, k, (call + 1) * k]); all k tokens sit at the same position, ``call`` after the prompt.
-    The caller crops the cache back to the prompt."""
+def _tree_inputs(model, tokens: torch.Tensor, pre: Prefill, see: torch.Tensor, call: int) -> dict:
+    """The forward's arguments that append ``tokens`` [Q, k] to the prompt cache (which may already hold
+    ``call`` earlier blocks of k beam positions). Token j of row q sees the prompt and the earlier-or-own
+    beam positions where ``see[q, j]`` is true ([Q, k, (call + 1) * k]); all k tokens sit at the same
+    position, ``call`` after the prompt."""
     q, k = tokens.shape
     plen = pre.attention_mask.shape[1]
     dtype = next(model.parameters()).dtype
@@ -279,18 +278,47 @@ def _decode_tree(model, tokens: torch.Tensor, pre: Prefill, see: torch.Tensor, c
     mask = torch.zeros(q, 1, k, visible.shape[-1], dtype=dtype, device=tokens.device)
     mask.masked_fill_(~visible[:, None], torch.finfo(dtype).min)
     pos = pre.attention_mask.sum(-1, keepdim=True).expand(q, k) + call
-    out = model(input_ids=tokens, attention_mask=mask, position_ids=pos, use_cache=True, **{_cache_kw(model): pre.cache})
-    return _log_softmax(out.logits)
+    return {"input_ids": tokens, "attention_mask": mask, "position_ids": pos, "use_cache": True, _cache_kw(model): pre.cache}
 
 
 @torch.no_grad()
-def _decode_siblings(model, tokens: torch.Tensor, pre: Prefill) -> torch.Tensor:
-    """Log-probs [Q, k, V] after each of ``tokens`` [Q, k] appended *alone* to its row's prompt
-    (:func:`_decode_tree` with no earlier beam positions); the cache is cropped back after."""
+def _decode_tree(model, tokens: torch.Tensor, pre: Prefill, see: torch.Tensor, call: int) -> torch.Tensor:
+    """Log-probs [Q, k, V] after ``tokens`` [Q, k] in one forward of Q rows (:func:`_tree_inputs`).
+    The caller crops the cache back to the prompt."""
+    return _log_softmax(model(**_tree_inputs(model, tokens, pre, see, call)).logits)
+
+
+LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
+"""Config fields of models whose logits are not the LM head's output as is (Gemma 2's soft-capping,
+Cohere's and Granite's scaling): :func:`_eos_after_siblings` reads them through the whole forward."""
+
+
+def _plain_decoder(model):
+    """The decoder under ``model``'s LM head where the logits are that head's output as is, else None."""
+    cfg = getattr(model, "config", None)
+    cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    if cfg is None or not hasattr(model, "get_decoder") or model.get_output_embeddings() is None:
+        return None
+    if any(getattr(cfg, f, None) not in (None, 1, 1.0) for f in LOGIT_TRANSFORMS):
+        return None
+    return model.get_decoder()
+
+
+@torch.no_grad()
+def _eos_after_siblings(model, tokens: torch.Tensor, pre: Prefill, eos_id: int) -> torch.Tensor:
+    """log p(EOS) [Q, k] after each of ``tokens`` [Q, k] appended *alone* to its row's prompt (one
+    forward, each token seeing the prompt and itself); the cache is cropped back after. The decoder's
+    hidden states go through the LM head a slice of the vocabulary at a time (``head.token_logprob``),
+    so the [Q, k, V] logits of the whole vocabulary are never held (4.5 GB at Q=128, k=50, V=175k); a
+    model whose logits are not the head's output (:data:`LOGIT_TRANSFORMS`) takes the whole forward."""
     k = tokens.shape[1]
     own = torch.eye(k, dtype=torch.bool, device=tokens.device).expand(tokens.shape[0], k, k)
+    decoder = _plain_decoder(model)
     try:
-        return _decode_tree(model, tokens, pre, own, 0)
+        if decoder is None:
+            return _decode_tree(model, tokens, pre, own, 0)[..., eos_id]
+        hidden = decoder(**_tree_inputs(decoder, tokens, pre, own, 0)).last_hidden_state
+        return token_logprob(model, hidden, eos_id)
     finally:
         pre.cache.crop(-k)
 
@@ -299,7 +327,7 @@ def _decode_siblings(model, tokens: torch.Tensor, pre: Prefill) -> torch.Tensor:
 def flat_constrained(model, pre: Prefill, tt: TrieTensors, width: int, length_penalty: float = 1.0) -> Beams:
     """Constrained top-``width`` for a flat index (every tool id is one token): rank tool
     tokens by their prefill log-prob, keep the best ``width``, and add the EOS term from one
-    forward of those candidates side by side (:func:`_decode_siblings`). Equal to
+    forward of those candidates side by side (:func:`_eos_after_siblings`). Equal to
     :func:`beam_search` with ``constrained=True``: every hypothesis has length 2, so the length
     normalisation divides all scores by the same ``2 ** length_penalty`` and keeps the ranking."""
     cand = tt.root_tokens()
@@ -310,7 +338,7 @@ def flat_constrained(model, pre: Prefill, tt: TrieTensors, width: int, length_pe
     k = min(width, len(cand))
     vals, pick = pre.logp[:, cand].topk(k, dim=1)
     tok = cand[pick]  # [Q, k]
-    eos = _decode_siblings(model, tok, pre)[..., tt.eos_id]
+    eos = _eos_after_siblings(model, tok, pre, tt.eos_id)
     total = vals + eos
     order = total.argsort(dim=1, descending=True, stable=True)
     total = total.gather(1, order)

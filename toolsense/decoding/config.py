@@ -19,6 +19,9 @@ class HeadPrecision(StrEnum):
     """How the LM head's logits are computed in the search (``decoding.head_precision``;
     ``head.fp32_head``); the logits come out in fp32 in every mode, so no bf16 rounding ties them."""
 
+    auto = "auto"
+    """tf32 on CUDA, fp32 elsewhere (:meth:`resolve`); the fingerprint records the resolved value, so a
+    CPU evaluation keeps the identity it had when fp32 was the default."""
     fp32 = "fp32"
     """fp32 weights (a copy of a bf16 head), fp32 matmul: the reference."""
     tf32 = "tf32"
@@ -28,6 +31,13 @@ class HeadPrecision(StrEnum):
     """bf16 weights and hidden state, fp32 accumulation and output (``torch.mm(..., out_dtype=
     torch.float32)`` on CUDA; on a CPU the same products upcast): no fp32 copy of the head, half
     its memory traffic — the head is ~40% of decode time at 175k rows and B=50."""
+
+    def resolve(self, device_type: str) -> "HeadPrecision":
+        """The mode that runs on a device of ``device_type`` (``"cuda"``, ``"cpu"``, ...): ``auto`` becomes
+        tf32 on CUDA and fp32 elsewhere; every other mode is itself."""
+        if self is not HeadPrecision.auto:
+            return self
+        return HeadPrecision.tf32 if device_type == "cuda" else HeadPrecision.fp32
 
 
 def check_batch_size(value, field: str = "decoding.batch_size"):
@@ -60,9 +70,9 @@ class DecodingConfig:
     """Beam ranking of finished ids: summed log-prob / generated_length ** length_penalty (EOS
     counted), as Hugging Face's generate (default 1.0, as ToolGen ran it); 0.0 = the plain sum.
     Changes rankings only for variable-depth (clustered) indexes."""
-    head_precision: HeadPrecision = HeadPrecision.fp32
-    """The LM head's matmul (:class:`HeadPrecision`): fp32, or tf32 / bf16 inputs with fp32
-    accumulation (CUDA; faster)."""
+    head_precision: HeadPrecision = HeadPrecision.auto
+    """The LM head's matmul (:class:`HeadPrecision`): auto (tf32 on CUDA, fp32 elsewhere), fp32, or tf32 /
+    bf16 inputs with fp32 accumulation (CUDA; faster)."""
 
     def __post_init__(self) -> None:
         self.head_precision = choice(HeadPrecision, self.head_precision, "decoding.head_precision")
@@ -74,11 +84,13 @@ class DecodingConfig:
         if not math.isfinite(self.length_penalty):
             raise ValueError(f"decoding.length_penalty must be a finite number, got {self.length_penalty}")
 
-    def identity(self) -> dict[str, Any]:
-        """The fingerprint's ``decoding``: all but ``batch_size`` (fingerprint.py) and ``head_precision``
-        at fp32 (old folders resume)."""
-        return {k: v for k, v in dataclasses.asdict(self).items()
-                if k != "batch_size" and (k, v) != ("head_precision", "fp32")}
+    def identity(self, device_type: str = "cpu") -> dict[str, Any]:
+        """The fingerprint's ``decoding`` on a device of ``device_type``: all but ``batch_size`` (fingerprint.py),
+        with ``head_precision`` resolved there (:meth:`HeadPrecision.resolve`) and left out at fp32 (old folders
+        resume)."""
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "batch_size"}
+        out["head_precision"] = str(self.head_precision.resolve(device_type))
+        return {k: v for k, v in out.items() if (k, v) != ("head_precision", "fp32")}
 
 
 @dataclass

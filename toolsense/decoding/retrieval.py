@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
@@ -97,6 +97,10 @@ class Retriever:
         self.tt = TrieTensors.from_trie(trie, self.n_tokens, device)
         self.depth = depth
         self.device = device
+        self.batching: dict[str, Any] = {}
+        """What the searches ran at, as provenance (results.json's ``batching``; not the fingerprint): ``batch_size``
+        as configured, ``resolved`` (the size ``auto`` picked, or the given one), ``halvings`` (out of memory) and
+        ``final`` (the size after them). :meth:`run` fills it; a caller may give a fresh dict per evaluation."""
 
     def prompt(self, query: Query) -> str:
         return render_prompt(self.tok, retrieval_messages(query.text, self.prompts))
@@ -142,6 +146,9 @@ class Retriever:
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
         order = length_order([len(s) for s in ids])
         size, start = self.batch_size(max(len(s) for s in ids)), 0
+        record = self.batching
+        record.update(batch_size=self.dec.batch_size, resolved=record.get("resolved") or size,
+                      halvings=record.get("halvings", 0), final=size)
         while start < len(order):
             batch = order[start : start + size]
             try:
@@ -153,6 +160,7 @@ class Retriever:
                 out_of_memory = True
             if out_of_memory:  # outside the except block: its traceback no longer holds the batch's tensors
                 size = len(batch) // 2
+                record.update(halvings=record["halvings"] + 1, final=size)
                 log.warning("decoding.batch_size=auto: out of device memory at %d queries; continuing at %d", len(batch), size)
                 torch.cuda.empty_cache()
                 continue

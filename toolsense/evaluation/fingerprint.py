@@ -11,8 +11,9 @@ claimed anew. ``overwrite=true`` deletes a differing evaluation's own files (and
 starts it over; an exact match still resumes, its samples being what this config would write.
 
 Settings that cannot change a sample (the ``metrics`` bootstrap, the device; the batch size but under 16-bit CUDA) are
-left out, so an interrupted run resumes elsewhere or at another batch size; the cut-offs ``metrics.ks`` shape each sample's
-hits and stay in, under ``decoding`` as before; ``benchmark.limit`` is left out: its items are a prefix (a longer one resumes).
+left out, so an interrupted run resumes elsewhere or at another batch size (the sizes that ran, the out-of-memory
+halvings and the world size are provenance: ``batching`` in results.json, ``world_sizes`` in the fingerprint file);
+the cut-offs ``metrics.ks`` shape each sample's hits and stay in, under ``decoding`` as before; ``benchmark.limit`` is left out: its items are a prefix (a longer one resumes).
 """
 
 from __future__ import annotations
@@ -43,9 +44,12 @@ class FingerprintMismatch(UserError):
 def decoding_identity(dec: Any, ks: Sequence[int], ev: Any = None) -> dict[str, Any]:
     """What shapes a retrieval sample: the search (``DecodingConfig.identity``), the cut-offs ``ks`` (beside the search
     fields, where folders written while it was a decoding field keep it), and ``batch_size`` where the model ``ev`` runs
-    in bf16/fp16 on CUDA, whose kernels and padding move near-ties with the batch shape (tests/decoding/test_cuda.py)."""
-    shaped = ev is not None and (p := next(ev.model.parameters())).is_cuda and p.element_size() == 2
-    return {**dec.identity(), "ks": list(ks), **({"batch_size": dec.batch_size} if shaped else {})}
+    in bf16/fp16 on CUDA, whose kernels and padding move near-ties with the batch shape (tests/decoding/test_cuda.py).
+    ``head_precision`` is the mode that runs on ``ev``'s device (``auto``: tf32 on CUDA, fp32 on a CPU, left out)."""
+    p = next(ev.model.parameters()) if ev is not None else None
+    shaped = p is not None and p.is_cuda and p.element_size() == 2
+    device = "cuda" if p is not None and p.is_cuda else "cpu"  # where decoding.head_precision=auto resolves
+    return {**dec.identity(device), "ks": list(ks), **({"batch_size": dec.batch_size} if shaped else {})}
 
 
 def benchmark_identity(bench: Any) -> dict[str, Any]:
@@ -135,11 +139,13 @@ def one_checkpoint(plan: Sequence[tuple[Path, dict[str, Any]]]) -> None:
                 "comparison rows never mix two. Use another output_dir, or delete that evaluation's folder.")
 
 
-def claim(plan: Sequence[tuple[Path, dict[str, Any]]], overwrite: bool = False) -> None:
+def claim(plan: Sequence[tuple[Path, dict[str, Any]]], overwrite: bool = False, world_size: int = 1) -> None:
     """Make each ``(folder, fingerprint)`` of ``plan`` ready before anything is computed: an
     exact match resumes; a fresh folder gets its fingerprint file; any other folder is refused
     — every conflict of the plan in one error — unless ``overwrite``, which deletes that
-    evaluation's own files (logged by name) and starts it over."""
+    evaluation's own files (logged by name) and starts it over. ``world_size`` (the processes that
+    share the retrieval) is provenance, not identity: the file lists each one its samples were
+    written on (``world_sizes``), and a resume on another warns, naming both (:func:`note_world_size`)."""
     one_checkpoint(plan)
     conflicts = {d: why for d, fp in plan if (why := _conflict(Path(d), fp))}
     if conflicts and not overwrite:
@@ -157,5 +163,21 @@ def claim(plan: Sequence[tuple[Path, dict[str, Any]]], overwrite: bool = False) 
             log.warning("overwrite=true: %s held another evaluation (%s); deleted %s", d, "; ".join(conflicts[d]),
                         ", ".join(p.name for p in gone))
         if own_files(d) in ([], [d / FINGERPRINT_FILE]):
-            write_json(d / FINGERPRINT_FILE, {"fingerprint": fp, "git_sha": git_sha(),
+            write_json(d / FINGERPRINT_FILE, {"fingerprint": fp, "git_sha": git_sha(), "world_sizes": [world_size],
                                               "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        else:
+            note_world_size(d, world_size)
+
+
+def note_world_size(out_dir: Path, world_size: int) -> None:
+    """A resumed folder's fingerprint file lists ``world_size`` among the world sizes its samples were
+    written on; a resume on another size than the last warns, naming both: the retrieval's queries are
+    shared out by rank (every ``world``-th), so its batches, and under bf16 on CUDA its near-ties, differ."""
+    fp_path = out_dir / FINGERPRINT_FILE
+    stored = json.loads(fp_path.read_text(encoding="utf-8"))
+    sizes = stored.get("world_sizes") or [None]  # a file written before world sizes were recorded: unknown (null)
+    if sizes[-1] not in (None, world_size):
+        log.warning("%s: resumed on world size %d; its samples so far were written on world size %s, so its batch "
+                    "shapes differ from an uninterrupted run's (recorded in %s)", out_dir, world_size, sizes[-1], FINGERPRINT_FILE)
+    if sizes[-1:] != [world_size]:
+        write_json(fp_path, {**stored, "world_sizes": [*sizes, world_size]})

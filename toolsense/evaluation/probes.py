@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from toolsense.data.prompts import LETTERS, options_only, probe_answers, render_prompt, with_system
 from toolsense.decoding.beam import left_pad, prefill
+from toolsense.decoding.head import fp32_head
 from toolsense.decoding.retrieval import encode
 from toolsense.evaluation.benchmarks import Benchmark, ProbeItem
 from toolsense.evaluation.config import ProbeConfig
@@ -114,7 +115,14 @@ def check_probe_lengths(ev: EvalModel, bench: Benchmark, modes: Sequence[str], c
 @torch.no_grad()
 def score_answers(model, tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> torch.Tensor:
     """``[len(prompts), len(answers)]`` log-probability of each answer string after each prompt:
-    one forward when every answer is a single distinct token, else teacher-forced sums."""
+    one forward when every answer is a single distinct token, else teacher-forced sums. The logits
+    come from the LM head in fp32 (``decoding.head.fp32_head``, over the tokenizer's tokens): a bf16
+    model's bf16 logits (8 bits of mantissa) round near-equal options to exact ties."""
+    with fp32_head(model, len(tokenizer)):
+        return _score_answers(model, tokenizer, prompts, answers)
+
+
+def _score_answers(model, tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> torch.Tensor:
     device = next(model.parameters()).device
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     ans_ids = encode(tokenizer, answers)
@@ -130,6 +138,15 @@ def score_answers(model, tokenizer, prompts: Sequence[str], answers: Sequence[st
         logp = torch.log_softmax(logits[:, :-1].float(), -1)
         out[:, j] = logp.gather(-1, torch.as_tensor(a, device=device)[None, :, None].expand(len(prompts), -1, 1)).sum((1, 2)).cpu()
     return out
+
+
+def tied_answers(scores: torch.Tensor, answers: Sequence[str]) -> list[str]:
+    """The answers that share the top score of ``scores`` when more than one does (else []): argmax then
+    picks the first of them in the shown order, so such a row is flagged (``tied`` in samples.jsonl,
+    ``ties`` in results.json), never counted silently as an answer "A" or "Yes" the model chose."""
+    top = scores.max()
+    tied = [a for a, x in zip(answers, scores.tolist()) if x == float(top)]
+    return tied if len(tied) > 1 else []
 
 
 def _rotations(kind: str, cfg: ProbeConfig, n_opt: int) -> int:
@@ -150,8 +167,10 @@ def _score_chunk(ev: EvalModel, chunk: Sequence[ProbeItem], kind: str, mode: str
         rots = []
         for perm, sc in zip(perms[i], scores[i]):
             gold_pos, pred = perm.index(it.answer), int(sc.argmax())
+            tied = tied_answers(sc, answers)
             rots.append({"permutation": perm, "gold": answers[gold_pos], "pred": answers[pred],
-                         "correct": pred == gold_pos, "scores": [round(float(x), 5) for x in sc]})
+                         "correct": pred == gold_pos, "scores": [round(float(x), 5) for x in sc],
+                         **({"tied": tied} if tied else {})})
         row = {"item_id": it.item_id, "tool": it.tool, "mode": mode, "question": it.question,
                "prompt": prompts[i * n_rot], "options_shown": [it.options[p] for p in perms[i][0]], **rots[0]}
         if n_rot > 1:
@@ -173,6 +192,7 @@ def summarize_probe(rows: Sequence[dict], kind: str, answers: Sequence[str], cfg
         "chance": 1.0 / len(answers), "majority_rate": majority_rate(gold_dist),
         "answer_distribution": pred_dist, "gold_distribution": gold_dist,
         "top_answer": top_answer(pred_dist, cfg.flag_share),
+        "ties": sum("tied" in r for r in rows),
         "metrics": {"accuracy": accuracy([r["correct"] for r in rows], resamples, seed) if rows else none},
         "debias": {"method": "none"},
     }
@@ -217,6 +237,9 @@ def evaluate_probe(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig,
                 samples.add(row, replace=samples.done(row["item_id"]))  # a row without rotations, rescored
         rows = samples.ordered([it.item_id for it in known])
     stats = summarize_probe(rows, kind, answers, cfg, resamples, seed)
+    if stats["ties"]:
+        log.warning("%s/%s: %d of %d items tie between answers at the top score; each is counted as the first tied "
+                    "answer shown (rows flagged 'tied' in %s)", bench.name, mode, stats["ties"], len(rows), out_dir / "samples.jsonl")
     acc = stats["metrics"]["accuracy"]
     result = {
         "benchmark": bench.name, "system": mode, "mode": mode, "kind": kind, "n": len(rows), **stats,

@@ -121,7 +121,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
         plan.update(_plan(out, benches, ev, catalog, baselines_cfg, dec, metrics, probe, systems_cfg))
         plan.update({d: {**plan[d], "query_length": q} for label, (_, rep) in fits.items()
                      if (q := cfg.query_length.identity(rep)) and (d := out / label / "model") in plan})
-        claim(list(plan.items()), cfg.overwrite)
+        claim(list(plan.items()), cfg.overwrite, shard.world)
 
     shard.on_main(_claim)
     provenance: dict[str, Any] = {"config": as_plain(cfg)}
@@ -134,9 +134,10 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
         if bench.kind == "retrieval":
             if retriever is not None:
                 d, (items, lengths) = out / label / "model", fits[label]
+                retriever.batching = {"world_size": shard.world}  # filled by the search; written with results.json
                 res = evaluate_ranking(dataclasses.replace(bench, items=items), system_name(ev), retriever.run, set(ev.index.paths),
                                        metrics, d, {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d),
-                                        "query_length": lengths}, shard, trained)
+                                        "query_length": lengths, "batching": retriever.batching}, shard, trained)
                 if res is not None:
                     results.append(res)
             if not shard.main:
