@@ -34,7 +34,8 @@ from timing import interleaved, line, parse_args, peak_bytes, ratio  # noqa: E40
 
 from toolsense.catalog import load_catalog, load_toolbench_queries  # noqa: E402
 from toolsense.data.prompts import PromptConfig  # noqa: E402
-from toolsense.decoding import beam, head as lm_head  # noqa: E402
+from toolsense.decoding import beam  # noqa: E402
+from toolsense.decoding import head as lm_head
 from toolsense.decoding.beam import common_prefix_length, left_pad, prefill, prefill_shared  # noqa: E402
 from toolsense.decoding.config import DecodingConfig  # noqa: E402
 from toolsense.decoding.head import fp32_head  # noqa: E402

@@ -11,7 +11,6 @@ import torch
 
 from toolsense.decoding.config import HeadPrecision
 
-
 VOCAB_SLICE = 8192
 """Rows of the LM head :func:`token_logprob` multiplies at once: its logits peak at ``N x VOCAB_SLICE``
 fp32 values (N = the hidden states read: 50 beams x 128 queries, 210 MB) where the whole vocabulary

@@ -100,7 +100,13 @@ class Retriever:
         self.batching: dict[str, Any] = {}
         """What the searches ran at, as provenance (results.json's ``batching``; not the fingerprint): ``batch_size``
         as configured, ``resolved`` (the size ``auto`` picked, or the given one), ``halvings`` (out of memory) and
-        ``final`` (the size after them). :meth:`run` fills it; a caller may give a fresh dict per evaluation."""
+        ``final`` (the size after them). :meth:`run` fills it; :meth:`new_batching` starts a fresh one."""
+
+    def new_batching(self, world_size: int = 1) -> dict[str, Any]:
+        """A fresh :attr:`batching` record, ``world_size`` in it, that the searches after this call fill in place
+        (so a results dict holding it, written after them, carries what they ran at)."""
+        self.batching = {"world_size": world_size}
+        return self.batching
 
     def prompt(self, query: Query) -> str:
         return render_prompt(self.tok, retrieval_messages(query.text, self.prompts))

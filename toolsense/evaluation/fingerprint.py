@@ -13,7 +13,8 @@ starts it over; an exact match still resumes, its samples being what this config
 Settings that cannot change a sample (the ``metrics`` bootstrap, the device; the batch size but under 16-bit CUDA) are
 left out, so an interrupted run resumes elsewhere or at another batch size (the sizes that ran, the out-of-memory
 halvings and the world size are provenance: ``batching`` in results.json, ``world_sizes`` in the fingerprint file);
-the cut-offs ``metrics.ks`` shape each sample's hits and stay in, under ``decoding`` as before; ``benchmark.limit`` is left out: its items are a prefix (a longer one resumes).
+the cut-offs ``metrics.ks`` shape each sample's hits and stay in, under ``decoding`` as before; ``benchmark.limit`` is
+left out: its items are a prefix (a longer one resumes).
 """
 
 from __future__ import annotations

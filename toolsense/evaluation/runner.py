@@ -134,10 +134,9 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
         if bench.kind == "retrieval":
             if retriever is not None:
                 d, (items, lengths) = out / label / "model", fits[label]
-                retriever.batching = {"world_size": shard.world}  # filled by the search; written with results.json
                 res = evaluate_ranking(dataclasses.replace(bench, items=items), system_name(ev), retriever.run, set(ev.index.paths),
                                        metrics, d, {**provenance, "source": portable_source(ev.source, d), "fingerprint": plan.get(d),
-                                        "query_length": lengths, "batching": retriever.batching}, shard, trained)
+                                        "query_length": lengths, "batching": retriever.new_batching(shard.world)}, shard, trained)
                 if res is not None:
                     results.append(res)
             if not shard.main:
