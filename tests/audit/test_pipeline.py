@@ -1,6 +1,7 @@
 """End to end through the Hydra config: demo traces, PT2D, dilution and redaction scored by a
 precomputed shortcut-reading scorer (the model-free stand-in for the fine-tuned LM)."""
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -69,6 +70,11 @@ def test_demo_pipeline_with_precomputed_scorer(tmp_path, capsys, compose):
     assert pt[("full", "char_3_5")] < 0.62 < 0.85 < pt[("list_files", "char_3_5")]
     report = (out / "report.md").read_text()
     assert "## Stage 2 - token-class redaction" in report and "time (control)" in report
+    # results, report and plots published as one set (utils/publish.py), with the samples they were computed from
+    published = json.loads((out / "manifest.json").read_text())["files"]
+    assert set(published) == {"results.json", "report.md", "pt2d.png", "dilution.png", "redaction.png", "samples.jsonl",
+                              "pt2d.jsonl", "dilution.jsonl"}
+    assert all(hashlib.sha256((out / name).read_bytes()).hexdigest() == f["sha256"] for name, f in published.items())
     # the report names the protocol: append order, pool rule, length matching, format class, dA's sign
     dil = res["dilution"]
     assert dil["order"] == ["list_files", "search_docs", "run_tests", "query_db", "fetch_logs"]

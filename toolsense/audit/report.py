@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -159,8 +160,16 @@ def _delta(d: dict) -> str:
     return "n/a" if d["auroc"] != d["auroc"] else f"{d['auroc']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
 
 
-def write_report(res: dict, out_dir: Path) -> Path:
-    """``report.md`` with findings, tables and the plots, from the results dict."""
+def report_files(res: dict) -> dict[str, str | bytes]:
+    """``report.md`` and the plots it links (file name -> content), for the run to publish with
+    results.json as one set (utils/publish.py); the plots are drawn in a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="audit-plots.") as tmp:
+        md = report_text(res, Path(tmp))
+        return {"report.md": md, **{p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.png"))}}
+
+
+def report_text(res: dict, out_dir: Path) -> str:
+    """``report.md`` with findings, tables and the plots (drawn into ``out_dir``), from the results dict."""
     res = numbers(res)
     plot_all(res, out_dir)  # the images the sections below link by name
     md = ["# Tool-trace audit", "", f"Data: `{res['data']['path']}` ({res['data']['n_records']} records, "
@@ -215,6 +224,4 @@ def write_report(res: dict, out_dir: Path) -> Path:
                       [[v] + [_delta(r["delta_A_by_partition"][p]) for p in parts]
                        for v, r in red["variants"].items() if v != "original"]), "",
                "![redaction](redaction.png)", ""]
-    path = out_dir / "report.md"
-    path.write_text("\n".join(md), encoding="utf-8")
-    return path
+    return "\n".join(md)

@@ -1,5 +1,6 @@
 """The audit pipeline: load (or generate) traces -> PT2D -> dilution sweeps -> (fine-tune) ->
-token-class redaction -> results.json, samples.jsonl, report.md and plots in output_dir."""
+token-class redaction -> results.json, samples.jsonl, report.md and plots in output_dir (results.json,
+report.md and the plots published as one set under manifest.json: utils/publish.py)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from toolsense.audit.finetune import finetune_key, finetune_lora
 from toolsense.audit.generator import write_demo_traces
 from toolsense.audit.pt2d import rank_tools, run_pt2d
 from toolsense.audit.redaction_eval import auroc_deltas, redaction_variants, score_variants
-from toolsense.audit.report import findings, write_report
+from toolsense.audit.report import findings, report_files
 from toolsense.audit.scorers import ScoreCache, build_scorer
 from toolsense.audit.scorers.base import default_cache_dir
 from toolsense.audit.stats import json_safe
 from toolsense.audit.traces import TraceSet, load_traces
 from toolsense.utils.io import git_sha, sha256_file
+from toolsense.utils.publish import publish
 from toolsense.utils.secrets import Scrubber
 
 log = logging.getLogger(__name__)
@@ -84,8 +86,9 @@ def run(cfg: AuditConfig) -> dict:
         res["redaction"] = score_redactions(cfg, traces, fit, ev, out)
     res["findings"] = findings(res)
     res = json_safe(res)  # valid JSON: an undefined number is null, its dict says why (stats.AUROC.as_dict)
-    (out / "results.json").write_text(json.dumps(res, indent=2, default=str, allow_nan=False), encoding="utf-8")
-    write_report(res, out)
+    results = json.dumps(res, indent=2, default=str, allow_nan=False)
+    # results.json, report.md and its plots as one set: a kill leaves the old set or the new one (utils/publish.py)
+    publish(out, {"results.json": results, **report_files(res)}, keep=["samples.jsonl", "pt2d.jsonl", "dilution.jsonl"], job="audit")
     print("\n".join(["", "Findings:"] + res["findings"] + [f"Report: {out / 'report.md'}"]))
     return res
 
