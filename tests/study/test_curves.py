@@ -125,7 +125,22 @@ def test_the_rules_choose_the_first_point_over_the_threshold_within_the_time_rul
     assert "**tg: fallback** — best within the budget Stage 1 1.0 ep, Stage 2 2.00 ep (0_tg-lora): Rc@5 86.0% [81.0, 91.0], " \
            "9.0 pp below 95%." in text
     assert "| tg | 0_tg-lora | 1.0 | 2.00 | 300 | 86.0% [81.0, 91.0] | 0.85 | no |" in text
-    assert choose(pts, 0.85, RegimeRule(min_score={"tg": 0.85}, min_tools=5000))[0] == "none"  # 1,200 tools: catalog rule unmet
+    kind, best = choose(pts, 0.85, RegimeRule(min_score={"tg": 0.85}, min_tools=5000))
+    assert kind == "over" and best["epoch"] == 3.0  # 1,200 tools: the catalog rule is unmet; the best point is said
+
+
+def test_a_run_still_training_is_timed_from_its_logged_steps(tmp_path):
+    run = _run(tmp_path)
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in (
+        {"step": 10, "stage": "stage1", "time": 1000.0}, {"step": 70, "stage": "stage1", "time": 2000.0},
+        {"step": 140, "stage": "stage2", "time": 3500.0}, {"step": 150, "stage": "stage2", "time": 3700.0},
+        {"step": 160, "stage": "stage2", "time": 3900.0})) + "\n")
+    _point(tmp_path, run, 150, 0.70, seconds=300.0)
+    [p] = arm_points(tmp_path, "tg", RegimeRule(min_score={"tg": 0.85}))
+    assert p["train_s"] == 2700.0 and p["epoch"] == 1.0  # from the first logged step to step 150's row
+    text = regime_section(tmp_path, RegimeRule(min_score={"tg": 0.85}, max_run_hours=0.5), registered=True)
+    assert "- **tg**: no point meets the time and catalog rules yet; the best measured, Stage 1 1.0 ep, Stage 2 1.00 ep " \
+           "(0_tg-lora): Rc@5 70.0% [65.0, 75.0] (0.83 h)." in text
 
 
 def test_the_regime_rule_is_registered_only_where_set_and_checked():

@@ -36,13 +36,28 @@ def model_score(results: dict[str, Any], rule: Any) -> Optional[dict[str, float]
     return None
 
 
-def _stage_seconds(run: Path) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for row in JsonlStore(run / "metrics.jsonl", repair=False).rows if (run / "metrics.jsonl").is_file() else []:
+def _stage_seconds(run: Path) -> dict[str, Any]:
+    """Each finished stage's train_runtime, and ``at``: (stage, step) -> wall seconds since the run's first logged step
+    (a run still training has no runtime yet: its points are timed by these)."""
+    out: dict[str, Any] = {"at": {}}
+    rows = JsonlStore(run / "metrics.jsonl", repair=False).rows if (run / "metrics.jsonl").is_file() else []
+    first = next((float(r["time"]) for r in rows if "time" in r), None)
+    for row in rows:
         for stage in ("stage1", "stage2"):
             if f"train/{stage}/train_runtime" in row:
                 out[stage] = float(row[f"train/{stage}/train_runtime"])
+        if first is not None and row.get("stage") and "step" in row and "time" in row:
+            out["at"][(row["stage"], int(row["step"]))] = float(row["time"]) - first
     return out
+
+
+def _train_seconds(secs: dict[str, Any], epoch: Optional[float], total: Optional[float], step: Optional[int]) -> Optional[float]:
+    """Stage 1 + that share of Stage 2 where both stages finished; else the wall time from the run's first logged step
+    to the point's step (logged every trainer.logging_steps: the last row at or before it)."""
+    if epoch and total and {"stage1", "stage2"} <= set(secs):
+        return secs["stage1"] + secs["stage2"] * epoch / total
+    before = [t for (stage, s), t in secs["at"].items() if stage == "stage2" and step is not None and s <= step]
+    return max(before) if before else None
 
 
 def _epochs(cfg: dict[str, Any], stage: str) -> Optional[float]:
@@ -66,7 +81,7 @@ def arm_points(root: Path, sweep: str, rule: Any) -> list[dict[str, Any]]:
         if model_score(final, rule) and (run / "done.json").is_file():
             found.append((total, None, model_score(final, rule), final.get("seconds")))
         for epoch, step, est, eval_s in found:
-            train_s = (secs["stage1"] + secs["stage2"] * epoch / total) if epoch and total and {"stage1", "stage2"} <= set(secs) else None
+            train_s = _train_seconds(secs, epoch, total, step)
             points.append({"run": run.name, "stage1_epochs": _epochs(cfg, "stage1"), "epoch": epoch, "step": step, "est": est,
                            "train_s": train_s, "eval_s": eval_s, "n_tools": len(_json(run / "index.json").get("tools", []))})
     return sorted(points, key=lambda p: (p["run"], p["epoch"] or 0))
@@ -77,13 +92,16 @@ def _hours(p: dict[str, Any]) -> Optional[float]:
 
 
 def choose(points: list[dict[str, Any]], threshold: float, rule: Any) -> tuple[str, Optional[dict[str, Any]]]:
-    """(``meets`` | ``fallback`` | ``none``, the point): the first point at or above ``threshold`` whose
-    run time is within the rule, else the best point within it."""
+    """(``meets`` | ``fallback`` | ``over`` | ``none``, the point): the first point at or above ``threshold`` whose
+    run time is within the rule, else the best point within it, else (``over``) the best point measured, whose
+    time is over the rule, unknown or whose catalog is too small."""
     timed = [p for p in points if _hours(p) is not None and _hours(p) <= rule.max_run_hours and p["n_tools"] >= rule.min_tools]
     meets = [p for p in timed if p["est"]["value"] >= threshold]
     if meets:
         return "meets", min(meets, key=lambda p: (p["epoch"] or 0))
-    return ("fallback", max(timed, key=lambda p: p["est"]["value"])) if timed else ("none", None)
+    if timed:
+        return "fallback", max(timed, key=lambda p: p["est"]["value"])
+    return ("over", max(points, key=lambda p: p["est"]["value"])) if points else ("none", None)
 
 
 def load_note(root: Path) -> str:
@@ -130,8 +148,11 @@ def regime_section(root: str | Path, rule: Any, registered: bool, plots_dir: Opt
 
 def _verdict(arm: str, threshold: float, kind: str, p: Optional[dict[str, Any]], name: str) -> str:
     if p is None:
-        return f"- **{arm}**: no point within the time rule measured yet."
+        return f"- **{arm}**: no point measured yet."
     where = f"Stage 1 {p['stage1_epochs']} ep, Stage 2 {p['epoch']:.2f} ep ({p['run']})"
+    if kind == "over":
+        return (f"- **{arm}**: no point meets the time and catalog rules yet; the best measured, {where}: "
+                f"{name} {_pct(p['est'])} ({'time not measured yet' if _hours(p) is None else f'{_hours(p):.2f} h'}).")
     if kind == "meets":
         return f"- **{arm}: meets** {100 * threshold:.0f}% at {where}: {name} {_pct(p['est'])}."
     return (f"- **{arm}: fallback** — best within the budget {where}: {name} {_pct(p['est'])}, "
