@@ -101,3 +101,25 @@ def test_the_error_types_are_one_family():
     for cls in (ConfigError, DataError, EndpointError, MissingFile, FingerprintMismatch):
         assert issubclass(cls, UserError) and issubclass(cls, ValueError)
     assert issubclass(MissingFile, FileNotFoundError)
+
+
+def test_a_repeated_query_id_is_refused_naming_it_and_both_lines_before_the_model_loads(monkeypatch, tmp_path, capfd):
+    """Issue 49: it was refused after the model had loaded, naming neither the id nor a line."""
+    import shutil
+
+    import toolsense.evaluation.runner as runner
+
+    src = runner.Path(__file__).parent / "assets" / "evaluation"
+    data = tmp_path.parent / f"{tmp_path.name}_data"
+    data.mkdir()
+    shutil.copy(src / "tools.jsonl", data / "tools.jsonl")
+    lines = (src / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    (data / "queries.jsonl").write_text("\n".join([*lines, lines[0].replace("Paris", "Rome")]) + "\n", encoding="utf-8")
+    monkeypatch.setattr(runner, "load_model_under_test", lambda cfg: pytest.fail("the model loaded first"))
+    code = _run(monkeypatch, tmp_path, "evaluate", "model=tiny_random", f"catalog.path={data / 'tools.jsonl'}",
+                "benchmark=generated", f"benchmark.path={data / 'queries.jsonl'}", f"output_dir={tmp_path / 'out'}")
+    assert code == 2
+    assert capfd.readouterr().err.strip().splitlines() == [
+        f"evaluate.py: error: {data / 'queries.jsonl'}:{len(lines) + 1}: repeated id 'q0' (first at {data / 'queries.jsonl'}:1); "
+        "samples.jsonl is keyed by id, so it would be scored twice: give each item its own id"]
+    assert list(tmp_path.iterdir()) == []

@@ -169,3 +169,16 @@ def test_query_jsonl_gold_forms_and_errors(tmp_path):
     tb.write_text(json.dumps([{"query_id": 7, "query": "  ", "relevant APIs": [["S", "a"]]}]))
     with pytest.raises(DataError, match=r"G1_query\.json: item 1: field 'query' is missing or empty"):
         load_toolbench_queries(tb)
+
+
+def test_a_token_list_with_a_byte_that_is_not_utf8_names_file_line_and_column(tmp_path):
+    """Issue 49: it was a raw ``UnicodeDecodeError ... position 226`` from the text stream."""
+    from toolsense.catalog import load_catalog
+    from toolsense.utils.errors import DataError
+
+    path = tmp_path / "tokens.txt"
+    path.write_bytes(b"<<Finish>>\r\n<<Weather&&current>>\r\n<<Caf\xe9&&menu>>\n")
+    with pytest.raises(DataError, match=rf"^{path}:3: not UTF-8 text \(byte 0xe9 at column 6\); re-encode the file as UTF-8$"):
+        load_catalog(path)
+    path.write_bytes(b"<<Finish>>\r\n<<Weather&&current>>\r\n<<Cafe&&menu>>\n")  # CRLF line ends are line ends
+    assert [t.name for t in load_catalog(path)] == ["Weather&&current", "Cafe&&menu"]

@@ -266,12 +266,13 @@ def _bm25_cfg(out, limit=3):
 def test_a_held_output_folder_is_refused_naming_the_holder_or_skipped(tmp_path, monkeypatch):
     import socket
 
+    from toolsense.utils.errors import UserError
     from toolsense.utils.rundir import RunDir
 
     out = tmp_path / "out"
-    with RunDir(out).claim() as held:  # flock is per open file: this process's own evaluation is refused too
+    with RunDir(out).claim(doing="evaluating") as held:  # flock is per open file: this process's own evaluation is refused too
         assert held
-        with pytest.raises(RuntimeError) as e:
+        with pytest.raises(UserError) as e:
             run(_bm25_cfg(out))
         assert f"another process is evaluating into this folder (pid {os.getpid()} on {socket.gethostname()}" in str(e.value)
         monkeypatch.setenv("TOOLSENSE_BUSY", "skip")

@@ -110,3 +110,34 @@ def test_finished_holds_for_the_config_it_was_marked_under_only(tmp_path):
     assert not rd.finished({**cfg, "evaluate": {"suite": "demo", "drift": False}})  # another evaluation: not done
     rd.done_path.write_text('{"config_sha256": "ab')  # torn by a kill mid-write (the write is atomic; a copy may not be)
     assert not rd.finished(cfg)
+
+
+def test_a_refusal_names_what_the_holder_is_doing_not_what_the_refused_would_do(tmp_path, monkeypatch):
+    """Issue 49: train.py holding a run was described to evaluate.py as "evaluating" (the refused
+    process's own work). The refusal is a user error (one line, exit 2)."""
+    from toolsense.utils.errors import UserError
+    from toolsense.utils.rundir import RunDir, holding
+
+    monkeypatch.delenv("TOOLSENSE_BUSY", raising=False)
+    with RunDir(tmp_path).claim(doing="training") as held:
+        assert held
+        with pytest.raises(UserError, match=rf"^{tmp_path}: another process is training into this folder \(pid \d+ on "):
+            with holding(tmp_path, "evaluating"):
+                pass
+
+
+def test_a_folder_made_for_a_refused_job_is_removed(tmp_path):
+    """A user error inside ``holding`` before anything was written leaves no folder (nor its .lock)."""
+    from toolsense.utils.errors import ConfigError
+    from toolsense.utils.rundir import holding
+
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError):
+        with holding(out, "evaluating"):
+            raise ConfigError("metrics.seed=-5: must be >= 0")
+    assert not out.exists()
+    (out / "kept").mkdir(parents=True)
+    with pytest.raises(ConfigError):
+        with holding(out, "evaluating"):
+            raise ConfigError("x")
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "kept"]  # a folder that held something stays

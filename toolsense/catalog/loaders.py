@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from toolsense.catalog.catalog import Catalog, DuplicatePolicy
 from toolsense.catalog.tool import SEP, Parameter, Tool
-from toolsense.utils.io import DataError, iter_jsonl, load_json, open_text
+from toolsense.utils.io import DataError, iter_jsonl, iter_lines, load_json
 from toolsense.utils.progress import progress
 from toolsense.utils.registry import Registry
 
@@ -154,18 +154,16 @@ def load_virtual_tokens(path: str | Path, on_duplicate: DuplicatePolicy = "error
     (``<<Finish>>``) are control tokens, not tools, and are skipped by design."""
 
     def items() -> Iterator[tuple[Tool, str]]:
-        with open_text(path) as f:
-            for lineno, line in enumerate(f, 1):
-                tok = line.rstrip("\n")
-                if not tok.strip():
-                    continue
-                where = f"{path}:{lineno}"
-                if not (tok.startswith("<<") and tok.endswith(">>")):
-                    raise DataError(f"{where}: token {tok!r} is not of the form <<Service&&API>>")
-                name = tok[2:-2]
-                if SEP not in name:
-                    continue
-                yield Tool.from_name(name), where
+        for lineno, tok in iter_lines(path):  # a byte that is not UTF-8 is named by file:line and column
+            if not tok.strip():
+                continue
+            where = f"{path}:{lineno}"
+            if not (tok.startswith("<<") and tok.endswith(">>")):
+                raise DataError(f"{where}: token {tok!r} is not of the form <<Service&&API>>")
+            name = tok[2:-2]
+            if SEP not in name:
+                continue
+            yield Tool.from_name(name), where
 
     return Catalog.from_tools(_with_progress(items(), path), on_duplicate)
 

@@ -54,6 +54,14 @@ class Benchmark:
     """A small sample of a released benchmark, not the benchmark (tables mark it)."""
     config: Optional["BenchmarkConfig"] = None
 
+    def __post_init__(self) -> None:
+        """Every loader's items, ids unique (a loader reading lines names them; this names the rest)."""
+        ids = [getattr(it, "query_id", None) or getattr(it, "item_id", None) for it in self.items]
+        if len(set(ids)) < len(ids):
+            twice = next(i for n, i in enumerate(ids) if i in ids[:n])
+            raise DataError(f"{self.path or ', '.join(self.files) or self.name}: repeated id {twice!r}; samples.jsonl is "
+                            "keyed by id, so it would be scored twice: give each item its own id")
+
     def tier_of(self, item: Query) -> str:
         return str(item.meta.get("tier") or f"{len(item.tools)}-tool")
 
@@ -111,15 +119,20 @@ def _need_path(cfg: BenchmarkConfig) -> Path:
 
 
 class Repeats:
-    """Items without an id of their own get one made from their line, so a repeated line would be
-    scored twice under two ids: :meth:`check` keys such items by content and refuses a repeat,
-    naming both lines (items with ids are refused on a repeated id instead)."""
+    """No item may be scored twice, and a file's loader says so while it reads, before any model
+    loads: :meth:`check` refuses an item whose own id (``name``) an earlier line gave, naming the id
+    and both lines. Items without an id get one made from their line, so a repeated line would be
+    scored twice under two ids: those are keyed by content and a repeat is refused the same way."""
 
     def __init__(self) -> None:
         self.first: dict[str, str] = {}
 
-    def check(self, where: str, named: bool, *content: Any) -> None:
-        if named:
+    def check(self, where: str, name: Optional[str], *content: Any) -> None:
+        if name is not None:
+            first = self.first.setdefault(json.dumps(["id", name]), where)
+            if first != where:
+                raise DataError(f"{where}: repeated id {name!r} (first at {first}); samples.jsonl is keyed by id, so "
+                                "it would be scored twice: give each item its own id")
             return
         key = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
         first = self.first.setdefault(key, where)
@@ -156,7 +169,7 @@ def load_rrb(cfg: BenchmarkConfig) -> Benchmark:
         meta = {"tier": str(obj.get("complexity") or f"{len(gold)}-tool"), "pool": list(pool)}
         named = obj.get("sample_id", obj.get("id"))
         text = required_text(obj, "query", where)
-        repeats.check(where, named is not None, text, gold, meta)
+        repeats.check(where, None if named is None else str(named), text, gold, meta)
         items.append(Query(str(named if named is not None else f"{path.stem}-{lineno}"), text, gold, "short", "test", meta))
     return Benchmark(path.stem, "retrieval", items, str(path))
 
@@ -167,7 +180,7 @@ def load_queries(cfg: BenchmarkConfig) -> Benchmark:
     items, repeats = [], Repeats()
     for where, named, q in iter_query_jsonl(path):
         if (cfg.split is None or q.split == cfg.split) and (cfg.style is None or q.style == cfg.style):
-            repeats.check(where, named, q.text, q.tools, q.split, q.style)
+            repeats.check(where, q.query_id if named else None, q.text, q.tools, q.split, q.style)
             items.append(q)
     return Benchmark(path.stem, "retrieval", items, str(path))
 
@@ -212,7 +225,7 @@ def _load_probe(cfg: BenchmarkConfig, kind: Kind, options_of) -> Benchmark:
         if first.setdefault(qid, lineno) != lineno:  # samples.jsonl is keyed by id: a repeat would count twice
             raise DataError(f"{where}: repeated id {qid!r} (first at line {first[qid]})")
         question = required_text(obj, "question", where)
-        repeats.check(where, "id" in obj, question, options, answer, tool)
+        repeats.check(where, qid if "id" in obj else None, question, options, answer, tool)
         items.append(ProbeItem(qid, question, options, answer, tool, raw))
     return Benchmark(path.stem, kind, items, str(path))
 

@@ -42,24 +42,31 @@ def decode_line(raw: bytes, where: str | Path, lineno: int) -> str:
                         "re-encode the file as UTF-8") from None
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (1-based line number, object) for each non-blank line; a line that is not a JSON
-    object, or not UTF-8, raises DataError naming file:line."""
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, text without its newline) for each line of a text file (``.gz``
+    read through); bytes that are not UTF-8 raise DataError naming file:line and column."""
     path = Path(path)
     if not path.exists():
         raise MissingFile(f"{path}: no such file")
     with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
         for lineno, raw in enumerate(f, 1):
-            line = decode_line(raw, path, lineno)
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise malformed_json(path, lineno, e) from None
-            if not isinstance(obj, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-            yield lineno, obj
+            yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object) for each non-blank line; a line that is not a JSON
+    object, or not UTF-8, raises DataError naming file:line."""
+    path = Path(path)
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise malformed_json(path, lineno, e) from None
+        if not isinstance(obj, dict):
+            raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+        yield lineno, obj
 
 
 def load_json(path: str | Path) -> Any:

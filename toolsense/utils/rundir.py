@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TypeVar
 
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import MissingFile, UserError
 from toolsense.utils.io import code_state, sha256_file, sha256_text
 from toolsense.utils.paths import atomic_write_text
 from toolsense.utils.publish import complete
@@ -134,12 +134,13 @@ class RunDir:
         return "-".join(str(p) for p in parts if p) or self.path.name
 
     @contextlib.contextmanager
-    def claim(self, wait: bool = False) -> Iterator[bool]:
+    def claim(self, wait: bool = False, doing: str = "") -> Iterator[bool]:
         """Hold the run for this process while the block runs: yields True when held, False when
         another process holds it (two processes training into one run would corrupt it); with
         ``wait`` it blocks until the holder is gone instead. The OS releases the lock when the
         holder exits or is killed, so a crashed run is never stuck. The holder writes who it is
-        into ``.lock`` (:meth:`holder`). The ranks of one distributed job share the run: with
+        into ``.lock`` (:meth:`holder`), and what it is ``doing`` there (training, evaluating...),
+        which a refused process names (not its own work). The ranks of one distributed job share the run: with
         WORLD_SIZE > 1 nothing is locked."""
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
             yield True
@@ -152,7 +153,7 @@ class RunDir:
                 yield False
                 return
             fh.truncate(0)  # only the holder writes; the program's name only (arguments may carry secrets)
-            fh.write(f"pid {os.getpid()} on {socket.gethostname()} ({Path(sys.argv[0] or 'python').name})\n")
+            fh.write(f"pid {os.getpid()} on {socket.gethostname()} ({Path(sys.argv[0] or 'python').name})\n{doing}\n")
             fh.flush()
             try:
                 yield True
@@ -162,10 +163,18 @@ class RunDir:
     def holder(self) -> str:
         """Who holds the run, as its holder wrote it in ``.lock`` ("pid N on host (program)"),
         for the message of a process that was refused; "" when unknown."""
+        return self._lock_lines()[0]
+
+    def holder_doing(self) -> str:
+        """What the holder said it is doing in this folder ("training"); "" when unknown."""
+        return self._lock_lines()[1]
+
+    def _lock_lines(self) -> tuple[str, str]:
         try:
-            return (self.path / ".lock").read_text(encoding="utf-8", errors="replace").strip()
+            lines = (self.path / ".lock").read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
-            return ""
+            lines = []
+        return (lines[0].strip() if lines else "", lines[1].strip() if len(lines) > 1 else "")
 
     def write_config(self, data: dict[str, Any], ignore: Iterable[str] = ()) -> None:
         """Save ``data`` (plain, resolved) as config.yaml on rank 0; a run directory that holds
@@ -259,21 +268,28 @@ def holding(out: Path, doing: str = "evaluating") -> Iterator[bool]:
     When another process holds it, ``TOOLSENSE_BUSY`` decides: ``fail`` (default) raises naming
     the holder (pid, host), ``skip`` yields False (nothing is done), ``wait`` blocks until free."""
     rd, policy = RunDir(out), busy_policy()
-    with rd.claim() as held:
+    fresh = not out.exists() or not any(out.iterdir())
+    with rd.claim(doing=doing) as held:
         if held:
             complete(out)  # a publish a kill cut short is finished first (utils/publish.py)
-            yield True
+            try:
+                yield True
+            except UserError:  # refused before anything was written: leave no folder behind
+                if fresh and [p.name for p in out.iterdir()] == [".lock"]:
+                    (out / ".lock").unlink()
+                    out.rmdir()
+                raise
             return
-    who = rd.holder() or "a process that did not record itself"
+    who, theirs = rd.holder() or "a process that did not record itself", rd.holder_doing() or "working"
     if policy == "skip":
-        log.warning("%s: %s is %s into this folder; skipped (TOOLSENSE_BUSY=skip)", out, who, doing)
+        log.warning("%s: %s is %s into this folder; skipped (TOOLSENSE_BUSY=skip)", out, who, theirs)
         yield False
         return
     if policy == "fail":
-        raise RuntimeError(f"{out}: another process is {doing} into this folder ({who}; it holds {rd.path / '.lock'}); "
-                           "wait for it, set TOOLSENSE_BUSY=wait to wait, or use another output_dir")
+        raise UserError(f"{out}: another process is {theirs} into this folder ({who}; it holds {rd.path / '.lock'}); "
+                        "wait for it, set TOOLSENSE_BUSY=wait to wait, or use another output_dir")
     log.warning("%s: waiting for %s to finish (TOOLSENSE_BUSY=wait)", out, who)
-    with rd.claim(wait=True) as held:
+    with rd.claim(wait=True, doing=doing) as held:
         if held:
             complete(out)
         yield held
