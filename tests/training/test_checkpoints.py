@@ -9,10 +9,15 @@ from toolsense.training.trainer import ROWS_FILE
 
 
 def _ckpt(root, step, *files):
+    import torch
+
     path = root / f"checkpoint-{step}"
     path.mkdir(parents=True)
     for f in files:
-        (path / f).write_text("x")
+        if f.endswith(".pt"):
+            torch.save({}, path / f)  # files that read back (damaged_file checks them)
+        else:
+            (path / f).write_text("{}" if f.endswith(".json") else "x")
     return path
 
 
@@ -47,3 +52,30 @@ def test_a_truncated_weights_file_is_named_in_the_error(tmp_path):
         f.truncate(weights.stat().st_size // 2)
     with pytest.raises(OSError, match=rf"^{weights}: the model weights cannot be read \(.*\); the file is truncated or corrupt"):
         load_model_and_tokenizer(cfg, path=tmp_path / "stage1")
+
+
+def test_a_checkpoint_cut_short_is_skipped_naming_the_file_and_the_previous_one_resumes(tmp_path, caplog):
+    """Issue 49: a truncated checkpoint made resuming fail with safetensors' raw SafetensorError (no
+    file named, no fallback); deleting the folder by hand worked. Now the newest intact one is used."""
+    import torch
+    from safetensors.torch import save_file
+
+    for step in (2, 4):
+        path = _ckpt(tmp_path, step, "trainer_state.json", ROWS_FILE)
+        save_file({"w": torch.arange(1000, dtype=torch.float32)}, path / "model.safetensors")
+        torch.save({"state": {0: torch.zeros(100)}}, path / "optimizer.pt")
+    weights = tmp_path / "checkpoint-4" / "model.safetensors"
+    assert last_checkpoint(tmp_path, needs=(ROWS_FILE,)) == str(tmp_path / "checkpoint-4")
+    with open(weights, "r+b") as f:
+        f.truncate(weights.stat().st_size - 100)
+    assert last_checkpoint(tmp_path, needs=(ROWS_FILE,)) == str(tmp_path / "checkpoint-2")
+    assert f"{tmp_path / 'checkpoint-4'} is damaged ({weights}: cut short (" in caplog.text
+    assert "resuming from the previous intact checkpoint" in caplog.text
+    optimizer = tmp_path / "checkpoint-2" / "optimizer.pt"  # a torch file cut short: its zip directory is gone
+    optimizer.write_bytes(optimizer.read_bytes()[:-50])
+    assert last_checkpoint(tmp_path, needs=(ROWS_FILE,)) is None
+    assert f"{optimizer}: unreadable (BadZipFile" in caplog.text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2", "checkpoint-4"]  # skipped, never deleted
+    state = _ckpt(tmp_path, 6, "trainer_state.json", ROWS_FILE) / "trainer_state.json"
+    state.write_text('{"global_step": 6, "log_hist', encoding="utf-8")  # cut mid-write
+    assert last_checkpoint(tmp_path, needs=(ROWS_FILE,)) is None and f"{state}: unreadable (JSONDecodeError" in caplog.text

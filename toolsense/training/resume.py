@@ -28,6 +28,32 @@ from toolsense.utils.paths import atomic_write_text
 LOSS_FILE = "loss_total.json"
 
 
+def damaged_file(checkpoint: Path) -> Optional[str]:
+    """Why a file of ``checkpoint`` cannot be read back (``<file>: <why>``), or None: a weights file
+    (``*.safetensors``) shorter than its header says, a torch file (``*.pt``, ``*.pth``, ``*.bin``:
+    zip archives) without its closing directory, a JSON file (the trainer's state) that does not parse. Both are what a copy or a full disk cut short
+    leaves; only headers are read, so checking costs no load."""
+    import struct
+    import zipfile
+
+    for f in sorted(checkpoint.iterdir()):
+        try:
+            if f.suffix == ".safetensors":
+                with open(f, "rb") as fh:
+                    n = struct.unpack("<Q", fh.read(8))[0]
+                    header = json.loads(fh.read(n))
+                end = 8 + n + max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+                if f.stat().st_size < end:
+                    return f"{f}: cut short ({f.stat().st_size} of {end} bytes)"
+            elif f.suffix in (".pt", ".pth", ".bin"):
+                zipfile.ZipFile(f).close()
+            elif f.suffix == ".json":
+                json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError, TypeError, struct.error, zipfile.BadZipFile) as e:
+            return f"{f}: unreadable ({type(e).__name__}: {e})"
+    return None
+
+
 def checkpoint_step(checkpoint: Optional[str]) -> int:
     """The optimiser step of a ``checkpoint-N`` folder; 0 for None (a fresh start)."""
     return int(Path(checkpoint).name.rsplit("-", 1)[-1]) if checkpoint else 0

@@ -25,7 +25,16 @@ from toolsense.models import load_model_and_tokenizer
 from toolsense.models.loading import resolve_dtype
 from toolsense.training.config import StageSchedule, TrainConfig
 from toolsense.training.memory import device_memory, memory_plan, model_shape
-from toolsense.training.resume import LOSS_FILE, LossTotalCallback, checkpoint_step, forget_logged_after, loss_sum_at, stage_loss, tokens_at
+from toolsense.training.resume import (
+    LOSS_FILE,
+    LossTotalCallback,
+    checkpoint_step,
+    damaged_file,
+    forget_logged_after,
+    loss_sum_at,
+    stage_loss,
+    tokens_at,
+)
 from toolsense.training.trainer import (
     ROWS_FILE,
     EmbeddingRowsCallback,
@@ -54,8 +63,9 @@ def last_checkpoint(folder: Path, needs: tuple[str, ...] = ()) -> Optional[str]:
 
     A run killed while saving leaves a checkpoint folder without ``trainer_state.json`` (the
     Trainer writes it after the weights and optimizer) or without our own files (``needs``,
-    written by a callback after that). Such a folder is skipped with a warning, never deleted:
-    the next save at that step overwrites it.
+    written by a callback after that); a copy or a full disk may cut a file short
+    (:func:`damaged_file`). Such a folder is skipped with a warning naming it (and the bad file),
+    never deleted: the next save at that step overwrites it.
     """
     if not folder.is_dir():
         return None
@@ -63,9 +73,11 @@ def last_checkpoint(folder: Path, needs: tuple[str, ...] = ()) -> Optional[str]:
                     if p.is_dir() and (m := re.fullmatch(r"checkpoint-(\d+)", p.name))), reverse=True)
     for _, path in steps:
         missing = [f for f in ("trainer_state.json", *needs) if not (path / f).exists()]
-        if not missing:
+        damaged = None if missing else damaged_file(path)
+        if not missing and not damaged:
             return str(path)
-        log.warning("%s is incomplete (no %s), probably interrupted while saving; skipping it", path, ", ".join(missing))
+        log.warning("%s is %s; skipping it (resuming from the previous intact checkpoint)", path,
+                    f"damaged ({damaged})" if damaged else f"incomplete (no {', '.join(missing)}), probably interrupted while saving")
     return None
 
 
