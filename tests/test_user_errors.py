@@ -123,3 +123,41 @@ def test_a_repeated_query_id_is_refused_naming_it_and_both_lines_before_the_mode
         f"evaluate.py: error: {data / 'queries.jsonl'}:{len(lines) + 1}: repeated id 'q0' (first at {data / 'queries.jsonl'}:1); "
         "samples.jsonl is keyed by id, so it would be scored twice: give each item its own id"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_key_the_endpoint_refuses_is_one_line_naming_the_section_field(monkeypatch, tmp_path, capfd):
+    """Issue 49: a 401 printed 52 lines that ended naming ``llm.api_key_env``, which is no config field."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Refuse(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            data = json.dumps({"error": {"message": "Invalid API key", "type": "invalid_request_error"}}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    monkeypatch.setenv("REFUSED_TEST_KEY", "tsk_refused_0123456789abcdef")
+    try:
+        code = _run(monkeypatch, tmp_path, "generate", "tasks=[rrb]", "rrb_per_tier={easy:1,medium:0,hard:0}",
+                    "writer.backend=openai", f"writer.base_url={url}", "writer.openai_model=m", "writer.max_retries=0",
+                    "writer.api_key_env=REFUSED_TEST_KEY", f"output_dir={tmp_path / 'out'}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capfd.readouterr().err
+    lines = [x for x in err.strip().splitlines() if "error:" in x]
+    assert code == 2 and "Traceback" not in err and "tsk_refused" not in err
+    assert lines == [f"generate.py: error: writer.api_key_env='REFUSED_TEST_KEY': {url}/ refused that key (HTTP 401: Error code: 401 "
+                     "- Invalid API key); set $REFUSED_TEST_KEY to a key "
+                     "this endpoint accepts, or point writer.base_url at another"]

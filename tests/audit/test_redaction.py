@@ -133,3 +133,19 @@ def test_format_class_redacts_rendered_headers_the_field_classes_cannot_reach():
     assert redact(_set(), TokenClassConfig(**fmt))[1]["replacements"] == 0  # scope=fields: no header in any field
     with pytest.raises(ValueError, match=r"redaction.classes\[f\].scope must be fields or rendered"):
         TokenClassConfig(name="f", patterns=["x"], scope="prompt")
+
+
+def test_no_verdict_where_no_answer_could_be_read_as_a_score():
+    """Issue 49: a folder whose scores were all null (every answer scored unparseable_score) still
+    got "no significant change": a constant against a constant is no evidence either way."""
+    from toolsense.audit.report import findings
+
+    auroc = {"auroc": 0.5, "lo": 0.5, "hi": 0.5}
+    row = {"auroc": {"all": auroc}, "control": False, "delta_A": {"auroc": 0.0, "lo": 0.0, "hi": 0.0},
+           "replacements": {"replacements": 7}}
+    res = {"redaction": {"n_scored": 40, "decoding": {"method": "generate"},
+                         "variants": {"original": {"auroc": {"all": auroc}, "unparseable": 40}, "tools": {**row, "unparseable": 40}}}}
+    lines = findings(res)
+    assert lines[-1].endswith("-> no verdict: no answer of original or tools could be read as a score")
+    res["redaction"]["variants"]["original"]["unparseable"] = res["redaction"]["variants"]["tools"]["unparseable"] = 3
+    assert findings(res)[-1].endswith("7 replacements -> no significant change")

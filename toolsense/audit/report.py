@@ -58,7 +58,11 @@ def findings(res: dict) -> list[str]:
             if v == "original":
                 continue
             a, d = row["auroc"]["all"], row["delta_A"]
-            if d["lo"] != d["lo"]:
+            unscored = [name for name, r in (("original", red["variants"]["original"]), (v, row))
+                        if r.get("unparseable", 0) >= red["n_scored"]]
+            if unscored:  # every score is unparseable_score: the AUROCs compare a constant with a constant
+                verdict = f"no verdict: no answer of {' or '.join(unscored)} could be read as a score"
+            elif d["lo"] != d["lo"]:
                 verdict = f"undefined ({d.get('undefined', 'one class')})"
             elif not row["control"]:
                 verdict = "depends on it" if d["lo"] > 0 else "no significant change"

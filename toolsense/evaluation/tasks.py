@@ -20,7 +20,7 @@ from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.outputs import SampleLog, publish_result
 from toolsense.metrics.aggregate import aggregate, item_metrics
 from toolsense.reporting.export import trec_texts
-from toolsense.utils.io import git_sha
+from toolsense.utils.io import DataError, git_sha
 from toolsense.utils.progress import heartbeat
 from toolsense.utils.warnings import summarise
 
@@ -96,8 +96,10 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
         summarise(log, missing["names"], f"gold tools of {bench.name} not in the {system} index "
                   f"({missing['queries_affected']} queries affected; missing={policy}, "
                   f"{missing['queries_dropped']} queries dropped)", out_dir / "missing_gold.txt")
+    else:  # a list from an earlier evaluation into this folder (overwrite=true) would describe another index
+        (out_dir / "missing_gold.txt").unlink(missing_ok=True)
     if not items:
-        raise ValueError(f"benchmark {bench.name!r}: no query has a gold tool in the {system} index (benchmark.missing=drop)")
+        raise DataError(f"benchmark {bench.name!r}: no query has a gold tool in the {system} index (benchmark.missing=drop)")
     original = {q.query_id: q.tools for q in bench.items}
     ids = [q.query_id for q in items]
     if len(set(ids)) != len(ids):
