@@ -405,3 +405,24 @@ def test_batch_sizes_and_world_size_are_provenance_and_another_world_size_warns(
     assert "resumed on world size 1; its samples so far were written on world size 2" in caplog.text
     assert json.loads(fp_path.read_text())["world_sizes"] == [2, 1]
     assert json.loads(fp_path.read_text())["fingerprint"] == stored["fingerprint"]
+
+
+def test_a_stale_missing_gold_list_is_removed_when_nothing_is_missing(tmp_path):
+    """Issue 49: ``missing_gold.txt`` of an earlier evaluation into the folder survived ``overwrite=true``
+    against an index that holds every gold tool, describing another index."""
+    from toolsense.catalog import Query
+    from toolsense.evaluation.benchmarks import Benchmark, BenchmarkConfig
+    from toolsense.evaluation.config import MetricsConfig
+    from toolsense.evaluation.tasks import evaluate_ranking
+
+    qs = [Query("q1", "a", ("S&&A", "S&&X")), Query("q2", "b", ("S&&B",))]
+    bench = Benchmark("toy", "retrieval", qs, config=BenchmarkConfig(loader="query_jsonl"))
+    rankings = {"q1": ["S&&A", "S&&B"], "q2": ["S&&B", "S&&A"]}
+    metrics = MetricsConfig(ks=[1], resamples=20)
+    evaluate_ranking(bench, "hand", _ranker(rankings), {"S&&A", "S&&B"}, metrics, tmp_path, {})
+    assert (tmp_path / "missing_gold.txt").read_text().splitlines()[1:] == ["S&&X"]
+    for f in tmp_path.iterdir():  # what overwrite=true clears: the samples and results
+        if f.name != "missing_gold.txt":
+            f.unlink()
+    res = evaluate_ranking(bench, "hand", _ranker(rankings), {"S&&A", "S&&B", "S&&X"}, metrics, tmp_path, {})
+    assert res["missing"]["count"] == 0 and not (tmp_path / "missing_gold.txt").exists()

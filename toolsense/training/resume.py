@@ -31,8 +31,8 @@ LOSS_FILE = "loss_total.json"
 def damaged_file(checkpoint: Path) -> Optional[str]:
     """Why a file of ``checkpoint`` cannot be read back (``<file>: <why>``), or None: a weights file
     (``*.safetensors``) shorter than its header says, a torch file (``*.pt``, ``*.pth``, ``*.bin``:
-    zip archives) without its closing directory, a JSON file (the trainer's state) that does not parse. Both are what a copy or a full disk cut short
-    leaves; only headers are read, so checking costs no load."""
+    zip archives) without its closing directory, a JSON file (the trainer's state) that does not
+    parse: what a copy or a full disk cut short leaves. Only headers are read: checking costs no load."""
     import struct
     import zipfile
 
