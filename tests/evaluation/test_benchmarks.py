@@ -200,3 +200,14 @@ def test_released_benchmarks_hold_no_repeated_content(shared_data, tmp_path, loa
     the content check refuses no shipped benchmark (a probe question shared by many tools is not a repeat)."""
     path, _ = _without_ids(shared_data / "released" / f"{name}.jsonl", tmp_path / f"{name}.jsonl")
     assert len(load_benchmark(BenchmarkConfig(loader=loader, path=str(path))).items) == n
+
+
+def test_a_repeated_toolbench_item_without_query_id_is_refused(shared_data, tmp_path):
+    items = [{k: v for k, v in q.items() if k != "query_id"}
+             for q in json.loads((shared_data / "toolbench_queries" / "G1_instruction.json").read_text())]
+    once, twice = tmp_path / "G1_once.json", tmp_path / "G1_twice.json"
+    once.write_text(json.dumps(items))
+    twice.write_text(json.dumps(items + [items[5]]))
+    assert len(load_benchmark(BenchmarkConfig(loader="toolbench", path=str(once))).items) == 163
+    with pytest.raises(DataError, match=r"G1_twice.json: item 164: repeats the item at .*G1_twice.json: item 6 "):
+        load_benchmark(BenchmarkConfig(loader="toolbench", path=str(twice)))

@@ -80,21 +80,23 @@ def load_query_jsonl(path: str | Path, split: str | None = None) -> list[Query]:
     return [q for _, _, q in iter_query_jsonl(path) if split is None or q.split == split]
 
 
-def load_toolbench_queries(path: str | Path) -> list[Query]:
-    """ToolBench / StableToolBench query file; gold = ``relevant APIs`` ([service, api] pairs)."""
-    out = []
+def iter_toolbench_queries_named(path: str | Path) -> Iterator[tuple[str, bool, Query]]:
+    """``(where, whether the item names its query_id, query)`` of a ToolBench / StableToolBench query
+    file; gold = ``relevant APIs`` ([service, api] pairs); an item without an id gets its position."""
     for i, item in iter_toolbench_queries(path):
         where = f"{path}: item {i}"
-        out.append(
-            Query(
-                query_id=str(item.get("query_id", i)),
-                text=required_text(item, "query", where),
-                tools=gold_names(item.get("relevant APIs"), where, "relevant APIs"),
-                style="verbose",
-                split="test",
-            )
+        yield where, "query_id" in item, Query(
+            query_id=str(item.get("query_id", i)),
+            text=required_text(item, "query", where),
+            tools=gold_names(item.get("relevant APIs"), where, "relevant APIs"),
+            style="verbose",
+            split="test",
         )
-    return out
+
+
+def load_toolbench_queries(path: str | Path) -> list[Query]:
+    """ToolBench / StableToolBench query file (:func:`iter_toolbench_queries_named`)."""
+    return [q for _, _, q in iter_toolbench_queries_named(path)]
 
 
 def load_demo_queries(split: str | None = None, style: str | None = None, file: str = "queries.jsonl") -> list[Query]:

@@ -17,11 +17,14 @@ import yaml
 from toolsense.curves.points import CURVES, POINT_FILE, TIMINGS_FILE
 from toolsense.reporting.tables import markdown_table
 from toolsense.utils.jsonl import JsonlStore
+from toolsense.utils.publish import load_published_json
 
 
-def _json(path: Path) -> dict[str, Any]:
+def _json(path: Path, published: bool = False) -> dict[str, Any]:
+    """The file's object, {} when absent or unreadable; ``published``: as its folder's manifest published it
+    (utils/publish.py), so a results file a kill left half written or changed since counts as absent."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return load_published_json(path) if published else json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 
@@ -74,10 +77,10 @@ def arm_points(root: Path, sweep: str, rule: Any) -> list[dict[str, Any]]:
         secs, total = _stage_seconds(run), _epochs(cfg, "stage2")
         found = []
         for d in sorted((root / CURVES / sweep / run.name).glob("stage2-*")):
-            point, res = _json(d / POINT_FILE), _json(d / "results.json")
+            point, res = _json(d / POINT_FILE), _json(d / "results.json", published=True)
             if (d / "done.json").is_file() and model_score(res, rule):
                 found.append((point.get("epoch"), point.get("step"), model_score(res, rule), res.get("seconds")))
-        final = _json(run / "eval" / "results.json")
+        final = _json(run / "eval" / "results.json", published=True)
         if model_score(final, rule) and (run / "done.json").is_file():
             found.append((total, None, model_score(final, rule), final.get("seconds")))
         for epoch, step, est, eval_s in found:

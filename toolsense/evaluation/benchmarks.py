@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Optional
 
-from toolsense.catalog import Query, load_demo_queries, load_toolbench_queries
+from toolsense.catalog import Query, load_demo_queries
 from toolsense.catalog.loaders import DEMO_DIR
-from toolsense.catalog.queries import gold_names, iter_query_jsonl, required_text
+from toolsense.catalog.queries import gold_names, iter_query_jsonl, iter_toolbench_queries_named, required_text
 from toolsense.utils.io import DataError, iter_jsonl, sha256_file, sha256_text
 from toolsense.utils.registry import Registry
 
@@ -148,14 +148,23 @@ def load_toolbench(cfg: BenchmarkConfig) -> Benchmark:
     if cfg.paths:
         paths = [Path(p) for p in cfg.paths]
         items = [Query(f"{p.stem}/{q.query_id}", q.text, q.tools, q.style, q.split, {"tier": p.stem})
-                 for p in paths for q in load_toolbench_queries(p)]
+                 for p in paths for q in _toolbench_file(p)]
         name = "+".join(p.stem for p in paths)
         return Benchmark(name, "retrieval", items, None, files=[str(p) for p in paths])
     path = _need_path(cfg)
     m = re.match(r"(G\d)", path.name)
     tier = m.group(1) if m else path.stem
-    items = [Query(q.query_id, q.text, q.tools, q.style, q.split, {"tier": tier}) for q in load_toolbench_queries(path)]
+    items = [Query(q.query_id, q.text, q.tools, q.style, q.split, {"tier": tier}) for q in _toolbench_file(path)]
     return Benchmark(path.stem, "retrieval", items, str(path))
+
+
+def _toolbench_file(path: Path) -> list[Query]:
+    """One ToolBench query file's queries; a repeated item without a query_id is refused (:class:`Repeats`)."""
+    repeats, out = Repeats(), []
+    for where, named, q in iter_toolbench_queries_named(path):
+        repeats.check(where, named, q.text, q.tools)
+        out.append(q)
+    return out
 
 
 @BENCHMARKS.register("rrb")
