@@ -162,7 +162,7 @@ def _toolbench_file(path: Path) -> list[Query]:
     """One ToolBench query file's queries; a repeated item without a query_id is refused (:class:`Repeats`)."""
     repeats, out = Repeats(), []
     for where, named, q in iter_toolbench_queries_named(path):
-        repeats.check(where, named, q.text, q.tools)
+        repeats.check(where, q.query_id if named else None, q.text, q.tools)
         out.append(q)
     return out
 
