@@ -161,3 +161,43 @@ def test_a_key_the_endpoint_refuses_is_one_line_naming_the_section_field(monkeyp
     assert lines == [f"generate.py: error: writer.api_key_env='REFUSED_TEST_KEY': {url}/ refused that key (HTTP 401: Error code: 401 "
                      "- Invalid API key); set $REFUSED_TEST_KEY to a key "
                      "this endpoint accepts, or point writer.base_url at another"]
+
+
+def test_a_dangling_symlinked_output_dir_is_one_line(monkeypatch, tmp_path, capfd):
+    """Issue 49: it was a raw ``FileExistsError``."""
+    link = tmp_path.parent / f"{tmp_path.name}_link"
+    link.symlink_to(tmp_path.parent / f"{tmp_path.name}_gone")
+    try:
+        code = _run(monkeypatch, tmp_path, "evaluate", "parametric=false", "baseline=bm25", "benchmark.limit=2",
+                    f"output_dir={link / 'eval'}")
+    finally:
+        link.unlink()
+    assert code == 2
+    assert capfd.readouterr().err.strip().splitlines() == [
+        f"evaluate.py: error: {link}: a symlink to {tmp_path.parent / f'{tmp_path.name}_gone'}, which does not exist; "
+        "create that folder, or point output_dir elsewhere"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_names_the_file_it_was_writing(tmp_path, monkeypatch):
+    """Issue 49: ``OSError: [Errno 28] No space left on device`` named no path (write() gives none)."""
+    import errno
+
+    from toolsense.utils.errors import environment_error
+    from toolsense.utils.jsonl import JsonlStore
+    from toolsense.utils.paths import atomic_write_text
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    target = tmp_path / "results.json"
+    monkeypatch.setattr(type(target), "write_text", full)
+    with pytest.raises(OSError) as e:
+        atomic_write_text(target, "{}")
+    assert e.value.filename == str(target) and environment_error(e.value) == (
+        f"{target}: No space left on device while writing it; free space there, or point output_dir at another disk")
+    monkeypatch.undo()
+    store = JsonlStore(tmp_path / "samples.jsonl")
+    monkeypatch.setattr("builtins.open", lambda *a, **k: full())
+    with pytest.raises(OSError, match=rf"No space left on device: '{tmp_path / 'samples.jsonl'}'"):
+        store.append({"id": 1})

@@ -78,3 +78,21 @@ def test_a_probe_past_the_models_context_is_refused_before_anything_is_scored(ti
     assert not (out / "qa").exists()  # nothing claimed, nothing scored
     path.write_text(json.dumps(good) + "\n")
     assert run(_cfg(tiny_run, out, benchmarks={"qa": {"loader": "qa", "path": str(path)}}, baselines={}))["results"][0]["n"] == 1
+
+
+def test_when_only_the_tool_card_is_too_long_the_refusal_says_to_shorten_its_description(tiny_run, tmp_path, monkeypatch):
+    """Issue 49: a very long tool description (cut in training with a warning) made the card probe's
+    refusal tell the user to shorten the questions, which fit."""
+    import toolsense.evaluation.probes as probes
+
+    names = probes._names
+    monkeypatch.setattr(probes, "_names", lambda ev, item: (*names(ev, item)[:3], " ".join(["forecast"] * 3_000)))
+    good = json.loads((DEMO_DIR / "probes_qa.jsonl").read_text().splitlines()[0])
+    path = tmp_path / "qa.jsonl"
+    path.write_text(json.dumps(good) + "\n")
+    with pytest.raises(ValueError) as e:
+        run(_cfg(tiny_run, tmp_path / "out", benchmarks={"qa": {"loader": "qa", "path": str(path)}}, baselines={},
+                 probe={"modes": ["token", "card"]}))
+    assert str(e.value).endswith(f"Only mode card is too long: its prompt holds the tool's descriptions (1 tools, e.g. "
+                                 f"{good['tool']['tool_name']!r}). Shorten those descriptions in the catalog, or leave card "
+                                 "out of probe.modes")

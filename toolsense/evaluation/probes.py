@@ -33,7 +33,7 @@ from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_cove
 from toolsense.evaluation.outputs import SampleLog, publish_result
 from toolsense.evaluation.probe_stats import centred_predictions, debiased_correct, distribution, majority_rate, rotation, top_answer
 from toolsense.metrics.intervals import accuracy
-from toolsense.utils.io import git_sha
+from toolsense.utils.io import DataError, git_sha
 from toolsense.utils.warnings import summarise
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,8 @@ def check_probe_lengths(ev: EvalModel, bench: Benchmark, modes: Sequence[str], c
     seeded option order) and longest answer pass the model's context (``max_position_embeddings``):
     past it an item is scored on positions the model never trained, and a very long one grows
     memory until the OOM killer ends the run without a word (retrieval queries: decoding/length.py).
-    The ValueError names ``where``, the count, the limit and the longest items."""
+    The DataError names ``where``, the count, the limit and the longest items, and what to shorten:
+    the questions, or (when only ``card`` is too long) the tools' descriptions."""
     context = getattr(ev.model.config, "max_position_embeddings", None)
     known = [it for it in bench.items if it.tool in ev.index.paths]  # the others are skipped, not scored
     if not context or not known:
@@ -100,16 +101,22 @@ def check_probe_lengths(ev: EvalModel, bench: Benchmark, modes: Sequence[str], c
     answer = max(len(a) for a in encode(ev.tokenizer, probe_answers(bench.kind, len(known[0].options))))
     room = context - answer
     over: dict[str, int] = {}
+    in_modes: dict[str, set[str]] = {}
     for mode in modes:
         prompts = [probe_prompt(ev, it, bench.kind, mode, permutation(it, bench.kind, cfg.seed), cfg) for it in known]
         for it, ids in zip(known, encode(ev.tokenizer, prompts)):
             if len(ids) > room:
                 over[it.item_id] = max(len(ids), over.get(it.item_id, 0))
+                in_modes.setdefault(it.item_id, set()).add(mode)
     if over:
         shown = ", ".join(f"{k!r} ({n} tokens)" for k, n in sorted(over.items(), key=lambda kv: -kv[1])[:5])
-        raise ValueError(f"{where}: {len(over)} of {len(known)} probe items are longer than the model can read ({room} prompt "
-                         f"tokens: the model's context of {context} less {answer} of the answer); the longest: {shown}. Shorten their "
-                         "questions or options, or leave them out of the benchmark")
+        head = (f"{where}: {len(over)} of {len(known)} probe items are longer than the model can read ({room} prompt "
+                f"tokens: the model's context of {context} less {answer} of the answer); the longest: {shown}.")
+        if all(m == {"card"} for m in in_modes.values()):  # the questions fit; the tool cards do not
+            tools = sorted({it.tool for it in known if it.item_id in over})
+            raise DataError(f"{head} Only mode card is too long: its prompt holds the tool's descriptions ({len(tools)} tools, "
+                            f"e.g. {tools[0]!r}). Shorten those descriptions in the catalog, or leave card out of probe.modes")
+        raise DataError(f"{head} Shorten their questions or options, or leave them out of the benchmark")
 
 
 @torch.no_grad()

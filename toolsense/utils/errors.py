@@ -16,6 +16,9 @@ those, and tests that expect them, are unchanged.
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class UserError(ValueError):
     """Something the user can fix; the message names the field or ``file:line`` and the fix."""
@@ -38,4 +41,19 @@ class EndpointError(UserError):
     serve); the message names the config field that points at the server or the key."""
 
 
-__all__ = ["ConfigError", "DataError", "EndpointError", "MissingFile", "UserError"]
+def environment_error(e: OSError) -> str | None:
+    """The one line for an OSError the machine caused, not the code (a full disk or quota, a
+    read-only file system, an output folder that is a symlink to nothing), naming the path and what
+    to do; None for any other OSError (a bug's, kept with its traceback)."""
+    where = e.filename or "a file"
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"{where}: {e.strerror} while writing it; free space there, or point output_dir at another disk"
+    if e.errno == errno.EROFS:
+        return f"{where}: the file system is read-only; point output_dir at a writable folder"
+    if isinstance(e, FileExistsError) and e.filename and os.path.islink(e.filename) and not os.path.exists(e.filename):
+        return (f"{e.filename}: a symlink to {os.readlink(e.filename)}, which does not exist; create that folder, "
+                "or point output_dir elsewhere")
+    return None
+
+
+__all__ = ["ConfigError", "DataError", "EndpointError", "MissingFile", "UserError", "environment_error"]

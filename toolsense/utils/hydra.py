@@ -14,7 +14,7 @@ from typing import Iterator, Sequence
 
 from hydra.core.config_store import ConfigStore
 
-from toolsense.utils.errors import UserError
+from toolsense.utils.errors import UserError, environment_error
 
 USER_ERROR_EXIT = 2
 """The exit status of a refused command (argparse's); a bug exits 1 (Hydra's)."""
@@ -114,15 +114,18 @@ def forget_hydra_dir() -> None:
 def user_errors() -> Iterator[None]:
     """The body of a job's Hydra task: a :class:`UserError` escaping it is printed as one line
     (``<command>: error: <message>``, the command as typed: ``evaluate.py``, ``toolsense-evaluate``)
-    and the process exits 2; a bug passes on to Hydra. In a ``-m`` sweep the line is printed and
-    the error passes on too, so the sweep's other jobs still run and Hydra marks this one failed."""
+    and the process exits 2, as is an OSError the machine caused (a full disk, a dangling symlink:
+    :func:`~toolsense.utils.errors.environment_error`); a bug passes on to Hydra. In a ``-m`` sweep
+    the line is printed and the error passes on too, so the sweep's other jobs still run and Hydra
+    marks this one failed."""
     try:
         yield
-    except UserError as e:
-        if debugging():
+    except (UserError, OSError) as e:
+        line = str(e) if isinstance(e, UserError) else environment_error(e)
+        if line is None or debugging():
             raise
         sys.stderr.flush()
-        print(f"{os.path.basename(sys.argv[0])}: error: {e}", file=sys.stderr, flush=True)
+        print(f"{os.path.basename(sys.argv[0])}: error: {line}", file=sys.stderr, flush=True)
         if _multirun():  # the sweep's other jobs still run; Hydra marks this one failed and reports it at the end
             raise
         forget_hydra_dir()

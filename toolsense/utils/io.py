@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from toolsense.utils.errors import DataError, MissingFile
-from toolsense.utils.paths import atomic_write_text
+from toolsense.utils.paths import atomic_write_text, naming
 
 
 def malformed_json(where: str | Path, lineno: int, e: json.JSONDecodeError, hint: str = "") -> DataError:
@@ -111,7 +111,7 @@ def _non_finite(obj: Any, key: str = "") -> tuple[str, float] | None:
 
 
 def write_jsonl(path: str | Path, rows, mode: str = "w") -> None:
-    with open(path, mode, encoding="utf-8") as f:
+    with naming(path), open(path, mode, encoding="utf-8") as f:
         for n, row in enumerate(rows, 1):
             f.write(dump_json(row, f"{path} row {n}", ensure_ascii=False) + "\n")
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
 
 from toolsense.utils.io import DataError, decode_line, dump_json, malformed_json
+from toolsense.utils.paths import naming
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ class JsonlStore:
         line = (dump_json(row, self.path, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a+b") as f:
+            with naming(self.path), open(self.path, "a+b") as f:  # a full disk names the file
                 if self.unique:
                     fcntl.flock(f, fcntl.LOCK_EX)  # released when f closes
                     self._read_appended(f)

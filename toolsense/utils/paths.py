@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 
 def cache_root() -> Path:
@@ -38,6 +40,19 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    with naming(path):
+        tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+@contextmanager
+def naming(path: str | Path) -> Iterator[None]:
+    """An OSError raised while writing ``path`` that names no file (a full disk or quota: ``write()``
+    names none) is raised again naming it, so the message says where space ran out."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None and e.errno:
+            raise type(e)(e.errno, e.strerror, str(path)) from e
+        raise
