@@ -154,7 +154,8 @@ def load_virtual_tokens(path: str | Path, on_duplicate: DuplicatePolicy = "error
     (``<<Finish>>``) are control tokens, not tools, and are skipped by design."""
 
     def items() -> Iterator[tuple[Tool, str]]:
-        for lineno, tok in iter_lines(path):  # a byte that is not UTF-8 is named by file:line and column
+        for lineno, line in iter_lines(path):  # a byte that is not UTF-8 is named by file:line and column
+            tok = line.rstrip("\r\n")
             if not tok.strip():
                 continue
             where = f"{path}:{lineno}"

@@ -43,14 +43,14 @@ def decode_line(raw: bytes, where: str | Path, lineno: int) -> str:
 
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, text without its newline) for each line of a text file (``.gz``
+    """Yield (1-based line number, text with its line end) for each line of a text file (``.gz``
     read through); bytes that are not UTF-8 raise DataError naming file:line and column."""
     path = Path(path)
     if not path.exists():
         raise MissingFile(f"{path}: no such file")
     with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
         for lineno, raw in enumerate(f, 1):
-            yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")
+            yield lineno, decode_line(raw, path, lineno)
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
