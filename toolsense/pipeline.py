@@ -12,6 +12,7 @@ so rerunning a finished sweep, or one whose model folders were deleted, redoes n
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,6 +20,7 @@ from typing import Any, Mapping
 from toolsense.data.leakage import refuse_leakage
 from toolsense.training import Prepared, TrainConfig, prepare, run
 from toolsense.utils.hydra import shared_output_dir, sweep_name
+from toolsense.utils.ranks import on_rank0, rank, world_size
 from toolsense.utils.rundir import RunDir, holding
 
 log = logging.getLogger(__name__)
@@ -38,16 +40,26 @@ def train(cfg: TrainConfig, plain: Mapping[str, Any]) -> float | None:
     refuse_scored_queries(prepared, plan)
     rd = RunDir(run_dir)
     identity = {k: v for k, v in plain.items() if k not in NOT_RESULT}
-    with holding(Path(run_dir), "training") as held:
-        if not held:  # TOOLSENSE_BUSY=skip: another process holds the run (holding names it)
+    log.info("%s: rank %d of world_size %d", run_dir, rank(), world_size())
+    with contextlib.ExitStack() as stack:  # rank 0 holds the run for the whole job; the other ranks follow its outcome
+        state = on_rank0(lambda: _claim(stack, rd, identity), doing="training")
+        if state == "busy":  # TOOLSENSE_BUSY=skip: another process holds the run (holding names it)
             return None
-        if rd.finished(identity):
+        if state == "finished":
             log.info("%s: trained and evaluated earlier under this config (done.json); skipped. Delete %s to redo "
                      "what is missing", run_dir, rd.done_path)
             return None
         loss = train_and_evaluate(cfg, run_dir, prepared, plan)
         rd.mark_finished(identity)
         return loss
+
+
+def _claim(stack: contextlib.ExitStack, rd: RunDir, identity: Mapping[str, Any]) -> str:
+    """Rank 0's claim of the run, held until ``stack`` closes: ``busy`` (another process holds it
+    and TOOLSENSE_BUSY=skip), ``finished`` (its done.json matches) or ``held``."""
+    if not stack.enter_context(holding(rd.path, "training")):
+        return "busy"
+    return "finished" if rd.finished(dict(identity)) else "held"
 
 
 def evaluation_plan(cfg: TrainConfig, run_dir: str | Path) -> list:

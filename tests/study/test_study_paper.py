@@ -88,11 +88,12 @@ def test_every_sweep_of_the_paper_study_composes_to_a_train_config(tmp_path):
     to TrainConfig: the paper's catalog, models, DeepSpeed, suite and launcher; App. E on the realistic templates."""
     (tmp_path / "train.json").write_text("[]")
     cfg = _study(f"inputs.toolbench_train.path={tmp_path}/train.json")
-    assert list(cfg.sweeps) == ["grid", "appendix_e", "architecture"] and cfg.launch[0] == "launcher=slurm"
+    assert list(cfg.sweeps) == ["grid", "appendix_e", "architecture"] and cfg.launch[0] == "launcher=slurm_gpu"
     seen = _first_jobs(cfg)
     for _, launcher in seen.values():
-        assert launcher._target_.endswith("SlurmLauncher") and launcher.gpus_per_node == 1 and launcher.tasks_per_node == 1
-        assert "RANK=0 LOCAL_RANK=0 WORLD_SIZE=1" in launcher.setup[1]
+        # issue 44: one rank per GPU of the node, ranks from Slurm (no setup line pins RANK=0 WORLD_SIZE=1)
+        assert launcher._target_.endswith("RankedSlurmLauncher") and launcher.gpus_per_node == launcher.tasks_per_node == 8
+        assert not any("RANK" in line or "WORLD_SIZE" in line for line in launcher.setup)
     grid = seen["grid"][0]
     assert grid.model.name_or_path == "meta-llama/Meta-Llama-3-8B-Instruct" and grid.catalog.build == "toolbench"
     assert grid.trainer.deepspeed["zero_optimization"]["stage"] == 2 and grid.trainer.effective_batch == 1024

@@ -6,17 +6,18 @@ and probes (cheap) run on rank 0. Single-process runs take none of these paths."
 
 from __future__ import annotations
 
-import datetime
-import os
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
 import torch
 
+from toolsense.utils.ranks import GROUP_TIMEOUT, init_process_group, on_rank0, world_size
+from toolsense.utils.ranks import rank as current_rank
+
 T = TypeVar("T")
 
 
-TIMEOUT = datetime.timedelta(hours=4)
+TIMEOUT = GROUP_TIMEOUT
 """How long a rank waits at a barrier while rank 0 runs baselines and probes."""
 
 
@@ -44,19 +45,10 @@ class Shard:
         """Run ``fn`` on rank 0 while the others wait; then every rank raises if it failed, so no
         process is left waiting at a later barrier for one that stopped (e.g. rank 0 refusing
         an output folder that holds another evaluation's samples)."""
-        err: BaseException | None = None
-        if self.main:
-            try:
-                fn()
-            except Exception as e:  # re-raised below, after the other ranks were told
-                err = e
-        if self.world > 1:
-            msg = [f"{type(err).__name__}: {err}" if err is not None else None]
-            torch.distributed.broadcast_object_list(msg, src=0, group=self.group)
-            if msg[0] is not None and err is None:
-                raise RuntimeError(f"rank 0 stopped the evaluation: {msg[0]}")
-        if err is not None:
-            raise err
+        if self.world == 1:
+            fn()
+            return
+        on_rank0(fn, self.group, "the evaluation")
 
 
 def init_shard() -> Shard:
@@ -67,16 +59,12 @@ def init_shard() -> Shard:
     Evaluate-after-train finds the group training made (Accelerate's, 30-minute timeout by
     default), whose timeout cannot be changed: the shard then gets a new group with
     :data:`TIMEOUT` over the same ranks, so the long wait applies there too."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
+    world, rank = world_size(), current_rank()
     if world == 1:
         return Shard(rank, world)
     if torch.distributed.is_initialized():
         return Shard(rank, world, torch.distributed.new_group(timeout=TIMEOUT))
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "nccl":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    torch.distributed.init_process_group(backend, timeout=TIMEOUT)
+    init_process_group()
     return Shard(rank, world)
 
 

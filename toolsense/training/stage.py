@@ -25,6 +25,7 @@ from toolsense.models import load_model_and_tokenizer
 from toolsense.models.loading import resolve_dtype
 from toolsense.training.config import StageSchedule, TrainConfig
 from toolsense.training.memory import device_memory, memory_plan, model_shape
+from toolsense.training.preemption import StopFlag, StopOnSignal, preemptible
 from toolsense.training.resume import (
     LOSS_FILE,
     LossTotalCallback,
@@ -100,6 +101,8 @@ class StageRunner:
     loss_total: Any = field(default=None, init=False)
     cut: dict = field(default_factory=dict, init=False)
     """Examples longer than ``trainer.max_length`` (``to_dataset``): in the summary as ``cut_by_max_length``."""
+    late_signal: Optional[StopFlag] = field(default=None, init=False)
+    """A job's signal caught after the stage's last step (handed over after the save)."""
 
     @property
     def out_dir(self) -> Path:
@@ -170,7 +173,14 @@ class StageRunner:
             dropped = forget_logged_after(self.run_dir / "metrics.jsonl", self.name, checkpoint_step(ckpt))
             if dropped:
                 log.info("%s: %d metrics rows logged after step %d are redone and replaced", self.name, dropped, checkpoint_step(ckpt))
-        out = self.trainer.train(resume_from_checkpoint=ckpt)
+        with preemptible() as flag:  # a job's signal: stop at the end of a step, with a checkpoint
+            stop = StopOnSignal(flag)
+            self.trainer.add_callback(stop)
+            out = self.trainer.train(resume_from_checkpoint=ckpt)
+            if not stop.stopped_at and flag.agree():  # caught after the last step: hand over once the stage is saved
+                self.late_signal = flag
+        if stop.stopped_at:
+            flag.hand_over(f"{self.name} saved {self.ckpt_dir / f'checkpoint-{stop.stopped_at}'}")
         history = [h["loss"] for h in self.trainer.state.log_history if "loss" in h]
         self.result = {
             "train_loss": stage_loss(out.training_loss, checkpoint_step(ckpt), self.loss_total.loss_sum_before, out.global_step),
@@ -209,8 +219,12 @@ class StageRunner:
             torch.cuda.empty_cache()
 
     def run(self) -> dict:
-        """setup → train → save → cleanup; returns the training summary."""
-        return run_recipe(self)
+        """setup → train → save → cleanup; returns the training summary (a signal caught after the
+        last step is handed over once the stage is saved: training/preemption.py)."""
+        result = run_recipe(self)
+        if self.late_signal is not None:
+            self.late_signal.hand_over(f"{self.name} finished and saved {self.out_dir}")
+        return result
 
 
 def run_recipe(runner: Any) -> dict:

@@ -48,11 +48,14 @@ def hydra_value(key: str) -> str:
 
 def shared_output_dir(explicit: str | None) -> str:
     """The run's output directory: ``output_dir=`` when given, else Hydra's (timestamped) one.
-    Several processes (torchrun, Slurm tasks) must be given one explicitly: each would stamp
-    its own time and write to a directory of its own."""
+    The ranks of a ``-m`` job (the Slurm tasks of ``launcher=slurm``) share Hydra's: its sweep
+    directory was stamped once, where the sweep was submitted. Several processes of a single run
+    (torchrun) must be given one explicitly: each would stamp its own time."""
+    from toolsense.utils.ranks import world_size
+
     if explicit:
         return explicit
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if world_size() > 1 and not hydra_value("mode").endswith("MULTIRUN"):
         raise ValueError("output_dir: set it explicitly (output_dir=outputs/<name>) when launching several processes; "
                          "each would otherwise pick its own timestamped Hydra directory")
     return hydra_value("runtime.output_dir")

@@ -35,6 +35,7 @@ from toolsense.utils.errors import MissingFile, UserError
 from toolsense.utils.io import code_state, sha256_file, sha256_text
 from toolsense.utils.paths import atomic_write_text
 from toolsense.utils.publish import complete
+from toolsense.utils.ranks import rank
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class RunDir:
 
     def mark_finished(self, config: dict[str, Any]) -> None:
         """Record (rank 0) that the run ended under ``config``; see :meth:`finished`."""
-        if int(os.environ.get("RANK", "0")) == 0:
+        if rank() == 0:
             atomic_write_text(self.done_path, json.dumps({
                 "config_sha256": _config_sha256(config),
                 "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -140,11 +141,9 @@ class RunDir:
         ``wait`` it blocks until the holder is gone instead. The OS releases the lock when the
         holder exits or is killed, so a crashed run is never stuck. The holder writes who it is
         into ``.lock`` (:meth:`holder`), and what it is ``doing`` there (training, evaluating...),
-        which a refused process names (not its own work). The ranks of one distributed job share the run: with
-        WORLD_SIZE > 1 nothing is locked."""
-        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-            yield True
-            return
+        which a refused process names (not its own work). In a job of several ranks only rank 0
+        claims (the other ranks follow its outcome: ``pipeline.train``), so a second job aimed at the
+        run is refused as a second process is."""
         self.path.mkdir(parents=True, exist_ok=True)
         with open(self.path / ".lock", "a") as fh:
             try:
@@ -184,7 +183,7 @@ class RunDir:
         training) is reclaimed: its config is replaced, and an index built under it removed."""
         from omegaconf import OmegaConf
 
-        if int(os.environ.get("RANK", "0")) != 0:  # other ranks must not read a half-written file
+        if rank() != 0:  # other ranks must not read a half-written file
             return
         if self.config_path.exists():
             skip = set(ignore)
