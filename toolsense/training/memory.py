@@ -102,7 +102,7 @@ def model_shape(model: ModelConfig, path: str | Path | None = None, new_tokens: 
     try:
         return Shape.from_config(AutoConfig.from_pretrained(src, trust_remote_code=model.trust_remote_code), new_tokens)
     except (OSError, ValueError, AttributeError) as e:
-        log.info("no memory plan for %s: its config cannot be read here (%s)", src, e)
+        log.warning("no memory plan for %s: its config cannot be read here (%s)", src, e)
         return None
 
 
@@ -176,13 +176,46 @@ def device_memory() -> int | None:
         return None
 
 
-def refuse_unfit(shape: Shape, tuning: TuningConfig, trainer: TrainerConfig) -> None:
-    """Full fine-tuning of a model past :data:`FFT_DDP_MAX_PARAMS` without DeepSpeed is refused,
-    naming the ZeRO-3 config to use instead."""
-    if tuning.method != "full" or backend(trainer) != "ddp" or shape.params <= FFT_DDP_MAX_PARAMS:
+def refuse_unfit(shape: Shape, tuning: TuningConfig, trainer: TrainerConfig, world_size: int = 1,
+                 device: int | None = None, bf16: bool = True, per_device: int | None = None) -> None:
+    """Refuse, before the model loads, a stage that cannot fit: full fine-tuning past
+    :data:`FFT_DDP_MAX_PARAMS` without DeepSpeed (naming the ZeRO-3 config), and, where this GPU's
+    memory ``device`` (bytes) is known, a plan over ``world_size`` ranks that exceeds it (ZeRO-3 on
+    one rank shards nothing): the message names the per-GPU numbers and each fix that fits
+    (:func:`fixes`)."""
+    if tuning.method == "full" and backend(trainer) == "ddp" and shape.params > FFT_DDP_MAX_PARAMS:
+        raise ValueError(
+            f"tuning=full of a {shape.params / 1e9:.1f}B-parameter model without DeepSpeed keeps fp32 weights, gradients and "
+            f"two Adam moments on every device: {shape.params * 16 / GIB:.0f} GiB each before activations (plain DDP shards "
+            f"nothing; the limit here is {FFT_DDP_MAX_PARAMS / 1e9:.0f}B). Use trainer=ds_zero3 (conf/trainer/ds_zero3.yaml: "
+            "weights, gradients and optimizer states sharded over the GPUs), or tuning=lora")
+    if device is None:
         return
-    raise ValueError(
-        f"tuning=full of a {shape.params / 1e9:.1f}B-parameter model without DeepSpeed keeps fp32 weights, gradients and "
-        f"two Adam moments on every device: {shape.params * 16 / GIB:.0f} GiB each before activations (plain DDP shards "
-        f"nothing; the limit here is {FFT_DDP_MAX_PARAMS / 1e9:.0f}B). Use trainer=ds_zero3 (conf/trainer/ds_zero3.yaml: "
-        "weights, gradients and optimizer states sharded over the GPUs), or tuning=lora")
+    plan = memory_plan(shape, tuning, trainer, world_size, bf16, per_device)
+    if plan.total <= device:
+        return
+    ways = fixes(shape, tuning, trainer, world_size, device, bf16, per_device)
+    raise ValueError(f"the stage does not fit: {plan.text()}, on {world_size} rank(s), over this GPU's {device / GIB:.1f} GiB. "
+                     + ("Fits: " + "; ".join(ways) if ways else "Nothing tried fits (more ranks under ZeRO-3, LoRA): use a GPU "
+                        "with more memory or a smaller model") + " (docs/guides/gpu.md)")
+
+
+def fixes(shape: Shape, tuning: TuningConfig, trainer: TrainerConfig, world_size: int, device: int, bf16: bool = True,
+          per_device: int | None = None) -> list[str]:
+    """The changes that make the plan fit ``device`` bytes, each with its per-GPU total: ZeRO-3 over
+    the fewest ranks (powers of two up to 64) that fit, then LoRA on the same ranks."""
+    from dataclasses import replace
+
+    out = []
+    zero3 = replace(trainer, deepspeed={**(trainer.deepspeed or {}), "zero_optimization": {"stage": 3}})
+    for ranks in (1, 2, 4, 8, 16, 32, 64):
+        plan = memory_plan(shape, tuning, zero3, ranks, bf16, per_device)
+        if ranks >= world_size and plan.total <= device:
+            out.append(f"trainer=ds_zero3 over {ranks} GPU(s) (launcher=slurm_gpu, or hydra.launcher.tasks_per_node="
+                       f"{min(ranks, 8)} hydra.launcher.nodes={-(-ranks // 8)}): {plan.total / GIB:.1f} GiB each")
+            break
+    if tuning.method == "full":
+        lora = memory_plan(shape, replace(tuning, method="lora"), trainer, world_size, bf16, per_device)
+        if lora.total <= device:
+            out.append(f"tuning=lora on {world_size} rank(s): {lora.total / GIB:.1f} GiB each")
+    return out

@@ -34,9 +34,9 @@ from toolsense.index.config import index_from_config
 from toolsense.models.encoders import encoder_embeddings
 from toolsense.tracking import make_tracker
 from toolsense.training.config import TrainConfig, to_train_config
-from toolsense.training.memory import model_shape, refuse_unfit
+from toolsense.training.memory import device_memory, model_shape, refuse_unfit
 from toolsense.training.stage import StageRunner, stage_done
-from toolsense.training.trainer import plan_batch, world_size
+from toolsense.training.trainer import plan_batch, use_bf16, world_size
 from toolsense.utils.config import to_plain
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.rundir import RunDir
@@ -94,16 +94,14 @@ def stage2_queries(cfg: TrainConfig, sources: Optional[list[QuerySet]] = None) -
 
 def prepare(cfg: TrainConfig) -> Prepared:
     """Everything that can refuse a run, before anything is written or a model loads: the batch
-    plan (``trainer.effective_batch`` over this job's processes), a full fine-tuning too large for
-    plain DDP (``memory.refuse_unfit``), the catalog (a file without
+    plan (``trainer.effective_batch`` over this job's processes), a stage that cannot fit this
+    job's GPUs (:func:`refuse_unfit_model`), the catalog (a file without
     tools is refused naming it) and the Stage-2 sources (each file read, and, under
     ``on_unknown_tool=error``, every gold tool in the catalog). ``train.py`` runs it before it
     claims the folder, so a failed start leaves nothing behind that would refuse the corrected
     command."""
-    plan_batch(cfg.trainer, world_size())
-    shape = model_shape(cfg.model) if cfg.head.kind == "tokens" else None
-    if shape is not None:
-        refuse_unfit(shape, cfg.tuning, cfg.trainer)
+    batch = plan_batch(cfg.trainer, world_size())
+    refuse_unfit_model(cfg, batch.per_device)
     catalog = load_from_config(cfg.catalog)
     sources = load_query_sets(cfg.stage2.sources) if cfg.stage2.enabled else []
     queries = stage2_queries(cfg, sources)
@@ -113,6 +111,23 @@ def prepare(cfg: TrainConfig) -> Prepared:
             raise ValueError(f"stage2: query {unknown[0].query_id!r} names a tool not in the catalog ({unknown[1]!r}); "
                              "set stage2.on_unknown_tool=skip to drop such tools")
     return Prepared(catalog, sources)
+
+
+def refuse_unfit_model(cfg: TrainConfig, per_device: int) -> None:
+    """The memory plan of the configured model over this job's ranks, against this GPU (none on a CPU):
+    refused before anything loads when it cannot fit (``memory.refuse_unfit``). On a GPU a model
+    whose config cannot be read is refused too, rather than trained without a plan."""
+    if cfg.head.kind != "tokens":
+        return
+    device = None if cfg.trainer.use_cpu else device_memory()
+    shape = model_shape(cfg.model)
+    if shape is None:
+        if device is not None:
+            raise ValueError(f"model.name_or_path={cfg.model.name_or_path!r}: its config.json cannot be read, so the memory "
+                             "plan cannot check that the stage fits this GPU (the log says why); make it readable (a local "
+                             "folder, or HF_HUB_OFFLINE=0 with the hub reachable)")
+        return
+    refuse_unfit(shape, cfg.tuning, cfg.trainer, world_size(), device, use_bf16(cfg.trainer), per_device)
 
 
 def stage2_examples(cfg: TrainConfig, index: ToolIndex, queries: list[Query]) -> tuple[list, dict[str, Any]]:
