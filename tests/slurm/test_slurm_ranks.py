@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from safetensors.torch import load_file
 
 from tests.slurm.conftest import wait_for_jobs
@@ -51,10 +52,11 @@ def _weights(run: Path) -> dict:
 
 
 def _results(run: Path) -> dict:
-    """The run's results.json but for what names the run's folder (its fingerprint's ``system.run``)."""
+    """The run's results.json but for what names the run's folder (``config.run``, ``config.output_dir``, the
+    fingerprint's ``system.run``): metrics, intervals, the checkpoint's sha256, hashes, coverage."""
     res = json.loads((run / "eval" / "generated" / "model" / "results.json").read_text())
-    res["fingerprint"]["system"].pop("run")
-    return {k: v for k, v in res.items() if k not in ("source", "seconds", "timing")}
+    del res["config"]["run"], res["config"]["output_dir"], res["fingerprint"]["system"]["run"]
+    return res
 
 
 def test_two_jobs_of_two_ranks_cancel_resume_and_equal_torchrun(slurm_cluster, tmp_path):
@@ -97,3 +99,28 @@ def test_two_jobs_of_two_ranks_cancel_resume_and_equal_torchrun(slurm_cluster, t
     print(f"max |weight difference| Slurm (cancelled, resumed) vs torchrun: {diff:.3g} over {len(a)} tensors")
     assert a.keys() == b.keys() and diff <= 1e-5
     assert _results(ref) == _results(seed1)
+
+
+# slow: a second Slurm job of 2 ranks (~4 min on 2 busy cores); the default test covers the SIGTERM path
+@pytest.mark.slow
+def test_usr2_requeues_the_job_which_resumes_from_its_checkpoint(slurm_cluster, tmp_path):
+    """submitit's own preemption signal (USR2, as Slurm sends it signal_delay_s before a time limit): the ranks save a
+    checkpoint together, submitit requeues the job, and the requeued job resumes and finishes: the sweep succeeds."""
+    sweep = tmp_path / "sweep"
+    cmd = [sys.executable, str(ROOT / "train.py"), "-m", "launcher=slurm", *(o for o in CONFIG if not o.startswith("evaluate.")),
+           f"hydra.sweep.dir={sweep}", "hydra.launcher.tasks_per_node=2", "hydra.launcher.cpus_per_task=1",
+           "hydra.launcher.mem_gb=3", "hydra.launcher.timeout_min=20"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = sweep / "0_tg-lora"
+    deadline = time.time() + 900
+    while time.time() < deadline and proc.poll() is None and not [s for s in _stage2_steps(run) if s >= 2]:
+        time.sleep(0.2)
+    job = next(p.name for p in (sweep / ".submitit").iterdir() if re.fullmatch(r"\d+_0", p.name))
+    subprocess.run(["scancel", "--signal=USR2", job], check=True)
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out[-4000:]
+    logs = "".join(p.read_text() for p in sweep.glob(".submitit/*/*_0_log.*"))
+    assert "handing the SIGUSR2 over to submitit (requeue)" in logs and "Requeued job" in logs, logs[-4000:]
+    summary = [json.loads(line)["summary"] for line in (run / "metrics.jsonl").read_text().splitlines() if "summary" in line][-1]
+    assert summary["stage2"]["resumed_from"] and summary["stage2"]["global_step"] == STAGE2_STEPS
+    assert _stage2_steps(run) == list(range(1, STAGE2_STEPS + 1))
