@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolsense.models import ModelConfig
+from toolsense.utils.errors import ConfigError
 from toolsense.training.config import TrainerConfig, TuningConfig
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,7 @@ def refuse_unfit(shape: Shape, tuning: TuningConfig, trainer: TrainerConfig, wor
     one rank shards nothing): the message names the per-GPU numbers and each fix that fits
     (:func:`fixes`)."""
     if tuning.method == "full" and backend(trainer) == "ddp" and shape.params > FFT_DDP_MAX_PARAMS:
-        raise ValueError(
+        raise ConfigError(
             f"tuning=full of a {shape.params / 1e9:.1f}B-parameter model without DeepSpeed keeps fp32 weights, gradients and "
             f"two Adam moments on every device: {shape.params * 16 / GIB:.0f} GiB each before activations (plain DDP shards "
             f"nothing; the limit here is {FFT_DDP_MAX_PARAMS / 1e9:.0f}B). Use trainer=ds_zero3 (conf/trainer/ds_zero3.yaml: "
@@ -195,7 +196,7 @@ def refuse_unfit(shape: Shape, tuning: TuningConfig, trainer: TrainerConfig, wor
     if plan.total <= device:
         return
     ways = fixes(shape, tuning, trainer, world_size, device, bf16, per_device)
-    raise ValueError(f"the stage does not fit: {plan.text()}, on {world_size} rank(s), over this GPU's {device / GIB:.1f} GiB. "
+    raise ConfigError(f"trainer: the stage does not fit: {plan.text()}, on {world_size} rank(s), over this GPU's {device / GIB:.1f} GiB. "
                      + ("Fits: " + "; ".join(ways) if ways else "Nothing tried fits (more ranks under ZeRO-3, LoRA): use a GPU "
                         "with more memory or a smaller model") + " (docs/guides/gpu.md)")
 

@@ -38,6 +38,7 @@ from toolsense.training.memory import device_memory, model_shape, refuse_unfit
 from toolsense.training.stage import StageRunner, stage_done
 from toolsense.training.trainer import plan_batch, use_bf16, world_size
 from toolsense.utils.config import to_plain
+from toolsense.utils.errors import ConfigError
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.rundir import RunDir
 
@@ -123,7 +124,7 @@ def refuse_unfit_model(cfg: TrainConfig, per_device: int) -> None:
     shape = model_shape(cfg.model)
     if shape is None:
         if device is not None:
-            raise ValueError(f"model.name_or_path={cfg.model.name_or_path!r}: its config.json cannot be read, so the memory "
+            raise ConfigError(f"model.name_or_path={cfg.model.name_or_path!r}: its config.json cannot be read, so the memory "
                              "plan cannot check that the stage fits this GPU (the log says why); make it readable (a local "
                              "folder, or HF_HUB_OFFLINE=0 with the hub reachable)")
         return
