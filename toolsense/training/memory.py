@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolsense.models import ModelConfig
-from toolsense.utils.errors import ConfigError
 from toolsense.training.config import TrainerConfig, TuningConfig
+from toolsense.utils.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
