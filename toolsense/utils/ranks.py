@@ -13,6 +13,8 @@ import logging
 import os
 from typing import Any, Callable, TypeVar
 
+from toolsense.utils.errors import UserError
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -61,7 +63,8 @@ def init_process_group() -> None:
 
 def on_rank0(fn: Callable[[], T], group: Any = None, doing: str = "the job") -> T:
     """Run ``fn`` on rank 0 while the other ranks wait; every rank returns its (picklable) value,
-    or raises when it failed, so no rank is left waiting at a later barrier for one that stopped.
+    or raises when it failed (a :class:`UserError` on rank 0 is one on every rank), so no rank is
+    left waiting at a later barrier for one that stopped.
     One process: just ``fn()``. ``doing`` names the work in the other ranks' error."""
     if world_size() == 1:
         return fn()
@@ -75,13 +78,14 @@ def on_rank0(fn: Callable[[], T], group: Any = None, doing: str = "the job") -> 
             value = fn()
         except Exception as e:  # re-raised below, after the other ranks were told
             err = e
-    msg = [(value, f"{type(err).__name__}: {err}" if err is not None else None)]
+    msg = [(value, f"{type(err).__name__}: {err}" if err is not None else None, isinstance(err, UserError))]
     torch.distributed.broadcast_object_list(msg, src=0, group=group)
     if err is not None:
         raise err
-    if msg[0][1] is not None:
-        raise RuntimeError(f"rank 0 stopped {doing}: {msg[0][1]}")
-    return msg[0][0]
+    value, failed, users = msg[0]
+    if failed is not None:  # a user's error stays one (one line, exit 2), on every rank
+        raise (UserError if users else RuntimeError)(f"rank 0 stopped {doing}: {failed}")
+    return value
 
 
 __all__ = ["GROUP_TIMEOUT", "export_slurm_ranks", "init_process_group", "on_rank0", "rank", "world_size"]
