@@ -105,6 +105,7 @@ CONCEPTS: dict[str, str] = {
     "study_wall_time": "study/timings.py",
     "archive_results": "study/archive.py",
     "study_findings": "study/report.py",
+    "FindingSpec": "study/findings/base.py",
     "score_redactions": "audit/run.py",
     "SYSTEMS": "evaluation/systems.py",
     "reciprocal_rank_fusion": "evaluation/systems.py",

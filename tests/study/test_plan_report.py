@@ -128,9 +128,9 @@ def test_finding_1_is_judged_on_the_scale_its_plan_registers(tools):
     seeds; without one, on the normalized gains (study=tools' revised rule)."""
     from types import SimpleNamespace
 
-    from toolsense.study.findings import stage2_lift
+    from toolsense.comparison.verdicts import verdict
+    from toolsense.study.findings.f1_lift import stage2_lift
     from toolsense.study.report import settings_of
-    from toolsense.study.sweep import verdict
 
     g = Sweep("grid", tools / "grid", 5, 100)
     pp = stage2_lift({"grid": g}, Settings(k=5, resamples=100, min_seeds=1, gain_scale="pp"))
@@ -149,7 +149,8 @@ def test_findings_1_and_2_take_the_plans_arms_and_leave_out_a_configuration_belo
     their reading of TG alone; the plan's arms restrict them the same way (the replication's headline had pooled TG-H)."""
     from types import SimpleNamespace
 
-    from toolsense.study.findings import realistic_collapse, stage2_lift
+    from toolsense.study.findings.f1_lift import stage2_lift
+    from toolsense.study.findings.f2_collapse import realistic_collapse
     from toolsense.study.report import settings_of
 
     g = {"grid": Sweep("grid", tools / "grid", 5, 100)}
@@ -172,7 +173,7 @@ def test_findings_1_and_2_take_the_plans_arms_and_leave_out_a_configuration_belo
 
 def test_finding_7_names_each_sweeps_arm_in_its_seed_gate(tools):
     """App. E and TG are both labelled tg-lora: the gate names the sweep, and counts the seeds the two share."""
-    from toolsense.study.findings import appendix_e
+    from toolsense.study.findings.f7_appendix_e import appendix_e
 
     sw = {"grid": Sweep("grid", tools / "grid", 5, 100), "appendix_e": Sweep("appendix_e", tools / "appendix_e", 5, 100)}
     f = appendix_e(sw, Settings(k=5, resamples=100, min_seeds=3))
@@ -186,8 +187,8 @@ def test_finding_7_names_each_sweeps_arm_in_its_seed_gate(tools):
 def test_finding_3_across_k(tools):
     """Flat − hierarchical IS at each k, each on the sweep read at that k: study=tools' TG (2 seeds) against TG-H
     (1 seed) points the other way at k = 5, 10, 50; at k = 1 TG-H has too few hits and the k is listed, not judged."""
-    from toolsense.study.plan_report import is_sensitivity
-    from toolsense.study.sensitivity import sensitivity_markdown
+    from toolsense.study.findings.f3_internalization import is_sensitivity
+    from toolsense.study.findings.tables import sensitivity_markdown
 
     t = is_sensitivity(Sweep("grid", tools / "grid", 5, 100), [1, 5, 10, 50], 100)
     assert t["not_evaluated"] == [1] and set(t["cells"]) == {(5, "IS"), (10, "IS"), (50, "IS")}
@@ -198,7 +199,7 @@ def test_finding_3_across_k(tools):
 
 def test_finding_7s_table_and_headline_judge_both_parts_alike():
     """A claim that needs both parts leans no when one part leans no (the table had leaned yes on a tie)."""
-    from toolsense.study.sweep import conjunction
+    from toolsense.comparison.verdicts import conjunction
 
     assert conjunction(["inconclusive (leans no)", "yes"]) == "inconclusive (leans no)"
     assert conjunction(["inconclusive (leans yes)", "yes"]) == "inconclusive (leans yes)"

@@ -12,11 +12,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from toolsense.comparison import cell_stats
 from toolsense.comparison.stats import cluster_bootstrap, cohens_d
+from toolsense.comparison.verdicts import combine, near_chance, verdict
 from toolsense.reporting.tables import pct
-from toolsense.study import findings as F
 from toolsense.study.config import StudyConfig
-from toolsense.study.sweep import Settings, Sweep, combine, near_chance, verdict
+from toolsense.study.findings import f2_collapse as F2
+from toolsense.study.findings import f3_internalization as F3
+from toolsense.study.findings import f4_probes as F4
+from toolsense.study.findings import f5_retention as F5
+from toolsense.study.findings import f6_drift as F6
+from toolsense.study.findings import f7_appendix_e as F7
+from toolsense.study.sweep import Settings, Sweep
 from toolsense.study.sweeps import sweep_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,17 +97,17 @@ def test_flat_vs_hierarchical_is_is_cohens_d_over_configurations():
     configurations whose groups do not overlap give d > 0 on every resample. An IS on fewer
     than min_hits constrained hits is left out, and a group left with < 2 is untestable."""
     cells, schemes = _grid_cells()
-    f = F.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, S)
+    f = F3.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, S)
     assert f.details["d"] == pytest.approx(cohens_d([0.8, 0.7], [0.3, 0.5])) and f.details["lo"] > 0
     assert f.verdict == "yes" and "d = " in f.ours
     cells, schemes = _grid_cells(is_flat=(0.3, 0.4), is_hier=(0.8, 0.7))
-    assert F.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, S).verdict == "no"
+    assert F3.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, S).verdict == "no"
     cells, schemes = _grid_cells()
     for row in ("tg_h-lora", "tg_5fm-full"):
         cells[row]["realistic IS@5"].update(hits=3, few_hits=True)
-    f = F.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, S)
+    f = F3.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, S)
     assert f.verdict == "untestable" and "tg_h-lora | realistic IS@5 (3 hits)" in f.why and "0 hierarchical" in f.why
-    assert F.d_power(2, 2)["mdd"] == pytest.approx((1.959964 + 0.841621) * (1 / 2 + 1 / 2) ** 0.5)
+    assert cell_stats.d_power(2, 2)["mdd"] == pytest.approx((1.959964 + 0.841621) * (1 / 2 + 1 / 2) ** 0.5)
 
 
 def _unpack_tools(tmp_path: Path, prefix: str) -> Path:
@@ -117,12 +124,12 @@ def test_finding_3_reports_direction_and_power_where_each_group_has_one_configur
     is reported, -0.69 with a normal interval from each cell's (se 0.063: by hand sqrt(0.038² + 0.050²)),
     pointing away from the paper, and the minimum detectable difference at 80% power, 2.80 se = 0.18."""
     g = Sweep("grid", _unpack_tools(tmp_path, "grid"), 5, 100)
-    f = F.flat_vs_hierarchical_is({"grid": g}, S)
+    f = F3.flat_vs_hierarchical_is({"grid": g}, S)
     diff = f.details["difference"]
     assert diff["value"] == pytest.approx(57 / 212 - 23 / 24) and diff["se"] == pytest.approx(0.0627, abs=5e-4)
     assert f.details["power"]["mdd"] == pytest.approx(0.1757, abs=1e-3) and diff["hi"] < 0
     assert f.verdict == "no" and "it points the other way" in f.ours and "≥ 0.18 IS" in f.ours
-    gated = F.flat_vs_hierarchical_is({"grid": g}, Settings(k=5, resamples=200))
+    gated = F3.flat_vs_hierarchical_is({"grid": g}, Settings(k=5, resamples=200))
     assert gated.verdict.startswith("not enough seeds") and "tg_h-lora has 1" in gated.verdict
 
 
@@ -132,11 +139,11 @@ def test_finding_5_compares_only_runs_whose_card_ceilings_are_close(tmp_path):
     run, so LoRA − FFT is on TG and says so. With a 50 pp margin both halves are estimated, raw and
     balanced side by side (TG-3FM − TG balanced 17.5 − 41.7 = -24.2 pp, raw 28.3 − 28.3 = 0)."""
     g = Sweep("probe_model", _unpack_tools(tmp_path, "probe_model"), 5, 100)
-    f = F.formats_and_lora_retain({"grid": g}, S)
+    f = F5.formats_and_lora_retain({"grid": g}, S)
     assert f.details["card_ceiling"] == pytest.approx({"tg-lora": 56 / 60, "tg_3fm-lora": 35 / 60, "tg-full": 44 / 60})
     assert f.verdict == "confounded by card ceiling (58.3% vs 93.3%)" and f.details["tuning_on"] == "tg"
     assert "tg-lora − tg-full confounded by card ceiling (93.3% vs 73.3%)" in f.why and "LoRA − FFT on TG:" in f.why
-    wide = F.formats_and_lora_retain({"grid": g}, Settings(k=5, resamples=200, min_seeds=1, ceiling_margin=0.5))
+    wide = F5.formats_and_lora_retain({"grid": g}, Settings(k=5, resamples=200, min_seeds=1, ceiling_margin=0.5))
     assert wide.details["formats"]["value"] == pytest.approx(0.175 - 50 / 120)
     assert wide.details["raw"]["formats"]["value"] == pytest.approx(0.0) and wide.verdict == "no"
     assert "position-balanced -24.2 pp" in wide.ours and "raw +0.0 pp" in wide.ours
@@ -146,10 +153,10 @@ def test_finding_4_judges_the_token_score_against_the_options_only_control():
     """A token score of 40% (balanced) is 15 pp above chance but equal to what the options alone give
     (40%): against chance it is "no", against the options-only control it is "yes"."""
     cells = {"tg-lora": _probe_cells((0.4, 0.3, 0.5), (0.4, 0.37, 0.43), (0.8, 0.7, 0.9))}
-    assert F.probes_near_chance({"grid": fake_sweep(cells, {"tg-lora": "flat"})}, S).details["per_benchmark"]["mcq"] == "no"
+    assert F4.probes_near_chance({"grid": fake_sweep(cells, {"tg-lora": "flat"})}, S).details["per_benchmark"]["mcq"] == "no"
     cells["tg-lora"].update({"mcq options acc": {"value": 0.3, "lo": 0.2, "hi": 0.4, "chance": 0.25},
                              "mcq options bal": {"value": 0.4, "lo": 0.3, "hi": 0.5}})
-    f = F.probes_near_chance({"grid": fake_sweep(cells, {"tg-lora": "flat"})}, S)
+    f = F4.probes_near_chance({"grid": fake_sweep(cells, {"tg-lora": "flat"})}, S)
     assert f.details["per_benchmark"]["mcq"] == "yes" and f.details["per_row"][0]["against"] == "options only"
     assert f.details["per_row"][0]["baseline"] == 0.4 and "options only 30.0% [20.0, 40.0]" in f.ours
 
@@ -180,13 +187,13 @@ def test_drift_ratio_gets_a_bootstrap_over_tokens_interval(tmp_path):
             cells[row]["drift stage1->stage2 virtual"] = {"value": json.loads(Path(path).read_text())["pairs"][0]["input"]["virtual"]}
         return {"grid": sw}
 
-    f = F.hierarchical_drift(sweep(0.02), S)
+    f = F6.hierarchical_drift(sweep(0.02), S)
     est = f.details["ratio_flat_over_hierarchical"]
     assert set(est) == {"lora", "full"} and all(7 < e["lo"] < e["value"] < e["hi"] < 14 for e in est.values())
     assert f.verdict == "yes" and "lora: flat drift" in f.ours
-    f = F.hierarchical_drift(sweep(0.02, rows=False, tag="b"), S)
+    f = F6.hierarchical_drift(sweep(0.02, rows=False, tag="b"), S)
     assert f.verdict == "untestable" and "no per-token rows" in f.why and f.details["ratio_flat_over_hierarchical"]["lora"]["lo"] is None
-    f = F.hierarchical_drift(sweep(0.005, tag="c"), S)  # hierarchical rows moved less than the base vocabulary (0.01)
+    f = F6.hierarchical_drift(sweep(0.005, tag="c"), S)  # hierarchical rows moved less than the base vocabulary (0.01)
     assert f.verdict == "untestable" and "too short" in f.why
 
 
@@ -207,13 +214,13 @@ def test_realistic_collapse_pairs_dense_with_the_best_parametric_row_per_query(t
         src[f"{row} | realistic Rc@5"] = _item_file(tmp_path / row / "realistic", [1] * 12 + [0] * 28)
     cells["tg_h-lora"]["realistic Rc@5"] = {"value": 0.45, "lo": 0.35, "hi": 0.55}  # the best row by its cell
     src["dense | realistic Rc@5"] = _item_file(tmp_path / "dense", [1] * 30 + [0] * 10)
-    f = F.realistic_collapse({"grid": sw}, S)
+    f = F2.realistic_collapse({"grid": sw}, S)
     assert f.details["best"] == "tg_h-lora"
     assert f.details["collapse"]["value"] == pytest.approx(0.75 - 0.3)
     assert f.details["dense_minus_best"]["value"] == pytest.approx((30 - 12) / 40) and f.details["dense_minus_best"]["lo"] > 0
     assert f.verdict == "yes"
     src["dense | realistic Rc@5"] = _item_file(tmp_path / "dense2", [0] * 40)  # dense below the best on every query it differs
-    f = F.realistic_collapse({"grid": sw}, S)
+    f = F2.realistic_collapse({"grid": sw}, S)
     assert f.details["dense_minus_best"]["hi"] < 0 and f.verdict == "no"
 
 
@@ -233,18 +240,18 @@ def test_probe_findings_are_judged_on_the_debiased_token_score_per_benchmark():
     finding 4 reads the position-balanced / calibrated score where the run has one, and judges
     each benchmark only where its own card ceiling is above chance."""
     below_raw = {"tg-lora": _probe_cells((0.09, 0.0, 0.19), (0.22, 0.15, 0.30), (0.44, 0.28, 0.59))}
-    f = F.probes_near_chance({"grid": fake_sweep(below_raw, {"tg-lora": "flat"})}, S)
+    f = F4.probes_near_chance({"grid": fake_sweep(below_raw, {"tg-lora": "flat"})}, S)
     assert f.details["per_benchmark"] == {"mcq": "yes", "qa": "untestable"}  # QA's card ceiling is at chance
     assert f.verdict == "yes" and f.details["judged_on"] == ["debiased", "debiased"] and f.why.startswith("QA:")
     knows = {"tg-lora": _probe_cells((0.25, 0.1, 0.4), (0.6, 0.45, 0.75), (0.44, 0.28, 0.59))}
-    assert F.probes_near_chance({"grid": fake_sweep(knows, {"tg-lora": "flat"})}, S).verdict == "no"
+    assert F4.probes_near_chance({"grid": fake_sweep(knows, {"tg-lora": "flat"})}, S).verdict == "no"
     no_ceiling = {"tg-lora": _probe_cells((0.25, 0.1, 0.4), (0.6, 0.45, 0.75), (0.25, 0.1, 0.4))}
-    assert F.probes_near_chance({"grid": fake_sweep(no_ceiling, {"tg-lora": "flat"})}, S).verdict == "untestable"
+    assert F4.probes_near_chance({"grid": fake_sweep(no_ceiling, {"tg-lora": "flat"})}, S).verdict == "untestable"
     qa_only = {"tg-lora": _probe_cells((0.6, 0.45, 0.75), (0.6, 0.45, 0.75), (0.25, 0.1, 0.4), qa_card=(0.9, 0.8, 1.0))}
-    f = F.probes_near_chance({"grid": fake_sweep(qa_only, {"tg-lora": "flat"})}, S)
+    f = F4.probes_near_chance({"grid": fake_sweep(qa_only, {"tg-lora": "flat"})}, S)
     assert f.details["per_benchmark"] == {"mcq": "untestable", "qa": "yes"} and f.verdict == "yes"  # not any() over both
     raw_only = {"tg-lora": {k: v for k, v in below_raw["tg-lora"].items() if not k.endswith(("bal", "calib")) or "card" in k}}
-    f = F.probes_near_chance({"grid": fake_sweep(raw_only, {"tg-lora": "flat"})}, S)
+    f = F4.probes_near_chance({"grid": fake_sweep(raw_only, {"tg-lora": "flat"})}, S)
     assert f.details["per_benchmark"]["mcq"] == "inconclusive (leans no)" and f.details["judged_on"] == ["raw", "raw"]
 
 
@@ -268,12 +275,12 @@ def test_published_probe_model_results_are_judged_on_balanced_scores(tmp_path):
     tg = sweep.cell("tg-lora", "mcq token acc")
     assert tg["value"] == pytest.approx(3 / 32) and tg["hi"] < 0.25  # raw: below chance, by the letter prior
     assert sweep.cell("tg-lora", "mcq token bal")["value"] == pytest.approx(7 / 32)
-    f4 = F.probes_near_chance({"grid": sweep}, S)
+    f4 = F4.probes_near_chance({"grid": sweep}, S)
     assert f4.details["per_benchmark"] == {"mcq": "inconclusive (too few items)", "qa": "untestable"}
     assert f4.verdict == "inconclusive (too few items)" and f4.details["judged_on"] == ["debiased", "debiased"]
-    f5 = F.formats_and_lora_retain({"grid": sweep}, S)  # card ceilings far apart: confounded at the 10 pp default
+    f5 = F5.formats_and_lora_retain({"grid": sweep}, S)  # card ceilings far apart: confounded at the 10 pp default
     assert f5.verdict.startswith("confounded by card ceiling") and f5.details["formats"] is None
-    f5 = F.formats_and_lora_retain({"grid": sweep}, Settings(k=5, resamples=200, min_seeds=1, ceiling_margin=0.99))
+    f5 = F5.formats_and_lora_retain({"grid": sweep}, Settings(k=5, resamples=200, min_seeds=1, ceiling_margin=0.99))
     assert f5.details["formats"]["value"] == pytest.approx(0.0) and f5.details["raw"]["formats"]["value"] == pytest.approx(6 / 32)
     assert f5.details["ceiling_above_chance"] == {"tg-lora": True, "tg_3fm-lora": False}
     assert f5.verdict == "untestable" and "at chance: tg_3fm-lora" in f5.why
@@ -287,7 +294,7 @@ def test_appendix_e_is_judged_on_the_items_its_stage2_covered(tmp_path):
     realistic recall; on all 54 it does not — the report shows both."""
     root = _unpack(tmp_path, ("reproduce/appendix_e/", "reproduce/grid/0_tg-lora/", "reproduce/grid/8_tg-lora/"))
     sw = {"grid": Sweep("grid", root / "grid", 5, 200), "appendix_e": Sweep("appendix_e", root / "appendix_e", 5, 200)}
-    f7 = F.appendix_e(sw, S)
+    f7 = F7.appendix_e(sw, S)
     assert f7.details["coverage"]["realistic"] == {"grid": (54, 54), "appendix_e": (17, 54)}
     real = f7.details["realistic_gain"]
     assert real["covered"]["n_items"] == 17 and real["covered"]["value"] > 0.3  # restored where it trained on the tools ...
@@ -322,9 +329,9 @@ def test_finding_7_reads_the_covered_app_e_rerun_and_names_the_runs_it_rests_on(
 def test_findings_without_their_configurations_are_na_with_a_reason():
     cells, schemes = _grid_cells()
     sw = {"grid": fake_sweep(cells, schemes)}
-    f7 = F.appendix_e(sw, S)
+    f7 = F7.appendix_e(sw, S)
     assert f7.verdict == "n/a" and "appendix_e" in f7.why
-    f4 = F.probes_near_chance(sw, S)
+    f4 = F4.probes_near_chance(sw, S)
     assert f4.verdict == "n/a" and f4.why
 
 
@@ -571,14 +578,14 @@ def test_no_verdict_rests_on_an_arm_with_fewer_than_min_seeds_seeds():
     from toolsense.study.report import settings_of
 
     cells, schemes = _grid_cells()
-    gated = F.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, Settings(k=5, resamples=200))
+    gated = F3.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, Settings(k=5, resamples=200))
     assert gated.verdict == ("not enough seeds (arm tg-lora has 1, arm tg_3fm-full has 1, arm tg_5fm-full has 1, "
                              "arm tg_h-lora has 1)")
     assert gated.details["verdict_at_these_seeds"] == "yes" and "d = " in gated.ours and "`min_seeds`" in gated.why
     for row in schemes:
         cells[row]["realistic IS@5"]["n_seeds"] = 3
-    assert F.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, Settings(k=5, resamples=200)).verdict == "yes"
-    assert F.appendix_e({"grid": fake_sweep(cells, schemes)}, Settings()).verdict == "n/a"
+    assert F3.flat_vs_hierarchical_is({"grid": fake_sweep(cells, schemes)}, Settings(k=5, resamples=200)).verdict == "yes"
+    assert F7.appendix_e({"grid": fake_sweep(cells, schemes)}, Settings()).verdict == "n/a"
     cfg = SimpleNamespace(k=5, resamples=10, margin=0.1, min_hits=10)
     assert (settings_of(cfg).min_seeds == 3
             and settings_of(SimpleNamespace(**vars(cfg), analysis=SimpleNamespace(min_seeds=5))).min_seeds == 5)
@@ -606,5 +613,5 @@ def test_drift_ratio_over_runs_where_each_side_has_several(tmp_path):
         for i in range(2):
             (tmp_path / row / str(i) / "config.yaml").write_text(f"trainer:\n  seed: {i}\n")  # two seeds of the row
         sw.comp["sources"][f"{row} | drift stage1->stage2 virtual"] = paths
-    f = F.hierarchical_drift({"grid": sw}, S)
+    f = F6.hierarchical_drift({"grid": sw}, S)
     assert f.verdict == "yes" and f.details["ratio_flat_over_hierarchical"]["lora"]["seeds"] == {"flat": 2, "hierarchical": 2}

@@ -7,7 +7,7 @@ identically by ``compare.py`` and by the report's finding 3)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from toolsense.comparison.runs import item_values, run_dir_of
 from toolsense.comparison.seed_stats import seed_mean, seed_paired_diff
@@ -156,3 +156,36 @@ def effect_size(cells: dict[str, dict], schemes: dict[str, str], retrieval_cols:
     except ValueError as e:
         out["d"], out["why_none"] = None, str(e)
     return out
+
+
+Z_975, Z_80 = 1.959964, 0.841621
+"""Normal quantiles of a two-sided 5% test and of 80% power: the minimum detectable difference is
+(z_.975 + z_.80) standard errors."""
+
+
+def d_power(n_flat: int, n_hier: int) -> dict:
+    """The smallest Cohen's d a two-sided 5% test over ``n_flat`` + ``n_hier`` configurations detects
+    with 80% power (normal approximation: (z_.975 + z_.80) · sqrt(1/n1 + 1/n2))."""
+    mdd = (Z_975 + Z_80) * (1 / n_flat + 1 / n_hier) ** 0.5
+    return {"mdd": mdd, "scale": "d", "text": f"80% power only for |d| ≥ {mdd:.2f} at these n (the paper's d = 1.45)"}
+
+
+def is_difference(cells: Mapping[str, dict | None], schemes: dict[str, str], min_hits: int) -> dict:
+    """Flat − hierarchical IS between the configurations (``cells``: row -> its IS cell) whose IS rests on ≥ ``min_hits`` constrained
+    hits (each group's mean), with a normal interval whose standard error comes from each cell's own
+    95% interval ((hi − lo) / 2z, over its queries and seeds), and its power: the minimum detectable
+    difference at 80% power, (z_.975 + z_.80) · se."""
+    groups: dict[str, list[tuple[float, float, int, str]]] = {"flat": [], "hierarchical": []}
+    for r, sc in sorted(schemes.items()):
+        c = cells.get(r) or {}
+        if c.get("value") is None or c.get("few_hits") or (c.get("hits") is not None and c["hits"] < min_hits):
+            continue
+        se = (c["hi"] - c["lo"]) / (2 * Z_975) if c.get("lo") is not None and c.get("hi") is not None else float("nan")
+        groups[sc].append((c["value"], se, c.get("hits") or 0, r))
+    mean = {sc: sum(x[0] for x in v) / len(v) for sc, v in groups.items()}
+    var = {sc: sum(x[1] ** 2 for x in v) / len(v) ** 2 for sc, v in groups.items()}
+    value, se = mean["flat"] - mean["hierarchical"], (var["flat"] + var["hierarchical"]) ** 0.5
+    mdd = (Z_975 + Z_80) * se
+    text = "; ".join(f"{sc} {', '.join(f'{r} {v:.2f} on {h} hits' for v, _, h, r in xs)}" for sc, xs in groups.items())
+    return {"value": value, "lo": value - Z_975 * se, "hi": value + Z_975 * se, "se": se, "text": text,
+            "power": {"mdd": mdd, "scale": "IS", "text": f"80% power to detect |flat − hierarchical| ≥ {mdd:.2f} IS at these hits"}}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from typing import Any
 
 import numpy as np
 
@@ -68,3 +69,23 @@ def drift_ratio_seeds(flat: list[dict], hier: list[dict]) -> dict:
     return {"value": value, "lo": value * math.exp(-half), "hi": value * math.exp(half), "n_seeds": min(len(flat), len(hier)),
             "seeds": {"flat": len(flat), "hierarchical": len(hier)}, "one_seed": False,
             "method": "over runs: log ratio ± t·se (delta method, Welch df)"}
+
+
+def drift_ratio_on_scale(terms: dict[str, list[dict]], scale: str, resamples: int) -> dict[str, Any] | None:
+    """flat / hierarchical mean drift on ``scale``: over runs where both sides have two or more, else
+    over one run's tokens (base drift a constant of each run), else the point alone."""
+    if any(t is None for ts in terms.values() for t in ts):
+        return None
+    norm = scale == "drift_base_normalized"
+    if min(map(len, terms.values())) >= 2:
+        scaled = {sch: [{"virtual": t["virtual"] / t["base"] if norm else t["virtual"]} for t in ts]
+                  for sch, ts in terms.items()}
+        return drift_ratio_seeds(scaled["flat"], scaled["hierarchical"])
+    base = {sch: statistics.mean(t["base"] for t in ts) for sch, ts in terms.items()}
+    factor = base["hierarchical"] / base["flat"] if norm else 1.0
+    if all(t["d2"] is not None for ts in terms.values() for t in ts):
+        est = drift_ratio_ci(terms["flat"], terms["hierarchical"], resamples)
+    else:
+        est = {"value": statistics.mean(t["virtual"] for t in terms["flat"])
+               / statistics.mean(t["virtual"] for t in terms["hierarchical"]), "lo": None, "hi": None}
+    return {x: (v * factor if v is not None else None) for x, v in est.items()}

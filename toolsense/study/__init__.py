@@ -4,7 +4,7 @@ ours (``report.py``), built from the results files alone.
 
 config.py: StudyConfig; sweeps.py: train.py / evaluate.py processes and their timings; timings.py:
 reading them; archive.py: the shipped results; sweep.py: one sweep's comparison and the verdict
-rules; findings.py (+ probe_findings, drift_finding, coverage): the seven findings; report.py: the
+rules; findings/ (one module per finding, registered by number: findings/base.py): the seven findings; report.py: the
 Markdown; run.py: ``reproduce.py``'s job. The paper's baseline rows beside ours live in their
 own room, ``toolsense/paper/``.
 """

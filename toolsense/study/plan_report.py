@@ -1,6 +1,6 @@
-"""The report's reading of the registered analysis plan: each finding's sensitivity table under a
-plan (findings 1, 2, 6, 7), the "depends on k / the scale" in a finding's headline, and every rule
-changed after results existed with the verdict under both rules.
+"""The report's reading of the registered analysis plan: each registered finding's sensitivity table
+under a plan (its ``table``, where it has one), the "depends on k / the scale" in a finding's headline,
+and every rule changed after results existed with the verdict under both rules.
 
 Which plan binds (the rule, documented in docs/reports/study.md): registration.json keeps the first plan and
 every later change, each with the number of finished runs present when it was recorded. The
@@ -16,16 +16,14 @@ shows its verdict under the binding rule and under the current one.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Mapping
 
 from toolsense.comparison.scales import RATE_SCALES
 from toolsense.reporting.tables import markdown_table
 from toolsense.study.config import AnalysisPlan, FindingRule
-from toolsense.study.findings import FINDINGS
+from toolsense.study.findings import TableInput, configured, finding, registered
+from toolsense.study.findings.tables import sensitivity_markdown
 from toolsense.study.registration import plan_dict
-from toolsense.study.sensitivity import depends_on, lift_sensitivity, sensitivity_markdown
-from toolsense.study.sensitivity_findings import appendix_e_sensitivity, collapse_sensitivity, drift_sensitivity
 from toolsense.study.sweep import Finding, Settings, Sweep
 
 VERDICT_KEYS = ("min_seeds", "retrieval_floor")
@@ -41,51 +39,18 @@ def as_plan(plan: AnalysisPlan | Mapping[str, Any]) -> AnalysisPlan:
     return AnalysisPlan(**{k: v for k, v in d.items() if k in AnalysisPlan.__dataclass_fields__}, findings=rules)
 
 
-def _arms(plan: AnalysisPlan, n: int, rows: list[str]) -> list[str]:
-    rule = plan.findings.get(n)
-    return [r for r in rows if r in rule.arms] if rule and rule.arms else rows
-
-
 def finding_tables(plan: AnalysisPlan, grid: Sweep | None, app_e: Sweep | None, k_table: int,
                    resamples: int) -> dict[int, dict[str, Any]]:
-    """Finding -> its sensitivity table under ``plan``: every k of ``sensitivity_ks`` and each rule's
-    own k, every scale of ``sensitivity_scales`` and each rule's own (drift: both of its scales)."""
+    """Finding -> its sensitivity table under ``plan`` (each registered finding's ``table``): every k of
+    ``sensitivity_ks`` and each rule's own k, every scale of ``sensitivity_scales`` and each rule's own."""
     if grid is None or not grid.rows():
         return {}
     rules = plan.findings.values()
     ks = list(dict.fromkeys([*plan.sensitivity_ks, *(r.k for r in rules)]))
     scales = list(dict.fromkeys([*plan.sensitivity_scales, *(r.scale for r in rules if r.scale in RATE_SCALES)]))
-    out: dict[int, dict[str, Any]] = {}
-    rows1 = _arms(plan, 1, grid.rows())
-    if rows1 and any(grid.cell(f"{r}:stage1", f"standard Rc@{k_table}") for r in rows1):
-        out[1] = lift_sensitivity(grid, rows1, ks, scales, plan.retrieval_floor, k_table)
-    floor = plan.retrieval_floor
-    out[2] = collapse_sensitivity(grid, _arms(plan, 2, grid.rows()), ks, scales, floor, k_table)
-    if 3 in plan.findings:
-        out[3] = is_sensitivity(grid, ks, resamples)
-    out[6] = drift_sensitivity(grid, resamples)
-    if app_e is not None and app_e.rows():
-        out[7] = appendix_e_sensitivity(grid, app_e, ks, scales, plan.retrieval_floor, k_table)
+    given = TableInput(plan, grid, app_e, ks, scales, k_table, resamples)
+    out = {spec.number: spec.table(given) for spec in registered() if spec.table is not None}
     return {n: t for n, t in out.items() if t and t["cells"]}
-
-
-def is_sensitivity(g: Sweep, ks: list[int], resamples: int, min_hits: int = 10) -> dict[str, Any] | None:
-    """Finding 3 at each k: the finding on the sweep read at that k, its estimate (Cohen's d over configurations,
-    else flat − hierarchical IS) and verdict; a k where it is untestable (too few hits) is listed as not evaluated."""
-    cells, not_evaluated = {}, []
-    for k in ks:
-        f = FINDINGS[2]({"grid": Sweep(g.name, g.path, k, resamples, min_hits)},
-                        Settings(k=k, resamples=resamples, min_hits=min_hits, min_seeds=1))
-        est = f.details.get("difference") or ({"value": f.details["d"], "lo": f.details.get("lo"), "hi": f.details.get("hi")}
-                                              if f.details.get("d") is not None else None)
-        if f.verdict in ("untestable", "n/a") or est is None:
-            not_evaluated.append(k)
-            continue
-        scale = "IS" if "difference" in f.details else "d"
-        cells[(k, scale)] = {"pooled": est, "verdict": f.verdict, "per_row": {}, "per_row_verdict": {}}
-    return {"finding": 3, "cells": cells, "rows": [], "below_floor": [], "floor": 0.0, "k_table": 0,
-            "depends_on": depends_on({(k, "x"): c for (k, _), c in cells.items()}, [k for k, _ in cells], ["x"]),
-            "not_evaluated": not_evaluated, "pooled_label": "flat − hierarchical (IS points, or Cohen's d over configurations)"}
 
 
 def tables_markdown(tables: Mapping[int, dict[str, Any]], plan: AnalysisPlan | None = None) -> str:
@@ -111,7 +76,7 @@ def mark_depends(found: list[Finding], tables: Mapping[int, dict[str, Any]], pla
         if t and t["depends_on"]:
             f.details["depends_on"] = list(t["depends_on"])
         rule = (plan.findings if plan else {}).get(f.number)
-        key = ((None if f.number == 6 else rule.k), rule.scale) if rule else None
+        key = finding(f.number).rule_cell(rule) if rule else None
         if t and key in t["cells"]:
             f.details["rule_verdict"] = {"rule": rule_text(plan, f.number).partition(";")[0],
                                          "verdict": t["cells"][key]["verdict"]}
@@ -131,7 +96,7 @@ def changed_findings(binding: Mapping[str, Any], current: Mapping[str, Any]) -> 
     shared = [k for k in VERDICT_KEYS if binding.get(k) != current.get(k)]
     rb, rc = binding.get("findings") or {}, current.get("findings") or {}
     out: dict[int, list[str]] = {}
-    for n in range(1, len(FINDINGS) + 1):
+    for n in (spec.number for spec in registered()):
         a, b = rb.get(str(n)) or {}, rc.get(str(n)) or {}
         own = [f"findings.{n}.{k}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
         if own or shared:
@@ -151,12 +116,9 @@ def verdict_under(n: int, plan: AnalysisPlan, tables: Mapping[int, dict[str, Any
                   settings: Settings) -> str:
     """Finding ``n``'s verdict under ``plan``: its table's cell at the rule's (k, scale) where it has one,
     gated by the plan's ``min_seeds``; else the finding recomputed with the plan's settings."""
-    rule, t = plan.findings.get(n), tables.get(n)
-    s = replace(settings, min_seeds=plan.min_seeds, ceiling_margin=plan.findings[5].margin if 5 in plan.findings
-                else settings.ceiling_margin, retrieval_floor=plan.retrieval_floor,
-                arms={m: tuple(r.arms) for m, r in plan.findings.items() if r.arms})
-    f = FINDINGS[n - 1](view, s)
-    key = (None, rule.scale) if rule and n == 6 else (rule.k, rule.scale) if rule else None
+    rule, t, spec = plan.findings.get(n), tables.get(n), finding(n)
+    f = spec.compute(view, configured(settings, plan))
+    key = spec.rule_cell(rule) if rule else None
     if t is None or key not in t["cells"]:
         return f.verdict
     short = sorted(a for a, m in (f.details.get("seeds") or {}).items() if m < plan.min_seeds)

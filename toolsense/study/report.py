@@ -13,17 +13,18 @@ from typing import Any
 import yaml
 
 from toolsense.comparison.compare import comparison_table
+from toolsense.comparison.verdicts import EQUIVALENCE_RULE, VERDICT_RULE
 from toolsense.curves.points import CURVES
 from toolsense.evaluation.outputs import write_json
 from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
 from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_table
 from toolsense.study.config import AnalysisPlan
 from toolsense.study.design import catalog_section, regime_text, registration_section
-from toolsense.study.findings import FINDINGS, RULES
+from toolsense.study.findings import configured, registered
+from toolsense.study.findings.common import DEBIASED_COL, ceiling_above_chance
 from toolsense.study.plan_report import changes_markdown, finding_tables, mark_depends, rule_changes, tables_markdown
-from toolsense.study.probe_findings import DEBIASED_COL, _ceiling_above_chance
 from toolsense.study.registration import read_registration
-from toolsense.study.sweep import EQUIVALENCE_RULE, VERDICT_RULE, Finding, Settings, Sweep
+from toolsense.study.sweep import Finding, Settings, Sweep
 from toolsense.study.timings import study_wall_time, untimed_invocations
 from toolsense.utils.io import MissingFile, git_sha
 from toolsense.utils.paths import portable_text
@@ -32,7 +33,7 @@ SECOND_READINGS = ("architecture", "probe_model", "retention")
 """Sweeps read as grids of their own, each a column pair of the findings table beside the grid's."""
 
 APPENDIX_E = ("appendix_e_covered", "appendix_e")
-"""The App. E sweeps finding 7 reads, the first present: the rerun whose Stage 2 covers every tool,
+"""The App. E sweeps (the ``appendix_e`` role of the findings that read one), the first present: the rerun whose Stage 2 covers every tool,
 else the earlier one on the short split alone (95 of 126 tools)."""
 
 SWEEP_ROLES = {"grid": "the configurations × tunings × seeds",
@@ -53,22 +54,20 @@ def load_sweeps(root: str | Path, k: int, resamples: int, min_hits: int = 10) ->
 
 
 def study_findings(sweeps: dict[str, Sweep], settings: Settings, sweep: str = "grid") -> list[Finding]:
-    """The seven findings on ``sweep`` (the grid, or a subset read as a grid of its own: the second
-    architecture, the probe model); App. E is compared with the grid only."""
+    """Every registered finding on ``sweep`` (the grid, or a subset read as a grid of its own: the second
+    architecture, the probe model), each given the sweeps by role; App. E is compared with the grid only,
+    an earlier App. E sweep (role ``appendix_e_earlier``) said beside the rerun's."""
     if sweep not in sweeps:
         return []
     app_e = next((n for n in APPENDIX_E if sweep == "grid" and n in sweeps and sweeps[n].rows()), None)
-    view = {"grid": sweeps[sweep], **({"appendix_e": sweeps[app_e]} if app_e else {})}
-    found = [fn(view, settings) for fn in FINDINGS]
-    for f in found:
-        f.rests_on = runs_text(sweeps[sweep], sweep) + (f" + {runs_text(sweeps[app_e], app_e)}" if f.number == 7 and app_e else "")
-    earlier = [n for n in APPENDIX_E[1:] if app_e and n != app_e and n in sweeps and sweeps[n].rows()]
-    if earlier:  # the earlier App. E sweep, said beside the rerun's verdict (its runs are another configuration)
-        old = FINDINGS[-1]({"grid": sweeps[sweep], "appendix_e": sweeps[earlier[0]]}, settings)
-        f7 = found[-1]
-        f7.details["earlier"] = {"sweep": earlier[0], "verdict": old.verdict, "ours": old.ours}
-        f7.why = "; ".join(x for x in (f7.why, f"the earlier `{earlier[0]}` sweep (Stage 2 on the short split alone, another "
-                                              f"configuration, not pooled here): {old.verdict} — {old.ours}") if x)
+    earlier = next((n for n in APPENDIX_E[1:] if app_e and n != app_e and n in sweeps and sweeps[n].rows()), None)
+    view = {"grid": sweeps[sweep], **({"appendix_e": sweeps[app_e]} if app_e else {}),
+            **({"appendix_e_earlier": sweeps[earlier]} if earlier else {})}
+    found = []
+    for spec in registered():
+        f = spec.compute(view, settings)
+        f.rests_on = " + ".join(runs_text(view[role], view[role].name) for role in spec.reads if role in view)
+        found.append(f)
     return found
 
 
@@ -93,13 +92,8 @@ def runs_text(sweep: Sweep, name: str) -> str:
 def settings_of(cfg) -> Settings:
     """The findings' settings of a StudyConfig."""
     plan = getattr(cfg, "analysis", None)
-    rules = getattr(plan, "findings", None) or {}
-    rule1, rule5 = rules.get(1), rules.get(5)
-    return Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits,
-                    min_seeds=getattr(plan, "min_seeds", 3), ceiling_margin=rule5.margin if rule5 else 0.10,
-                    gain_scale="pp" if rule1 and str(rule1.scale) == "pp" else "normalized",
-                    arms={n: tuple(r.arms) for n, r in rules.items() if r.arms},
-                    retrieval_floor=getattr(plan, "retrieval_floor", 0.0))
+    s = Settings(k=cfg.k, resamples=cfg.resamples, margin=cfg.margin, min_hits=cfg.min_hits)
+    return configured(s, plan) if plan is not None else s
 
 
 def retention_section(sweeps: dict[str, Sweep]) -> str:
@@ -116,7 +110,7 @@ def retention_section(sweeps: dict[str, Sweep]) -> str:
                 est = sw.cell(row, col)
                 if est:
                     bench = probe.split(" ")[0]
-                    ceiling = ("yes" if _ceiling_above_chance(sw, row, bench) else "no") if bench in DEBIASED_COL else "—"
+                    ceiling = ("yes" if ceiling_above_chance(sw, row, bench) else "no") if bench in DEBIASED_COL else "—"
                     rows.append([name, row, probe, comparison_cell(f"{probe} acc", sw.cell(f"{row}:stage1", f"{probe} acc")),
                                  comparison_cell(f"{probe} acc", sw.cell(row, f"{probe} acc")), comparison_cell(col, est),
                                  str(est.get("n_items", "—")), ceiling])
@@ -305,9 +299,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "cannot answer (a probe whose card ceiling — the tool's description in the prompt — is itself at chance, an IS on fewer "
         f"than {cfg.min_hits} constrained hits (`min_hits`; shown ⚑), drift without per-token rows), with the reason; **n/a** — "
         "the sweep lacks the configurations compared. "
-        "Findings 4 and 5 are judged on the debiased token score (MCQ position-balanced, QA calibrated) where a run has one, "
-        "the raw accuracy shown beside it: a model that gives one answer to most items scores the share of gold answers in "
-        "that slot, above or below chance by the label mix alone. "
+        + "".join(spec.note for spec in registered()) +
         f"Recall and IS are at k = {cfg.k}. Intervals treat training seeds and items (queries, probe items) as the two sampled "
         "levels — seeds within a configuration, items shared by every seed: value ± t·se (comparison/seed_stats.py); a cell or "
         f"estimate shows `n=<seeds> sd <between-seed SD>`, and one over a single seed is over items alone ({cfg.resamples} "
@@ -316,7 +308,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         f"of fewer than {settings_of(cfg).min_seeds} seeds (`min_seeds`): such a finding says **not enough seeds**, its "
         "numbers still shown.\n",
         "How each finding is judged (sign rule and equivalence rule as above):\n",
-        "\n".join(f"- **{n}.** {rule}" for n, rule in RULES.items()) + "\n",
+        "\n".join(f"- **{spec.number}.** {spec.rule}" for spec in registered()) + "\n",
         *(["## Regime pilot: curves and the setting the rules choose\n", regime_text(cfg, report)]
           if getattr(getattr(cfg, "analysis", None), "regime", None) else []),
         "## Analysis plan (registered before the data)\n", registration_section(cfg.root),

@@ -1,25 +1,37 @@
 """Finding 6: hierarchical virtual tokens drift less in Stage 2 than flat ones. The ratio of the
 groups' mean relative drift gets an interval over runs where each side has two or more
 (comparison/drift_stats.py: ``drift_ratio_seeds``), else from a bootstrap over tokens (each run's virtual
-rows redrawn from the per-token terms drift.json holds, evaluation/drift.py: row_terms), marked one-seed."""
+rows redrawn from the per-token terms drift.json holds, evaluation/drift.py: row_terms), marked one-seed.
+Its table: the ratio per tuning on both drift scales (absolute; each run's divided by its base
+vocabulary's, how far the virtual rows moved beyond the rows training was not aimed at)."""
 
 from __future__ import annotations
 
 import math
 import statistics
+from typing import Any
 
-from toolsense.comparison.drift_stats import drift_ratio_ci, drift_ratio_seeds, drift_terms
-from toolsense.study.sweep import Finding, Settings, Sweep, combine, seed_gate, verdict
+from toolsense.comparison.drift_stats import drift_ratio_ci, drift_ratio_on_scale, drift_ratio_seeds, drift_terms
+from toolsense.comparison.verdicts import combine, verdict
+from toolsense.study.findings.base import FindingSpec, TableInput, register
+from toolsense.study.findings.tables import table_of
+from toolsense.study.sweep import Finding, Settings, Sweep, seed_gate
 
-DRIFT_RULE = ("sign rule on log(flat / hierarchical mean relative Stage-2 drift of the virtual rows), per tuning, with an "
+NUMBER = 6
+RULE = ("sign rule on log(flat / hierarchical mean relative Stage-2 drift of the virtual rows), per tuning, with an "
               "interval over runs (seeds) where each side has two or more, else a bootstrap over tokens; untestable without "
               "per-token rows in drift.json for a side of one run, or when a group's virtual rows moved no more than the base "
               "vocabulary (a Stage 2 too short to separate them)")
+
+
 COL, DCOL = "drift stage1->stage2 virtual", "drift stage1->stage2 Δcos"
 
 
+DRIFT_SCALES = ("drift_absolute", "drift_base_normalized")
+
+
 def hierarchical_drift(sw: dict[str, Sweep], s: Settings) -> Finding:
-    f = Finding(6, "Hierarchical tokens drift less in Stage 2 than flat ones; their mutual cosine barely changes",
+    f = Finding(NUMBER, "Hierarchical tokens drift less in Stage 2 than flat ones; their mutual cosine barely changes",
                 "7–24× less drift; \\|Δcos\\| < 0.002")
     g = sw.get("grid")
     est, dcos, verdicts, why = {}, [], [], []
@@ -50,8 +62,7 @@ def hierarchical_drift(sw: dict[str, Sweep], s: Settings) -> Finding:
             why.append(f"{tun}: the {' and '.join(still)} virtual rows moved no more than the base vocabulary — Stage 2 too "
                        "short to separate the token kinds")
             continue
-        log = {k: (math.log(v) if (v := est[tun].get(k)) and v > 0 else None) for k in ("value", "lo", "hi")}
-        verdicts.append(verdict(log))
+        verdicts.append(_log_verdict(est[tun]))
     if not est:
         f.why = "needs drift of flat and hierarchical runs (evaluate.drift=true)"
         return f
@@ -65,5 +76,40 @@ def hierarchical_drift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f.verdict = combine(verdicts)
     f.why = "; ".join(why)
     f.details = {"ratio_flat_over_hierarchical": est, "dcos_hierarchical": dcos, "verdicts": verdicts,
-                 "rule": DRIFT_RULE}
+                 "rule": RULE}
     return seed_gate(f, {r: len(g.sources(r, COL)) for r in g.rows() if g.sources(r, COL)}, s.min_seeds)
+
+
+def _log_verdict(est: dict[str, Any] | None) -> str:
+    if not est:
+        return "n/a"
+    return verdict({x: (math.log(v) if (v := est.get(x)) and v > 0 else None) for x in ("value", "lo", "hi")})
+
+
+def drift_sensitivity(g: Sweep, resamples: int) -> dict[str, Any] | None:
+    """Finding 6 on both drift scales, per tuning (the verdict: every tuning's, combined); None without
+    drift of a flat and a hierarchical run of one tuning."""
+    per: dict[str, dict[str, list]] = {}
+    for tun in ("lora", "full"):
+        paths = {sch: [p for r in g.rows(tuning=tun, scheme=sch) for p in g.sources(r, COL).values()]
+                 for sch in ("flat", "hierarchical")}
+        if all(paths.values()):
+            per[tun] = {sch: [drift_terms(p) for p in ps] for sch, ps in paths.items()}
+    if not per:
+        return None
+    cells = {}
+    for scale in DRIFT_SCALES:
+        own = {tun: drift_ratio_on_scale(terms, scale, resamples) for tun, terms in per.items()}
+        verdicts = {tun: _log_verdict(e) for tun, e in own.items()}
+        cells[(None, scale)] = {"pooled": next(iter(own.values())) if len(own) == 1 else None,
+                                "verdict": combine(list(verdicts.values())), "per_row": own,
+                                "per_row_verdict": verdicts}
+    return table_of(NUMBER, cells, [None], list(DRIFT_SCALES), list(per), [], 0.0, 0, [],
+                  "flat / hierarchical (verdict: every tuning's)")
+
+
+def drift_table(t: TableInput) -> dict[str, Any] | None:
+    return drift_sensitivity(t.grid, t.resamples)
+
+
+register(FindingSpec(NUMBER, RULE, hierarchical_drift, drift_table, rule_cell=lambda rule: (None, rule.scale)))
