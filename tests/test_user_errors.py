@@ -30,8 +30,8 @@ def _run(monkeypatch, tmp_path, job: str, *args: str) -> int:
 
 @pytest.fixture(autouse=True)
 def _no_debug(monkeypatch):
-    for var in (DEBUG_ENV, "HYDRA_FULL_ERROR"):
-        monkeypatch.delenv(var, raising=False)
+    for var in (DEBUG_ENV, "HYDRA_FULL_ERROR"):  # set (to off) so that monkeypatch restores it after: debug=true sets it
+        monkeypatch.setenv(var, "")
 
 
 # (job, overrides, the one line after "<job>.py: error: ")
@@ -66,9 +66,12 @@ def test_a_refused_value_is_one_line_exit_2_and_nothing_written(monkeypatch, tmp
 
 
 def test_debug_true_shows_the_traceback(monkeypatch, tmp_path, capfd):
+    import os
+
     code = _run(monkeypatch, tmp_path, "evaluate", "model=tiny_random", "metrics.seed=-5", "debug=true")
     err = capfd.readouterr().err
     assert code == 1 and "Traceback" in err and "ConfigError: metrics.seed=-5: must be >= 0" in err
+    assert os.environ[DEBUG_ENV] == "1"  # for the processes the job starts; the fixture restores it after
 
 
 def test_hydra_full_error_lets_the_error_through(monkeypatch, tmp_path):
