@@ -345,7 +345,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory(dir=out, prefix=".plots.") as tmp:  # drawn aside, published with the rest
         drawn = render_all(comp, Path(tmp), prefix="comparison_") if cfg.plots else []
-        files.update({p.name: p.read_bytes() for p in drawn})
+        files.update({q.name: q.read_bytes() for p in drawn for q in (p, p.with_suffix(".json"))})  # each plot's data beside it
         files["report.html"] = render_comparison(comp, report_notes(comp), drawn, "toolsense comparison",
                                                  f"{len(results)} results under {', '.join(map(str, cfg.roots))}; {len(comp['rows'])} rows")
     comp.update({"plots": [str(out / p.name) for p in drawn]} if cfg.plots else {})

@@ -1,10 +1,14 @@
 """PNG plots of a comparison (compare.comparison's dict, built from results.json files only):
 recall by benchmark per configuration, IS by configuration (flat vs hierarchical), probe
 accuracy against chance and the majority rate, and embedding drift per stage (virtual vs base
-rows). Matplotlib with the Agg backend: no display, no network."""
+rows). Every row of the comparison that holds a value in a plot's columns is in that plot, whatever
+its label spells; the values drawn are written beside each PNG as ``<plot>.json`` (rows, columns,
+value / lo / hi per cell), so a reader (and tests/comparison/test_plots.py) can check that none is
+missing. Matplotlib with the Agg backend: no display, no network."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -55,10 +59,20 @@ def _legend(ax) -> None:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def _save(fig, path: Path) -> Path:
+def with_data(comp: dict[str, Any], rows: Sequence[str], cols: Sequence[str]) -> list[str]:
+    """The rows (in the comparison's order) holding a value in at least one of ``cols``."""
+    return [r for r in rows if any(_value(comp["cells"].get(r, {}).get(c)) is not None for c in cols)]
+
+
+def _save(fig, path: Path, comp: dict[str, Any], rows: Sequence[str], cols: Sequence[str]) -> Path:
+    """The PNG, and beside it ``<name>.json``: the rows and columns drawn and each cell's value / lo / hi."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     _plt().close(fig)
+    cells = {r: {c: {k: est.get(k) for k in ("value", "lo", "hi")} for c in cols if (est := comp["cells"][r].get(c))}
+             for r in rows}
+    data = {"plot": path.name, "rows": list(rows), "columns": list(cols), "cells": cells}
+    path.with_suffix(".json").write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
     return path
 
 
@@ -66,6 +80,7 @@ def metric_plot(comp: dict[str, Any], suffix: str, rows: Sequence[str], path: Pa
     """Bars of the columns ending in ``suffix``: grouped by benchmark with a bar per row, or
     (``by_row``) grouped by row with a bar per benchmark; with 95% intervals."""
     cols = [c for c in comp["columns"] if c.endswith(f" {suffix}") and c not in comp.get("tier_columns", ())]
+    rows = with_data(comp, rows, cols)
     if not cols or not rows:
         return None
     benches = [c[: -len(suffix) - 1] for c in cols]
@@ -82,7 +97,7 @@ def metric_plot(comp: dict[str, Any], suffix: str, rows: Sequence[str], path: Pa
     grouped_bars(ax, groups, series, errs)
     ax.set_ylabel(ylabel)
     _legend(ax)
-    return _save(fig, path)
+    return _save(fig, path, comp, rows, cols)
 
 
 PROBE_PLOTTED = (" acc", " bal", " calib")
@@ -94,7 +109,7 @@ def probe_plot(comp: dict[str, Any], rows: Sequence[str], path: Path) -> Path | 
     """Probe accuracy, raw and debiased, per probe column and configuration, with chance
     (dashed) and, for raw accuracy, the majority rate (dotted) drawn across each group."""
     cols = [c for c in comp["columns"] if c.endswith(PROBE_PLOTTED) and not c.startswith("retention ")]
-    rows = [r for r in rows if any(_value(comp["cells"][r].get(c)) is not None for c in cols)]
+    rows = with_data(comp, rows, cols)
     if not cols or not rows:
         return None
     fig, ax = _plt().subplots(figsize=(2.5 + 1.2 * len(cols), 3.6))
@@ -113,14 +128,15 @@ def probe_plot(comp: dict[str, Any], rows: Sequence[str], path: Path) -> Path | 
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1)
     _legend(ax)
-    return _save(fig, path)
+    return _save(fig, path, comp, rows, cols)
 
 
 def drift_plot(comp: dict[str, Any], rows: Sequence[str], path: Path) -> Path | None:
     """Relative drift of the virtual rows and of the base-vocabulary rows per checkpoint pair,
     a bar pair per configuration."""
     pairs = [c[len("drift "): -len(" virtual")] for c in comp["columns"] if c.startswith("drift ") and c.endswith(" virtual")]
-    rows = [r for r in rows if any(comp["cells"][r].get(f"drift {p} virtual") for p in pairs)]
+    cols = [f"drift {p} {part}" for p in pairs for part in ("virtual", "base")]
+    rows = with_data(comp, rows, cols)
     if not pairs or not rows:
         return None
     series = {}
@@ -131,21 +147,23 @@ def drift_plot(comp: dict[str, Any], rows: Sequence[str], path: Path) -> Path | 
     grouped_bars(ax, [p.replace("->", "→") for p in pairs], series)
     ax.set_ylabel("relative drift ‖E₂−E₁‖/‖E₁‖ (input)")
     _legend(ax)
-    return _save(fig, path)
+    return _save(fig, path, comp, rows, cols)
 
 
 def render_all(comp: dict[str, Any], out_dir: str | Path, prefix: str = "") -> list[Path]:
-    """Every plot the comparison has data for, as ``out_dir/<prefix><name>.png``; returns the files written."""
+    """Every plot the comparison has data for, as ``out_dir/<prefix><name>.png`` (its data beside it as
+    ``.json``); returns the PNGs written. Every row with a value in a plot's columns is drawn (Stage-1
+    rows and baselines included): no row is kept or dropped by what its label spells."""
     out = Path(out_dir)
-    models = [r for r in comp["rows"] if r not in comp["baselines"] and ":" not in r]
+    rows = comp["rows"]
     parsed = [(c.split(" ")[-1], p) for c in comp["columns"] if (p := METRICS.parse(c.split(" ")[-1]))]
     recall = next((key for key, (m, mode, _) in parsed if m.name == "hit" and mode == "c"), None)
     is_metric = next((key for key, (m, _, _) in parsed if m.aggregation == "ratio"), None)
     made = [
-        recall and metric_plot(comp, recall, [r for r in comp["rows"] if ":" not in r], out / f"{prefix}recall_by_benchmark.png",
+        recall and metric_plot(comp, recall, rows, out / f"{prefix}recall_by_benchmark.png",
                                f"{recall} (constrained hit rate)", by_row=False),
-        is_metric and metric_plot(comp, is_metric, models, out / f"{prefix}is_by_configuration.png", is_metric, by_row=True),
-        probe_plot(comp, comp["rows"], out / f"{prefix}probe_accuracy.png"),
-        drift_plot(comp, models, out / f"{prefix}drift.png"),
+        is_metric and metric_plot(comp, is_metric, rows, out / f"{prefix}is_by_configuration.png", is_metric, by_row=True),
+        probe_plot(comp, rows, out / f"{prefix}probe_accuracy.png"),
+        drift_plot(comp, rows, out / f"{prefix}drift.png"),
     ]
     return [p for p in made if p]
