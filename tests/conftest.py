@@ -24,6 +24,16 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
+def study_tools_catalog(shared_data) -> Path:
+    """catalog=study_tools, built from ../shared/data into ``$TOOLSENSE_CACHE/catalogs`` when missing (about 1 s):
+    the archived study runs name it there, and CI's cache starts empty."""
+    import toolsense.catalog.study_tools  # noqa: F401  (registers the builder)
+    from toolsense.catalog.builders import default_output, ensure_built
+
+    return ensure_built("study_tools", default_output("study_tools"), shared_data, auto_build=True)
+
+
+@pytest.fixture(scope="session")
 def demo_catalog():
     from toolsense.catalog import load_demo_catalog
 

@@ -39,12 +39,13 @@ def _compose(overrides: Sequence[str], default_out: str):
 def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
     from toolsense.catalog.config import load_from_config
     from toolsense.evaluation.benchmarks import load_benchmark
+    from toolsense.evaluation.config import catalog_section
     from toolsense.reporting.export import write_beir
 
     title = "--title" in overrides
     overrides = [o for o in overrides if o != "--title"]
     cfg, out = _compose(overrides, "outputs/beir")
-    catalog = load_from_config(cfg.catalog)
+    catalog = load_from_config(catalog_section(cfg.catalog, cfg.run))
     where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
     written = {}
     for label, bc in cfg.benchmark_sections().items():

@@ -171,8 +171,9 @@ def test_findings_1_and_2_take_the_plans_arms_and_leave_out_a_configuration_belo
     assert s.retrieval_floor == 0.15 and s.arms == {1: ("tg-lora",)}
 
 
-def test_finding_7_names_each_sweeps_arm_in_its_seed_gate(tools):
-    """App. E and TG are both labelled tg-lora: the gate names the sweep, and counts the seeds the two share."""
+def test_finding_7_names_each_sweeps_arm_in_its_seed_gate(tools, study_tools_catalog):
+    """App. E and TG are both labelled tg-lora: the gate names the sweep, and counts the seeds the two share (its
+    coverage rebuilds the runs' Stage-2 queries from catalog=study_tools)."""
     from toolsense.study.findings.f7_appendix_e import appendix_e
 
     sw = {"grid": Sweep("grid", tools / "grid", 5, 100), "appendix_e": Sweep("appendix_e", tools / "appendix_e", 5, 100)}

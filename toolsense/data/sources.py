@@ -3,6 +3,7 @@ retrieval JSON, our own JSONL ``{query, tools}``, and generated realistic querie
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import logging
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from toolsense.catalog.loaders import DEMO_DIR
 from toolsense.catalog.tool import canonical_name
 from toolsense.data import realistic
 from toolsense.data.leakage import QuerySet
-from toolsense.data.verbose import ensure_written, load_verbose
+from toolsense.data.verbose import SPLITS, ensure_written, load_verbose
 from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import DataError, load_json
 from toolsense.utils.registry import Registry
@@ -169,4 +170,24 @@ def load_query_sets(sources: list[QuerySource]) -> list[QuerySet]:
             raise ValueError(f"stage2.sources.{i}.path is required for a {str(src.kind)!r} source: point it at a training "
                              f"query file (not the test queries of a benchmark the run is evaluated on), e.g. "
                              f"stage2.sources.{i}.path=/data/{src.kind}/train.json")
-    return [QuerySet(f"stage2.sources.{i}", tuple(source_files(src)), QUERY_SOURCES.get(src.kind)(src)) for i, src in enumerate(sources)]
+    return [QuerySet(f"stage2.sources.{i}", tuple(files := source_files(src)), checked_queries(src, f"stage2.sources.{i}", files))
+            for i, src in enumerate(sources)]
+
+
+def checked_queries(src: QuerySource, where: str, files: list[str]) -> list[Query]:
+    """``src``'s queries, refused when there are none (before Stage 1 trains): a split or style that matches no query
+    is named as ``<where>.split`` / ``<where>.style`` with the values its files hold; else the files are named."""
+    if src.kind in VERBOSE_VERSIONS and src.split is not None and src.split not in SPLITS:
+        raise ValueError(f"{where}.split={src.split!r}: a {src.kind} source has splits {list(SPLITS)}, or null (all)")
+    queries = QUERY_SOURCES.get(src.kind)(src)
+    if queries:
+        return queries
+    every = QUERY_SOURCES.get(src.kind)(dataclasses.replace(src, split=None, style=None)) if src.split or src.style else []
+    for key in ("split", "style"):
+        value, held = getattr(src, key), sorted({str(getattr(q, key)) for q in every})
+        if value is not None and value not in held:
+            raise ValueError(f"{where}.{key}={value!r} matches no query of {', '.join(files)}: choose from {held}, "
+                             f"or null (all)")
+    if every:
+        raise ValueError(f"{where}: no query of {', '.join(files)} has split={src.split!r} and style={src.style!r}")
+    raise ValueError(f"{where}: {', '.join(files)} holds no queries (kind {src.kind}); Stage 2 would train on nothing")

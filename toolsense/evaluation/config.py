@@ -148,7 +148,10 @@ class EvaluateConfig:
 
     model: ModelConfig = field(default_factory=ModelConfig)
     """Untrained evaluation (no ``run``): the base model that gets the index's tokens fresh."""
-    catalog: CatalogConfig = field(default_factory=CatalogConfig)
+    catalog: Optional[CatalogConfig] = None
+    """None (evaluate.yaml's default): a run's own catalog (``run=``), else the demo catalog. Given beside ``run=``
+    (``catalog=<name>``, ``catalog.path=``) it is what baselines and systems rank and must hold exactly the run's
+    index tools: one that differs is refused naming both (context.py: :func:`catalog_beside_run`)."""
     index: IndexConfig = field(default_factory=IndexConfig)
     prompts: PromptConfig = field(default_factory=PromptConfig)
     """Untrained evaluation only; a run brings its own."""
@@ -227,6 +230,24 @@ class EvaluateConfig:
         return {self.system.label or self.system.kind: self.system} if self.system is not None else {}
 
 
+def catalog_group(overrides: Sequence[str]) -> list[str]:
+    """``overrides`` with ``catalog=demo`` added when they set a catalog field (``catalog.path=...``) without naming a
+    catalog: evaluate.yaml's catalog is null (a run's own), and a field is set on top of the demo's section, as before."""
+    keys = [o.lstrip("+~").split("=", 1)[0] for o in overrides]
+    if "catalog" not in keys and any(k.startswith("catalog.") for k in keys):
+        return [*overrides, "catalog=demo"]
+    return list(overrides)
+
+
+def catalog_section(catalog: Optional[CatalogConfig], run: Optional[str]) -> CatalogConfig:
+    """evaluate.py's ``catalog`` made explicit: as given, else the run's own section (``run=``), else the demo's."""
+    if catalog is not None:
+        return catalog
+    from toolsense.utils.rundir import RunDir
+
+    return RunDir(run).require().section("catalog", CatalogConfig) if run else CatalogConfig()
+
+
 def register_configs() -> None:
     """Register :class:`EvaluateConfig` as ``evaluate_schema`` (evaluate.yaml's first default)."""
     from toolsense.utils.hydra import register_schema
@@ -242,4 +263,4 @@ def compose_evaluate(overrides: Sequence[str] = ()) -> EvaluateConfig:
     from toolsense.utils.config import to_config
 
     register_configs()
-    return to_config(EvaluateConfig, compose("evaluate", overrides))
+    return to_config(EvaluateConfig, compose("evaluate", catalog_group(overrides)))

@@ -84,6 +84,25 @@ def load_run(run_dir: str | Path, stage: str = "stage2", device: Optional[str] =
     return EvalModel(model, tok, index, catalog, prompts, source, rd.index_sha256())
 
 
+def catalog_beside_run(catalog_cfg: CatalogConfig, ev: EvalModel) -> Catalog:
+    """The catalog baselines and systems rank beside a trained run: the run's own, or ``catalog_cfg`` when it holds
+    exactly the run's index tools (its text may differ); else a ValueError naming both and the tools that differ."""
+    rd = RunDir(ev.source["run"])
+    own = rd.section("catalog", CatalogConfig)
+    if catalog_cfg == own:
+        return ev.catalog
+    given = load_from_config(catalog_cfg)
+    names, index = set(given.names), set(ev.index.paths)
+    if names == index:
+        return given
+    extra, missing = sorted(names - index), sorted(index - names)
+    raise ValueError(
+        f"catalog: {catalog_cfg.path or 'the demo catalog'} ({len(names)} tools) is not the catalog of run {rd.path}, "
+        f"whose index holds {len(index)} tools ({rd.config_path}: catalog.path={own.path or 'null (the demo catalog)'}); "
+        f"{len(extra)} tools only in catalog= (e.g. {extra[:2]}), {len(missing)} only in the run's index (e.g. {missing[:2]}). "
+        "A run ranks its own tools: drop catalog= (baselines then rank the run's catalog), or evaluate a run trained on it")
+
+
 def load_untrained(model_cfg: ModelConfig, catalog_cfg: CatalogConfig, index_cfg: IndexConfig,
                    prompts: Optional[PromptConfig] = None, device: Optional[str] = None) -> EvalModel:
     """A base model with the index's tokens added (mean-of-sub-token init) and no training; or a

@@ -30,8 +30,8 @@ from toolsense.decoding.config import DecodingConfig
 from toolsense.decoding.length import fit_queries
 from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
-from toolsense.evaluation.config import EvaluateConfig, MetricsConfig, ProbeConfig, Task
-from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
+from toolsense.evaluation.config import EvaluateConfig, MetricsConfig, ProbeConfig, Task, catalog_section
+from toolsense.evaluation.context import EvalModel, catalog_beside_run, load_run, load_untrained, portable_source
 from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.evaluation.fingerprint import benchmark_identity, catalog_identity, claim, decoding_identity, model_identity
@@ -54,12 +54,20 @@ log = logging.getLogger(__name__)
 def load_model_under_test(cfg: EvaluateConfig) -> EvalModel:
     if cfg.run:
         return load_run(cfg.run, cfg.stage or "stage2", cfg.device, cfg.dtype, cfg.model.attn_implementation, cfg.checkpoint)
-    return load_untrained(cfg.model, cfg.catalog, cfg.index, cfg.prompts, cfg.device)
+    return load_untrained(cfg.model, catalog_section(cfg.catalog, None), cfg.index, cfg.prompts, cfg.device)
 
 
 def system_name(ev: EvalModel) -> str:
     step = ev.source.get("checkpoint")
     return f"{ev.source['model']}:{ev.source['stage']}" + (f"@{step}" if step is not None else "")
+
+
+def ranked_catalog(cfg: EvaluateConfig, ev: EvalModel | None):
+    """The catalog baselines and systems rank: beside a trained run its own, or ``catalog=`` holding exactly its
+    tools (context.py); else the one configured (the model's, untrained)."""
+    if ev is not None and ev.source.get("run") is not None:
+        return catalog_beside_run(catalog_section(cfg.catalog, cfg.run), ev)
+    return ev.catalog if ev is not None else load_from_config(catalog_section(cfg.catalog, cfg.run))
 
 
 def _plan(out: Path, benches: Mapping[str, Benchmark], ev: EvalModel | None, catalog, baselines_cfg: Mapping[str, BaselineConfig],
@@ -109,7 +117,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
         b.name = label
     baselines_cfg, systems_cfg = cfg.baseline_sections(), cfg.system_sections()
     ev = load_model_under_test(cfg) if cfg.parametric else None
-    catalog = ev.catalog if ev is not None else load_from_config(cfg.catalog)
+    catalog = ranked_catalog(cfg, ev)
     plan: dict[Path, dict[str, Any]] = {}
     retriever = Retriever(ev.model, ev.tokenizer, ev.trie(), ev.index.depth(), ev.prompts, dec) if ev is not None else None
     fits = {label: fit_queries(retriever, b.items, cfg.query_length, f"{where.format(label)} ({b.path})")  # before any search
@@ -187,6 +195,8 @@ def run(cfg: EvaluateConfig | DictConfig | Mapping, output_dir: str | Path | Non
     one process at a time (``utils.rundir.holding``; ``TOOLSENSE_BUSY=fail|skip|wait``); a skipped run
     returns ``{"skipped": <output_dir>}``."""
     cfg = to_config(EvaluateConfig, cfg)
+    if cfg.task == Task.evaluate:  # the catalog made explicit (a run's own), so results.json records the one ranked
+        cfg = dataclasses.replace(cfg, catalog=catalog_section(cfg.catalog, cfg.run))
     out = Path(output_dir or cfg.output_dir or "outputs/evaluate")
     out.mkdir(parents=True, exist_ok=True)
     shard = init_shard()

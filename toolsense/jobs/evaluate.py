@@ -17,7 +17,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from toolsense.evaluation.config import EvaluateConfig, register_configs
+from toolsense.evaluation.config import EvaluateConfig, catalog_group, register_configs
 from toolsense.evaluation.runner import run
 from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
@@ -39,7 +39,7 @@ def job(dict_cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
+    sys.argv[1:] = catalog_group(quote_list_overrides(take_debug(sys.argv[1:])))
     job()
 
 

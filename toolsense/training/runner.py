@@ -106,6 +106,10 @@ def prepare(cfg: TrainConfig) -> Prepared:
     catalog = load_from_config(cfg.catalog)
     sources = load_query_sets(cfg.stage2.sources) if cfg.stage2.enabled else []
     queries = stage2_queries(cfg, sources)
+    for s in sources:  # on_unknown_tool=skip would drop all of them after Stage 1 has trained
+        if not any(t in catalog for q in s.queries for t in q.tools):
+            raise ValueError(f"{s.name} ({', '.join(s.files)}): none of its {len(s.queries)} queries names a tool of the "
+                             f"catalog ({cfg.catalog.path or 'the demo catalog'}); Stage 2 would train on nothing")
     if cfg.stage2.on_unknown_tool == "error":
         unknown = next(((q, t) for q in queries for t in q.tools if t not in catalog), None)
         if unknown is not None:
