@@ -38,7 +38,7 @@ from toolsense.evaluation.fingerprint import benchmark_identity, catalog_identit
 from toolsense.evaluation.outputs import json_text, publish_result
 from toolsense.evaluation.probes import check_probe_lengths, evaluate_probe
 from toolsense.evaluation.systems import SystemConfig, build_system, system_decoding, system_model_identity
-from toolsense.evaluation.tasks import evaluate_ranking
+from toolsense.evaluation.tasks import evaluate_ranking, warn_trivial
 from toolsense.reporting.html_report import html_report_text
 from toolsense.reporting.sample_table import log_evaluation
 from toolsense.reporting.tables import results_table
@@ -220,6 +220,7 @@ def _run_task(cfg: EvaluateConfig, out: Path, shard: Shard) -> dict[str, Any]:
             track(namespaced("eval/drift", summary["flat"]))
             return summary
         results = evaluate(cfg, out, shard)
+        warn_trivial(results)
         table = results_table(results, cfg.metrics.ks)
         summary = {"results": results, "config": plain, "git_sha": git_sha(), "code": code_state(),
                    "seconds": round(time.time() - t0, 1)}

@@ -71,6 +71,10 @@ class Metric:
     """Older results.json keys (templates like ``key``) still read as this metric."""
     about: str = ""
     """One line: what it measures (docs, error messages)."""
+    saturates: bool = False
+    """Constrained, it reads 1 for every item whose gold tools the system knows once its cut-off (k; R-precision: the
+    item's number of gold tools) reaches the number of tools the system ranks: such a value is flagged ``trivial``
+    (evaluation/tasks.py), not read as a score."""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
@@ -205,11 +209,11 @@ METRICS = MetricRegistry("metric")
 
 register = METRICS.add
 
-register(Metric("hit", "R{mode}@{k}", hit_at, about="a gold tool in the top k (Rc@k constrained, Rf@k free-form)"))
+register(Metric("hit", "R{mode}@{k}", hit_at, saturates=True, about="a gold tool in the top k (Rc@k constrained, Rf@k free-form)"))
 register(Metric("is", "IS@{k}", aggregation="ratio", of="hit", scale="ratio",
                 about="Internalization Score Rf@k / Rc@k (Wilson interval where every free hit is a constrained hit)"))
-register(Metric("recall", "recall_{mode}@{k}", recall_at, table=False, about="share of the gold tools in the top k"))
+register(Metric("recall", "recall_{mode}@{k}", recall_at, table=False, saturates=True, about="share of the gold tools in the top k"))
 register(Metric("ndcg", "ndcg_{mode}@{k}", ndcg_at, table=False, about="NDCG@k, binary gains, ideal over all gold tools"))
-register(Metric("comp", "COMP{mode}@{k}", complete_at, optional=True, about="every gold tool in the top k"))
+register(Metric("comp", "COMP{mode}@{k}", complete_at, optional=True, saturates=True, about="every gold tool in the top k"))
 register(Metric("rprec", "Rprec_{mode}", lambda ranking, gold, _k: r_precision(ranking, gold), column="Rprec {mode}",
-                cutoff=False, optional=True, about="R-precision: share of the top |gold| that is gold"))
+                cutoff=False, optional=True, saturates=True, about="R-precision: share of the top |gold| that is gold"))

@@ -135,7 +135,12 @@ def results_table(results: Sequence[dict], ks: Sequence[int]) -> str:
 
 def _retrieval_cells(m: dict, ks: Sequence[int]) -> list[str]:
     """One row's retrieval cells: each table column of the registry, percent or ratio as registered."""
-    return [estimate(METRICS.find(m, key), pct=spec.scale == "percent") for _, key, spec in METRICS.table_columns(ks)]
+    return [estimate(est := METRICS.find(m, key), pct=spec.scale == "percent") + (f" {TRIVIAL_MARK}" if est and est.get("trivial") else "")
+            for _, key, spec in METRICS.table_columns(ks)]
+
+
+TRIVIAL_MARK = "(trivial)"
+"""After a cell whose k reaches the number of tools the system ranks: every item with a known gold tool scores 100%."""
 
 
 ONE_SEED_MARK = "†"

@@ -34,6 +34,7 @@ from toolsense.index.config import index_from_config
 from toolsense.models.encoders import encoder_embeddings
 from toolsense.tracking import make_tracker
 from toolsense.training.config import TrainConfig, to_train_config
+from toolsense.training.data_identity import check_data, data_fingerprints
 from toolsense.training.memory import device_memory, model_shape, refuse_unfit
 from toolsense.training.stage import StageRunner, stage_done
 from toolsense.training.trainer import plan_batch, use_bf16, world_size
@@ -193,6 +194,7 @@ def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = No
     rd = RunDir(run_dir)
     raw = write_config(cfg if not isinstance(cfg, TrainConfig) else OmegaConf.structured(cfg), run_dir)
     catalog = prepared.catalog
+    check_data(run_dir, data_fingerprints(catalog, typed.catalog.path, prepared.sources))  # a resume on other data: refused
     index = load_or_build_index(typed, catalog, run_dir)
     if typed.head.kind == "toolken":
         return _run_toolken(typed, raw, index, run_dir, prepared)
