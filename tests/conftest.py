@@ -16,6 +16,14 @@ SHARED_DATA = Path(os.environ.get("TOOLSENSE_DATA", ROOT.parent / "shared" / "da
 ASSETS = Path(__file__).parent / "assets"
 
 
+def pytest_terminal_summary(terminalreporter, config):
+    """The shuffled order's seed (pytest-randomly, the dev extra) at the end of the run, where ``-q`` still shows it."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if seed is not None and config.pluginmanager.has_plugin("randomly"):
+        terminalreporter.write_line(f"test order shuffled by pytest-randomly: rerun this order with --randomly-seed={seed}"
+                                    " (-p no:randomly keeps file order)")
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():

@@ -231,12 +231,12 @@ class EvaluateConfig:
 
 
 def catalog_group(overrides: Sequence[str]) -> list[str]:
-    """``overrides`` with ``catalog=demo`` added when they set a catalog field (``catalog.path=...``) without naming a
-    catalog: evaluate.yaml's catalog is null (a run's own), and a field is set on top of the demo's section, as before."""
+    """``overrides`` as evaluate.yaml's null catalog (a run's own) needs them: a catalog field (``catalog.path=...``)
+    set without naming a catalog lands on the demo's section (``catalog=demo`` added, as before); each such field is
+    set with ``++`` (a group file need not list every field; :func:`to_config` still refuses an unknown one)."""
     keys = [o.lstrip("+~").split("=", 1)[0] for o in overrides]
-    if "catalog" not in keys and any(k.startswith("catalog.") for k in keys):
-        return [*overrides, "catalog=demo"]
-    return list(overrides)
+    out = [f"++{o}" if not o.startswith(("+", "~")) and k.startswith("catalog.") else o for o, k in zip(overrides, keys)]
+    return [*out, "catalog=demo"] if out != list(overrides) and "catalog" not in keys else out
 
 
 def catalog_section(catalog: Optional[CatalogConfig], run: Optional[str]) -> CatalogConfig:
