@@ -21,7 +21,7 @@ def test_a_split_typo_is_refused_before_stage_1_naming_the_field(monkeypatch, tm
     out = tmp_path / "run"
     err = _train(monkeypatch, tmp_path, [*RUN, "stage2.sources.0.split=trian", f"output_dir={out}"])
     msg = capsys.readouterr().err
-    assert err is not None and err.code != 0 and not out.exists()  # nothing trained, nothing to refuse the fix
+    assert err is not None and err.code == 2 and not out.exists()  # a user error (exit 2): nothing trained, nothing to refuse the fix
     assert f"stage2.sources.0.split='trian' matches no query of {QUERIES}: choose from ['test', 'train'], or null (all)" in msg
 
 

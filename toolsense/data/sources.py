@@ -16,7 +16,7 @@ from toolsense.catalog.tool import canonical_name
 from toolsense.data import realistic
 from toolsense.data.leakage import QuerySet
 from toolsense.data.verbose import SPLITS, ensure_written, load_verbose
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import ConfigError, MissingFile
 from toolsense.utils.io import DataError, load_json
 from toolsense.utils.registry import Registry
 
@@ -178,7 +178,7 @@ def checked_queries(src: QuerySource, where: str, files: list[str]) -> list[Quer
     """``src``'s queries, refused when there are none (before Stage 1 trains): a split or style that matches no query
     is named as ``<where>.split`` / ``<where>.style`` with the values its files hold; else the files are named."""
     if src.kind in VERBOSE_VERSIONS and src.split is not None and src.split not in SPLITS:
-        raise ValueError(f"{where}.split={src.split!r}: a {src.kind} source has splits {list(SPLITS)}, or null (all)")
+        raise ConfigError(f"{where}.split={src.split!r}: a {src.kind} source has splits {list(SPLITS)}, or null (all)")
     queries = QUERY_SOURCES.get(src.kind)(src)
     if queries:
         return queries
@@ -186,8 +186,8 @@ def checked_queries(src: QuerySource, where: str, files: list[str]) -> list[Quer
     for key in ("split", "style"):
         value, held = getattr(src, key), sorted({str(getattr(q, key)) for q in every})
         if value is not None and value not in held:
-            raise ValueError(f"{where}.{key}={value!r} matches no query of {', '.join(files)}: choose from {held}, "
+            raise ConfigError(f"{where}.{key}={value!r} matches no query of {', '.join(files)}: choose from {held}, "
                              f"or null (all)")
     if every:
-        raise ValueError(f"{where}: no query of {', '.join(files)} has split={src.split!r} and style={src.style!r}")
-    raise ValueError(f"{where}: {', '.join(files)} holds no queries (kind {src.kind}); Stage 2 would train on nothing")
+        raise ConfigError(f"{where}: no query of {', '.join(files)} has split={src.split!r} and style={src.style!r}")
+    raise DataError(f"{where}: {', '.join(files)} holds no queries (kind {src.kind}); Stage 2 would train on nothing")

@@ -23,7 +23,7 @@ from toolsense.index import ToolIndex, add_index_tokens, build_trie
 from toolsense.index.config import IndexConfig, index_from_config
 from toolsense.models import ModelConfig, load_model_and_tokenizer
 from toolsense.models.encoders import encoder_embeddings
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import ConfigError, MissingFile
 from toolsense.utils.io import sha256_text
 from toolsense.utils.rundir import RunDir
 
@@ -96,7 +96,7 @@ def catalog_beside_run(catalog_cfg: CatalogConfig, ev: EvalModel) -> Catalog:
     if names == index:
         return given
     extra, missing = sorted(names - index), sorted(index - names)
-    raise ValueError(
+    raise ConfigError(
         f"catalog: {catalog_cfg.path or 'the demo catalog'} ({len(names)} tools) is not the catalog of run {rd.path}, "
         f"whose index holds {len(index)} tools ({rd.config_path}: catalog.path={own.path or 'null (the demo catalog)'}); "
         f"{len(extra)} tools only in catalog= (e.g. {extra[:2]}), {len(missing)} only in the run's index (e.g. {missing[:2]}). "

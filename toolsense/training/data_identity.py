@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from toolsense.catalog import Catalog, Query
 from toolsense.catalog.loaders import DEMO_DIR
+from toolsense.utils.errors import DataError
 from toolsense.utils.io import sha256_text
 from toolsense.utils.paths import atomic_write_text, portable_text
 from toolsense.utils.rundir import RunDir
@@ -54,7 +55,7 @@ def check_data(run_dir: str | Path, now: dict[str, dict[str, Any]]) -> None:
         then = json.loads(path.read_text(encoding="utf-8"))
         changed = [name for name in now if name in then and then[name]["sha256"] != now[name]["sha256"]]
         if changed:
-            raise ValueError("; ".join(
+            raise DataError("; ".join(
                 f"{name} ({', '.join(now[name]['files'])}) differs from the data {run_dir} trained on "
                 f"({then[name]['n']} records then, {now[name]['n']} now; sha256 {then[name]['sha256'][:12]} then, "
                 f"{now[name]['sha256'][:12]} now)" for name in changed)

@@ -39,7 +39,7 @@ from toolsense.training.memory import device_memory, model_shape, refuse_unfit
 from toolsense.training.stage import StageRunner, stage_done
 from toolsense.training.trainer import plan_batch, use_bf16, world_size
 from toolsense.utils.config import to_plain
-from toolsense.utils.errors import ConfigError
+from toolsense.utils.errors import ConfigError, DataError
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.rundir import RunDir
 
@@ -109,8 +109,8 @@ def prepare(cfg: TrainConfig) -> Prepared:
     queries = stage2_queries(cfg, sources)
     for s in sources:  # on_unknown_tool=skip would drop all of them after Stage 1 has trained
         if not any(t in catalog for q in s.queries for t in q.tools):
-            raise ValueError(f"{s.name} ({', '.join(s.files)}): none of its {len(s.queries)} queries names a tool of the "
-                             f"catalog ({cfg.catalog.path or 'the demo catalog'}); Stage 2 would train on nothing")
+            raise DataError(f"{s.name} ({', '.join(s.files)}): none of its {len(s.queries)} queries names a tool of the "
+                            f"catalog ({cfg.catalog.path or 'the demo catalog'}); Stage 2 would train on nothing")
     if cfg.stage2.on_unknown_tool == "error":
         unknown = next(((q, t) for q in queries for t in q.tools if t not in catalog), None)
         if unknown is not None:
