@@ -120,7 +120,12 @@ def test_documented_command_composes(cmd: Command):
     from toolsense.utils.config import to_config
 
     schema = _schema(cmd.script)
-    parsed = OverridesParser.create().parse_overrides(quote_list_overrides(cmd.overrides))
+    overrides = quote_list_overrides(cmd.overrides)
+    if cmd.script == "evaluate":  # as evaluate.py's main() reads its command line (a catalog field on a null catalog)
+        from toolsense.evaluation.config import catalog_group
+
+        overrides = catalog_group(overrides)
+    parsed = OverridesParser.create().parse_overrides(overrides)
     first_job = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0][0]
     GlobalHydra.instance().clear()
     try:

@@ -26,7 +26,7 @@ def test_one_tool_catalog_flags_every_constrained_cutoff(tmp_path, caplog):
     (tmp_path / "one.jsonl").write_text(tool + "\n")
     (tmp_path / "q.jsonl").write_text("".join(json.dumps({"query_id": f"q{i}", "query": t, "tools": [name]}) + "\n"
                                               for i, t in enumerate(["weather now in Oslo", "is it raining"])))
-    with caplog.at_level(logging.WARNING, logger="toolsense.evaluation.tasks"):
+    with caplog.at_level(logging.WARNING, logger="toolsense.metrics.aggregate"):
         summary = run(_cfg(tmp_path, tmp_path / "one.jsonl", tmp_path / "q.jsonl"))
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     for res in saved["results"]:  # the untrained model and BM25 alike

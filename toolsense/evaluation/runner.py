@@ -38,7 +38,8 @@ from toolsense.evaluation.fingerprint import benchmark_identity, catalog_identit
 from toolsense.evaluation.outputs import json_text, publish_result
 from toolsense.evaluation.probes import check_probe_lengths, evaluate_probe
 from toolsense.evaluation.systems import SystemConfig, build_system, system_decoding, system_model_identity
-from toolsense.evaluation.tasks import evaluate_ranking, warn_trivial
+from toolsense.evaluation.tasks import evaluate_ranking
+from toolsense.metrics.aggregate import warn_trivial
 from toolsense.reporting.html_report import html_report_text
 from toolsense.reporting.sample_table import log_evaluation
 from toolsense.reporting.tables import results_table

@@ -18,8 +18,7 @@ from toolsense.evaluation.config import MetricsConfig
 from toolsense.evaluation.coverage import Stage2Tools, coverage_summary, is_covered, is_covered_any
 from toolsense.evaluation.distributed import Shard
 from toolsense.evaluation.outputs import SampleLog, publish_result
-from toolsense.metrics.aggregate import aggregate, item_metrics
-from toolsense.metrics.registry import METRICS
+from toolsense.metrics.aggregate import aggregate, flag_trivial, item_metrics
 from toolsense.reporting.export import trec_texts
 from toolsense.utils.io import DataError, git_sha
 from toolsense.utils.progress import heartbeat
@@ -59,25 +58,6 @@ def summarize(rows: Sequence[dict], tiers: Sequence[str], cfg: MetricsConfig, wi
     tier_out = {t: {"n": len(v), "metrics": aggregate(v, cfg.ks, cfg.resamples, cfg.seed, with_free, cfg.min_hits)}
                 for t, v in sorted(by_tier.items())}
     return {"metrics": metrics, "tiers": tier_out}
-
-
-def flag_trivial(metrics: dict[str, dict[str, Any]], ks: Sequence[int], n_tools: int, min_gold: int) -> list[str]:
-    """Mark ``trivial: true`` on each constrained estimate whose cut-off reaches ``n_tools`` (the tools the system
-    ranks) and so reads 100% for every item with known gold tools (registry ``saturates``): k >= n_tools, or without a
-    cut-off (R-precision) every item's ``min_gold`` gold tools >= n_tools. Returns their keys."""
-    keys = [m.result_key("c", k) for m in METRICS if m.saturates for k in (ks if m.cutoff else [None])
-            if (k if k is not None else min_gold) >= n_tools]
-    for key in (k for k in keys if k in metrics):
-        metrics[key]["trivial"] = True
-    return [k for k in keys if k in metrics]
-
-
-def warn_trivial(results: Sequence[dict[str, Any]]) -> None:
-    """One warning for every evaluation of a job with trivial values (:func:`flag_trivial`)."""
-    hit = [f"{r['benchmark']}/{r['system']} ({r['n_tools']} tools: {', '.join(r['trivial'])})" for r in results if r.get("trivial")]
-    if hit:
-        log.warning("metrics.ks at or above the number of tools ranked: %s read 100%% for every item by construction; "
-                    "flagged 'trivial' in table.md and results.json (not a score: use a k below the catalog size)", "; ".join(hit))
 
 
 def _rank_into(ranker: Ranker, todo: Sequence[Query], samples: SampleLog, bar: tqdm, bench: Benchmark,

@@ -4,12 +4,15 @@ with which aggregation: registry.py."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional, Sequence
 
 from toolsense.metrics.intervals import bootstrap_indices, is_ci, mean_ci
 from toolsense.metrics.ranking import Ranking
 from toolsense.metrics.registry import METRICS, MODES, Metric
 from toolsense.utils.io import DataError
+
+log = logging.getLogger(__name__)
 
 
 def item_metrics(ranking: Ranking, gold: Sequence[str], ks: Sequence[int], prefix: str) -> dict[str, float]:
@@ -62,3 +65,22 @@ def aggregate(rows: Sequence[dict[str, float]], ks: Sequence[int], resamples: in
             elif (values := _column(rows, m, m.item_key(mode or "c", k))) is not None:
                 out[m.result_key(mode, k)] = mean_ci(values, idx).to_dict()
     return out
+
+
+def flag_trivial(metrics: dict[str, dict[str, Any]], ks: Sequence[int], n_tools: int, min_gold: int) -> list[str]:
+    """Mark ``trivial: true`` on each constrained estimate whose cut-off reaches ``n_tools`` (the tools the system
+    ranks) and so reads 100% for every item with known gold tools (registry ``saturates``): k >= n_tools, or without a
+    cut-off (R-precision) every item's ``min_gold`` gold tools >= n_tools. Returns their keys."""
+    keys = [m.result_key("c", k) for m in METRICS if m.saturates for k in (ks if m.cutoff else [None])
+            if (k if k is not None else min_gold) >= n_tools]
+    for key in (k for k in keys if k in metrics):
+        metrics[key]["trivial"] = True
+    return [k for k in keys if k in metrics]
+
+
+def warn_trivial(results: Sequence[dict[str, Any]]) -> None:
+    """One warning for every evaluation of a job with trivial values (:func:`flag_trivial`)."""
+    hit = [f"{r['benchmark']}/{r['system']} ({r['n_tools']} tools: {', '.join(r['trivial'])})" for r in results if r.get("trivial")]
+    if hit:
+        log.warning("metrics.ks at or above the number of tools ranked: %s read 100%% for every item by construction; "
+                    "flagged 'trivial' in table.md and results.json (not a score: use a k below the catalog size)", "; ".join(hit))

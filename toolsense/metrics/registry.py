@@ -74,7 +74,7 @@ class Metric:
     saturates: bool = False
     """Constrained, it reads 1 for every item whose gold tools the system knows once its cut-off (k; R-precision: the
     item's number of gold tools) reaches the number of tools the system ranks: such a value is flagged ``trivial``
-    (evaluation/tasks.py), not read as a score."""
+    (metrics/aggregate.py), not read as a score."""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
