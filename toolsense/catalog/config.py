@@ -51,3 +51,25 @@ def load_from_config(cfg: CatalogConfig) -> Catalog:
     if cfg.build is not None:
         ensure_built(cfg.build, cfg.path, cfg.data_dir, cfg.auto_build)
     return load_catalog(cfg.path, cfg.format, cfg.on_duplicate.value)
+
+
+def catalog_beside_run(given: CatalogConfig, run_dir, own: Catalog, index_tools) -> Catalog:
+    """The catalog ranked beside a trained run (``run_dir``, whose catalog is ``own`` and index ``index_tools``): its
+    own, or ``given`` when it holds exactly the index tools (its text may differ); else a ConfigError naming both."""
+    from toolsense.utils.errors import ConfigError
+    from toolsense.utils.rundir import RunDir
+
+    rd = RunDir(run_dir)
+    own_cfg = rd.section("catalog", CatalogConfig)
+    if given == own_cfg:
+        return own
+    catalog = load_from_config(given)
+    names, index = set(catalog.names), set(index_tools)
+    if names == index:
+        return catalog
+    extra, missing = sorted(names - index), sorted(index - names)
+    raise ConfigError(
+        f"catalog: {given.path or 'the demo catalog'} ({len(names)} tools) is not the catalog of run {rd.path}, "
+        f"whose index holds {len(index)} tools ({rd.config_path}: catalog.path={own_cfg.path or 'null (the demo catalog)'}); "
+        f"{len(extra)} tools only in catalog= (e.g. {extra[:2]}), {len(missing)} only in the run's index (e.g. {missing[:2]}). "
+        "A run ranks its own tools: drop catalog= (baselines then rank the run's catalog), or evaluate a run trained on it")

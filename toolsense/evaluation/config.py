@@ -151,7 +151,7 @@ class EvaluateConfig:
     catalog: Optional[CatalogConfig] = None
     """None (evaluate.yaml's default): a run's own catalog (``run=``), else the demo catalog. Given beside ``run=``
     (``catalog=<name>``, ``catalog.path=``) it is what baselines and systems rank and must hold exactly the run's
-    index tools: one that differs is refused naming both (context.py: :func:`catalog_beside_run`)."""
+    index tools: one that differs is refused naming both (catalog/config.py: :func:`catalog_beside_run`)."""
     index: IndexConfig = field(default_factory=IndexConfig)
     prompts: PromptConfig = field(default_factory=PromptConfig)
     """Untrained evaluation only; a run brings its own."""

@@ -23,7 +23,7 @@ from toolsense.index import ToolIndex, add_index_tokens, build_trie
 from toolsense.index.config import IndexConfig, index_from_config
 from toolsense.models import ModelConfig, load_model_and_tokenizer
 from toolsense.models.encoders import encoder_embeddings
-from toolsense.utils.errors import ConfigError, MissingFile
+from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import sha256_text
 from toolsense.utils.rundir import RunDir
 
@@ -82,25 +82,6 @@ def load_run(run_dir: str | Path, stage: str = "stage2", device: Optional[str] =
     source = {"run": str(rd.path), "stage": stage, "model": mcfg.name_or_path,
               **({"checkpoint": checkpoint} if checkpoint is not None else {})}
     return EvalModel(model, tok, index, catalog, prompts, source, rd.index_sha256())
-
-
-def catalog_beside_run(catalog_cfg: CatalogConfig, ev: EvalModel) -> Catalog:
-    """The catalog baselines and systems rank beside a trained run: the run's own, or ``catalog_cfg`` when it holds
-    exactly the run's index tools (its text may differ); else a ValueError naming both and the tools that differ."""
-    rd = RunDir(ev.source["run"])
-    own = rd.section("catalog", CatalogConfig)
-    if catalog_cfg == own:
-        return ev.catalog
-    given = load_from_config(catalog_cfg)
-    names, index = set(given.names), set(ev.index.paths)
-    if names == index:
-        return given
-    extra, missing = sorted(names - index), sorted(index - names)
-    raise ConfigError(
-        f"catalog: {catalog_cfg.path or 'the demo catalog'} ({len(names)} tools) is not the catalog of run {rd.path}, "
-        f"whose index holds {len(index)} tools ({rd.config_path}: catalog.path={own.path or 'null (the demo catalog)'}); "
-        f"{len(extra)} tools only in catalog= (e.g. {extra[:2]}), {len(missing)} only in the run's index (e.g. {missing[:2]}). "
-        "A run ranks its own tools: drop catalog= (baselines then rank the run's catalog), or evaluate a run trained on it")
 
 
 def load_untrained(model_cfg: ModelConfig, catalog_cfg: CatalogConfig, index_cfg: IndexConfig,

@@ -25,13 +25,13 @@ from omegaconf import DictConfig
 
 from toolsense.baselines.config import BaselineConfig
 from toolsense.baselines.rankers import build_baseline
-from toolsense.catalog.config import load_from_config
+from toolsense.catalog.config import catalog_beside_run, load_from_config
 from toolsense.decoding.config import DecodingConfig
 from toolsense.decoding.length import fit_queries
 from toolsense.decoding.retrieval import Retriever
 from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
 from toolsense.evaluation.config import EvaluateConfig, MetricsConfig, ProbeConfig, Task, catalog_section
-from toolsense.evaluation.context import EvalModel, catalog_beside_run, load_run, load_untrained, portable_source
+from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
 from toolsense.evaluation.distributed import Shard, init_shard
 from toolsense.evaluation.fingerprint import benchmark_identity, catalog_identity, claim, decoding_identity, model_identity
@@ -67,7 +67,7 @@ def ranked_catalog(cfg: EvaluateConfig, ev: EvalModel | None):
     """The catalog baselines and systems rank: beside a trained run its own, or ``catalog=`` holding exactly its
     tools (context.py); else the one configured (the model's, untrained)."""
     if ev is not None and ev.source.get("run") is not None:
-        return catalog_beside_run(catalog_section(cfg.catalog, cfg.run), ev)
+        return catalog_beside_run(catalog_section(cfg.catalog, cfg.run), ev.source["run"], ev.catalog, ev.index.paths)
     return ev.catalog if ev is not None else load_from_config(catalog_section(cfg.catalog, cfg.run))
 
 
