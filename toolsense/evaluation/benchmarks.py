@@ -22,6 +22,7 @@ from typing import Any, Callable, Literal, Mapping, Optional
 from toolsense.catalog import Query, load_demo_queries
 from toolsense.catalog.loaders import DEMO_DIR
 from toolsense.catalog.queries import gold_names, iter_query_jsonl, iter_toolbench_queries_named, required_text
+from toolsense.utils.errors import ConfigError
 from toolsense.utils.io import DataError, iter_jsonl, sha256_file, sha256_text
 from toolsense.utils.registry import Registry
 
@@ -114,7 +115,7 @@ BENCHMARKS: Registry[Callable[[BenchmarkConfig], Benchmark]] = Registry("benchma
 
 def _need_path(cfg: BenchmarkConfig) -> Path:
     if not cfg.path:
-        raise ValueError(f"benchmark.path is required for loader {cfg.loader!r}")
+        raise ConfigError(f"benchmark.path is required for loader {cfg.loader!r}")
     return Path(cfg.path)
 
 

@@ -27,7 +27,7 @@ import torch
 from toolsense.audit.prompting import ANSWER_CHOICES, AnswerChoices, AuditPromptConfig
 from toolsense.audit.scorers.base import ScoreItem, ScorerConfig, sha256_files
 from toolsense.models import ModelConfig, default_device, load_model_and_tokenizer, resolve_model_dir
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import ConfigError, MissingFile
 
 TokenPath = tuple[int, ...]
 
@@ -53,7 +53,7 @@ def answer_trie(tok, choices: AnswerChoices, model_name: str) -> AnswerTrie:
         value = tok(choices.prefix + text, add_special_tokens=False)["input_ids"]
         full = tok(choices.prefix + text + choices.suffix, add_special_tokens=False)["input_ids"]
         if value[:len(prefix)] != prefix or full[:len(value)] != value or len(full) <= len(value) or len(value) == len(prefix):
-            raise ValueError(f"scorer.method=answer_probs: {model_name}'s tokenizer does not split "
+            raise ConfigError(f"scorer.method=answer_probs: {model_name}'s tokenizer does not split "
                              f"{choices.prefix + text + choices.suffix!r} into prefix, value and suffix tokens")
         seqs.append(tuple(value[len(prefix):]) + (full[len(value)],))
     children: dict[TokenPath, set[int]] = {}
@@ -92,7 +92,7 @@ class HFScorer:
         else:
             parser = (prompt or AuditPromptConfig()).parser
             if parser not in ANSWER_CHOICES:
-                raise ValueError(f"scorer.method=answer_probs needs a prompt.parser with answer choices "
+                raise ConfigError(f"scorer.method=answer_probs needs a prompt.parser with answer choices "
                                  f"({sorted(ANSWER_CHOICES)}), got {parser!r}")
             choices = ANSWER_CHOICES[parser]
             self.prefix_ids = self.tok(choices.prefix, add_special_tokens=False)["input_ids"]
@@ -128,7 +128,7 @@ class HFScorer:
                       key=lambda a: len(self.tok(a, add_special_tokens=False)["input_ids"]))
         need = len(self.tok(longest, add_special_tokens=False)["input_ids"])
         if max_new_tokens < need:
-            raise ValueError(f"scorer.max_new_tokens={max_new_tokens} cuts the answer {longest!r} "
+            raise ConfigError(f"scorer.max_new_tokens={max_new_tokens} cuts the answer {longest!r} "
                              f"({need} tokens for {model_name}); set scorer.max_new_tokens >= {need}")
 
     def _answer_probs(self, items: list[ScoreItem]) -> list[float]:
