@@ -117,7 +117,7 @@ def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None
     value ± t_ν · se, ν by Welch–Satterthwaite over the parts: with 3 seeds the between-seed part has 2
     degrees of freedom, and the percentile interval of a plain two-level bootstrap (normal quantiles,
     shrunk seed variance) undercovers badly there. Clipped to ``bounds`` (the values' range, for a mean).
-    Returns value, lo, hi, lo90, hi90, se, df, n_items, n_seeds (the smallest group), seeds (per group),
+    Returns value, lo, hi, lo90, hi90, se, df (None where it is infinite: the normal), n_items, n_seeds (the smallest group), seeds (per group),
     sd (between-seed SD of the per-seed statistic when there is one group, else None), one_seed (some
     group has one seed: its runs' item variance alone stands for it), method."""
     labels, num, den, coef = _design(terms)
@@ -146,6 +146,8 @@ def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None
         if bounds is not None:
             lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
         out[f"lo{key}"], out[f"hi{key}"] = lo, hi
+    if not math.isfinite(df):
+        out["df"] = None  # no spread between the parts' variances: the normal; inf is not JSON
     if len(seeds) == 1 and len(labels) > 1:
         with np.errstate(divide="ignore", invalid="ignore"):
             unit_ratio, unit_tot = num.sum(2) / den.sum(2), den.sum(2)  # [term, unit]
