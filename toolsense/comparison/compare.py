@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from toolsense.comparison.cell_stats import combine_seeds, effect_size, retention, stage2_schemes
 from toolsense.comparison.item_sets import item_set, mixed_items, same_evaluation, why_different
-from toolsense.comparison.runs import distinct_labels, gold_majority_rate, run_dir_of, run_info
+from toolsense.comparison.runs import gold_majority_rate, row_key, row_labels, run_info, stage1_rows
 from toolsense.comparison.significance import legend, marker, table_significance
 from toolsense.comparison.stats import drift_ratio
 from toolsense.evaluation.outputs import json_text
@@ -122,38 +122,6 @@ def _drift_result(drift: dict[str, Any], path: Path) -> dict[str, Any]:
             "source": {"run": drift["run"], "stage": "stage2"}}
 
 
-def row_key(res: dict[str, Any]) -> tuple[str, bool, str | None, str]:
-    """(configuration key, is_baseline, run directory, stage) of the system behind ``res``: runs
-    share a key when their configs differ only in seed (runs.run_info) and the stage is the same."""
-    src = res.get("source") or {}
-    if "baseline" in src:
-        return str(res["system"]), True, None, ""
-    if "system" in src:  # a system re-ranking with a model (systems.py): one row per system x model
-        model_run = run_dir_of({**res, "source": src.get("model") or {}})
-        who = run_info(model_run).label if model_run else str((src.get("model") or {}).get("model"))
-        return f"{res['system']} ({who})", False, None, ""
-    run = run_dir_of(res)
-    if run:
-        stage = src.get("stage") or "stage2"
-        return run_info(run).identity + "|" + stage, False, run, stage
-    return str(src.get("model") or res["system"]), False, None, ""
-
-
-def _row_labels(keys: Sequence[tuple[str, bool, str | None, str]]) -> dict[str, dict[str, Any]]:
-    """key -> {label, stage, base (the stage-2 row's label), scheme, baseline}."""
-    infos = {k[0]: run_info(k[2]) for k in keys if k[2] is not None}
-    names = distinct_labels(infos.values())
-    meta = {}
-    for key, baseline, run, stage in keys:
-        if run is None:
-            meta[key] = {"label": key, "stage": stage, "base": key, "scheme": None, "baseline": baseline}
-            continue
-        base = names[infos[key].identity]
-        label = base if stage == "stage2" else f"{base}:{stage}"
-        meta[key] = {"label": label, "stage": stage, "base": base, "scheme": infos[key].scheme, "baseline": False}
-    return meta
-
-
 PROBE_METRICS = {"accuracy": "acc", "circular_mean": "circ", "circular_all": "circ-all", "balanced_accuracy": "bal",
                  "calibrated_accuracy": "calib"}
 """Probe metrics shown in the table (when the result has them) and their column suffix."""
@@ -226,13 +194,13 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
     A metric no registration spells (metrics/registry.py) is an error, not an empty column."""
     METRICS.check_keys([*metrics, effect_metric], "comparison metrics")
     keys = [row_key(r) for r in results]
-    meta = _row_labels(keys)
+    meta = row_labels(keys)
     entries: dict[tuple[str, str], list[tuple[dict | None, dict]]] = {}
     col_metric: dict[str, str | None] = {}
     seen: dict[tuple[str, str, str | None], dict] = {}
     items: dict[str, dict[str, set]] = {}  # column -> row -> the item sets its cells rest on
     order: dict[str, list[str]] = {"retrieval": [], "tiers": [], "probe": [], "drift": []}
-    for res, (key, is_baseline, run, _) in zip(results, keys):
+    for res, (key, is_baseline, run, stage) in zip(results, keys):
         label = meta[key]["label"]
         tiers = tier_columns(res, metrics)
         for col, (metric, est) in {**result_columns(res, metrics), **tiers}.items():
@@ -241,12 +209,17 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
                 group.append(col)
             col_metric[col] = metric
             first = seen.get((label, col, run))
+            twin = seen.get((label, col, ("seed", run_info(run).seed))) if run and stage != "stage2" else None
+            if twin is not None and twin["metrics"] == res["metrics"] and twin.get("n") == res.get("n") and twin is not first:
+                continue  # one Stage 1 shared by arms that differ in Stage 2 only (runs.stage_info): counted once
             if first is not None:
                 if is_baseline and same_evaluation(first, res, est == entries[(label, col)][0][0]):
                     continue  # the same baseline evaluated again next to another run
                 raise DataError(f"{res['_path']}: a second, different result for {label!r} / {col!r} "
                                 f"(first: {first['_path']}{why_different(first, res)}); give roots one evaluation per run")
             seen[(label, col, run)] = res
+            if run:
+                seen.setdefault((label, col, ("seed", run_info(run).seed)), res)
             entries.setdefault((label, col), []).append((est, res))
             items.setdefault(col, {}).setdefault(label, set()).add(item_set(res))
     cells: dict[str, dict[str, Any]] = {}
@@ -258,7 +231,7 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
     rows = sorted(lb for lb in cells if lb not in baselines) + baselines
     return {"columns": order["retrieval"] + order["tiers"] + order["probe"] + retention_cols + order["drift"], "rows": rows,
             "cells": cells, "baselines": baselines, "tier_columns": order["tiers"],
-            "schemes": {lb: rows_meta[lb]["scheme"] for lb in rows if lb in rows_meta},
+            "schemes": {lb: rows_meta[lb]["scheme"] for lb in rows if lb in rows_meta}, "stage1_of": stage1_rows(keys, meta),
             "statistics": {"cohens_d": effect_size(cells, stage2_schemes(rows_meta), order["retrieval"], effect_metric, resamples, seed),
                            "significance": table_significance(entries, col_metric, rows, resamples, seed)},
             "sources": {f"{lb} | {col}": [r["_path"] for _, r in ents] if len(ents) > 1 else ents[0][1]["_path"]

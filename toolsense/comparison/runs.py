@@ -10,7 +10,7 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import yaml
 
@@ -36,6 +36,8 @@ class RunInfo:
     """``flat`` or ``hierarchical`` (index builder), None when unknown."""
     config: dict[str, Any]
     """The configuration behind ``identity`` (flattened dotted keys)."""
+    seed: Any = None
+    """``trainer.seed`` (what ``identity`` leaves out)."""
 
 
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -65,7 +67,8 @@ def run_info(run: str) -> RunInfo:
     flat = json.loads(portable_text(json.dumps(flat, sort_keys=True, default=str)))
     builder = (cfg.get("index") or {}).get("builder")
     scheme = None if builder is None else ("flat" if builder == "flat" else "hierarchical")
-    return RunInfo(label, json.dumps(flat, sort_keys=True, default=str), scheme, flat)
+    seed = (cfg.get("trainer") or {}).get("seed")
+    return RunInfo(label, json.dumps(flat, sort_keys=True, default=str), scheme, flat, seed)
 
 
 def run_dir_of(result: dict[str, Any]) -> str | None:
@@ -93,7 +96,11 @@ def run_dir_of(result: dict[str, Any]) -> str | None:
 
 def distinct_labels(infos: Iterable[RunInfo]) -> dict[str, str]:
     """``identity -> row label``: ``experiment-tuning``, and where configurations share it (an
-    ablation sweeping one key, e.g. memorization.formats), the keys whose values tell them apart."""
+    ablation sweeping one key, e.g. memorization.formats), the keys whose values tell them apart, as
+    ``key=value`` (``stage2.sources.kind=realistic_template``; lists of settings are read key by key, a
+    path by its file name, so no label holds dict text). A key that splits the configurations exactly
+    as an earlier one does (a source's path beside its kind) is left out; keys are added until the
+    labels differ."""
     by_label: dict[str, dict[str, RunInfo]] = {}
     for info in infos:
         by_label.setdefault(info.label, {})[info.identity] = info
@@ -102,16 +109,114 @@ def distinct_labels(infos: Iterable[RunInfo]) -> dict[str, str]:
         if len(group) == 1:
             out.update({ident: label for ident in group})
             continue
-        keys = sorted({k for i in group.values() for k in i.config})
-        differ = [k for k in keys if len({json.dumps(i.config.get(k), default=str) for i in group.values()}) > 1]
-        for ident, info in group.items():
-            parts = [f"{k}={_short(info.config.get(k))}" for k in differ[:3]]
-            out[ident] = f"{label} ({', '.join(parts)})" if parts else label
+        flat = {ident: _label_keys(info.config) for ident, info in group.items()}
+        keys = sorted({k for f in flat.values() for k in f})
+        chosen: list[str] = []
+        splits: set[tuple] = set()
+        for k in keys:
+            split = tuple(json.dumps(f.get(k), default=str) for f in flat.values())
+            if len(set(split)) > 1 and _partition(split) not in splits:
+                splits.add(_partition(split))
+                chosen.append(k)
+        shown = chosen[:3]
+        while len(shown) < len(chosen) and len({tuple(f.get(k) for k in shown) for f in flat.values()}) < len(flat):
+            shown = chosen[: len(shown) + 1]
+        for full in (False, True):  # a path by its file name, unless two paths share it
+            names = {ident: f"{label} ({', '.join(f'{k}={_short(f.get(k), full)}' for k in shown)})" if shown else label
+                     for ident, f in flat.items()}
+            if len(set(names.values())) == len(names):
+                break
+        out.update(names)
     return out
 
 
-def _short(v: Any) -> str:
-    return "+".join(map(str, v)) if isinstance(v, list) else str(v)
+def _partition(values: tuple) -> tuple:
+    """How a key splits configurations, whatever its values: each one's index of first appearance."""
+    first: dict[Any, int] = {}
+    return tuple(first.setdefault(v, len(first)) for v in values)
+
+
+def _label_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """A run's flattened configuration with lists of settings (``stage2.sources``) read key by key:
+    ``stage2.sources.kind`` for a one-element list, ``stage2.sources[1].kind`` for a longer one."""
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for i, x in enumerate(v):
+                out.update({f"{k}{'' if len(v) == 1 else f'[{i}]'}.{sub}": w for sub, w in _flatten(x).items()})
+        else:
+            out[k] = v
+    return out
+
+
+def _short(v: Any, full: bool = False) -> str:
+    """A value as a label shows it: a list joined by ``+``, a path by its file name (``full``: whole), a
+    mapping as ``k:v`` pairs."""
+    if isinstance(v, list):
+        return "+".join(_short(x, full) for x in v)
+    if isinstance(v, dict):
+        return ",".join(f"{k}:{_short(w, full)}" for k, w in _flatten(v).items())
+    if isinstance(v, str) and "/" in v and not full:
+        return v.rstrip("/").rpartition("/")[2]
+    return "none" if v is None else str(v)
+
+
+STAGE2_ONLY = "stage2."
+"""Keys a Stage-1 checkpoint does not depend on: runs that differ only here share their Stage 1."""
+
+
+def stage_info(info: RunInfo, stage: str) -> RunInfo:
+    """The run as a ``stage`` row sees it: for Stage 1, its configuration without the Stage-2 keys,
+    so arms that differ only in Stage 2 (App. E's realistic queries beside the grid's verbose ones)
+    share one Stage-1 configuration and one Stage-1 row."""
+    if stage != "stage1" or not info.config:
+        return info
+    config = {k: v for k, v in info.config.items() if not k.startswith(STAGE2_ONLY)}
+    return RunInfo(info.label, json.dumps(config, sort_keys=True, default=str), info.scheme, config, info.seed)
+
+
+def row_key(res: dict[str, Any]) -> tuple[str, bool, str | None, str]:
+    """(configuration key, is_baseline, run directory, stage) of the system behind ``res``: runs
+    share a key when their configs differ only in seed (runs.run_info) and the stage is the same."""
+    src = res.get("source") or {}
+    if "baseline" in src:
+        return str(res["system"]), True, None, ""
+    if "system" in src:  # a system re-ranking with a model (systems.py): one row per system x model
+        model_run = run_dir_of({**res, "source": src.get("model") or {}})
+        who = run_info(model_run).label if model_run else str((src.get("model") or {}).get("model"))
+        return f"{res['system']} ({who})", False, None, ""
+    run = run_dir_of(res)
+    if run:
+        stage = src.get("stage") or "stage2"
+        return stage_info(run_info(run), stage).identity + "|" + stage, False, run, stage
+    return str(src.get("model") or res["system"]), False, None, ""
+
+
+def row_labels(keys: Sequence[tuple[str, bool, str | None, str]]) -> dict[str, dict[str, Any]]:
+    """key -> {label, stage, base (the stage-2 row's label), scheme, baseline}."""
+    infos = {k[0]: stage_info(run_info(k[2]), k[3]) for k in keys if k[2] is not None}
+    names: dict[str, str] = {}
+    for stage in {k[3] for k in keys if k[2] is not None}:  # each stage's rows told apart among themselves
+        names.update(distinct_labels(i for k, i in infos.items() if k.endswith("|" + stage)))
+    meta = {}
+    for key, baseline, run, stage in keys:
+        if run is None:
+            meta[key] = {"label": key, "stage": stage, "base": key, "scheme": None, "baseline": baseline}
+            continue
+        base = names[infos[key].identity]
+        label = base if stage == "stage2" else f"{base}:{stage}"
+        meta[key] = {"label": label, "stage": stage, "base": base, "scheme": infos[key].scheme, "baseline": False}
+    return meta
+
+
+def stage1_rows(keys: Sequence[tuple[str, bool, str | None, str]], meta: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """``Stage-2 row -> the Stage-1 row of the same runs`` (arms that differ in Stage 2 only share one,
+    so it is not always ``<row>:stage1``)."""
+    by_run: dict[str, dict[str, str]] = {}
+    for key, _, run, stage in keys:
+        if run is not None:
+            by_run.setdefault(run, {})[stage] = meta[key]["label"]
+    return {s["stage2"]: s["stage1"] for s in by_run.values() if "stage1" in s and "stage2" in s}
 
 
 @functools.lru_cache(maxsize=None)

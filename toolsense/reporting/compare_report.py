@@ -159,10 +159,11 @@ def _system_entry(rows: list[dict], kind: str, ks: Sequence[int]) -> dict[str, A
 
 def _run_name(folder: Path, res: Mapping[str, Any]) -> str:
     """The run folder an evaluation belongs to (the nearest ancestor with a config.yaml), or
-    ``baseline``: how a seed is named beside its configuration's label."""
+    ``baseline``: how a seed is named beside its configuration's label, with its sweep's folder
+    (``grid/0_tg-lora``: two sweeps number their runs alike)."""
     if "baseline" in (res.get("source") or {}):
         return "baseline"
-    return next((p.name for p in Path(folder).parents if (p / "config.yaml").is_file()), Path(folder).name)
+    return next((f"{p.parent.name}/{p.name}" for p in Path(folder).parents if (p / "config.yaml").is_file()), Path(folder).name)
 
 
 def query_records(sources: Mapping[tuple[str, str], list[tuple[Path, dict]]], ks: Sequence[int]) -> list[dict[str, Any]]:
