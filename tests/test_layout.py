@@ -40,7 +40,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "reporting": {"catalog", "data", "metrics", "utils"},
     "evaluation": {"catalog", "index", "models", "data", "decoding", "baselines", "reporting", "tracking", "metrics",
                    "utils"},
-    "comparison": {"catalog", "data", "evaluation", "reporting", "metrics", "utils"},
+    "comparison": {"catalog", "data", "evaluation", "reporting", "metrics", "tracking", "utils"},
     "study": {"catalog", "data", "models", "baselines", "evaluation", "comparison", "reporting", "metrics", "paper",
               "curves", "utils"},
     "curves": {"comparison", "reporting", "utils"},  # learning curves from checkpoints; the pilot's regime section

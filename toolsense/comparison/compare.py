@@ -314,10 +314,11 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, str | bytes] = {"comparison.md": table, "comparison.csv": csv_text(comp)}
+    from toolsense.comparison.curves import training_curves
     from toolsense.comparison.plots import render_all  # matplotlib: loaded by the job, not by importing this module
 
     with tempfile.TemporaryDirectory(dir=out, prefix=".plots.") as tmp:  # drawn aside, published with the rest
-        drawn = render_all(comp, Path(tmp), prefix="comparison_") if cfg.plots else []
+        drawn = render_all(comp, Path(tmp), prefix="comparison_") + training_curves(comp, results, tmp, "comparison_") if cfg.plots else []
         files.update({q.name: q.read_bytes() for p in drawn for q in (p, p.with_suffix(".json"))})  # each plot's data beside it
         files["report.html"] = render_comparison(comp, report_notes(comp), drawn, "toolsense comparison",
                                                  f"{len(results)} results under {', '.join(map(str, cfg.roots))}; {len(comp['rows'])} rows")
