@@ -62,10 +62,8 @@ def study_overrides(model: str, mode: str, steps: int) -> list[str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
-    from toolsense.utils.compose import quote_list_overrides
-
     study = OmegaConf.load(STUDY)
-    parsed = OverridesParser.create().parse_overrides(quote_list_overrides([*study.common, *study.sweeps.grid]))
+    parsed = OverridesParser.create().parse_overrides([*study.common, *study.sweeps.grid])
     first_job = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0][0]
     keep = [o for o in first_job
             if not o.startswith(("evaluate.", "trainer.save_steps", "trainer.logging_steps", "stage2.", "model=", "experiment="))]

@@ -116,11 +116,11 @@ def test_the_docs_show_commands_of_every_entry_script():
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=[f"{c.page}:{i}" for i, c in enumerate(COMMANDS)])
 def test_documented_command_composes(cmd: Command):
-    from toolsense.utils.compose import conf_dir, quote_list_overrides
+    from toolsense.utils.compose import conf_dir
     from toolsense.utils.config import to_config
 
     schema = _schema(cmd.script)
-    overrides = quote_list_overrides(cmd.overrides)
+    overrides = list(cmd.overrides)
     if cmd.script == "evaluate":  # as evaluate.py's main() reads its command line (a catalog field on a null catalog)
         from toolsense.evaluation.config import catalog_group
 

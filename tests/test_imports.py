@@ -73,3 +73,22 @@ def test_lazy_packages_offer_every_name_they_list(package):
         assert getattr(mod, name) is not None and name in dir(mod), (package, name)
     with pytest.raises(AttributeError, match=package):
         getattr(mod, "no_such_name")
+
+
+LIGHT_JOBS = ["train", "evaluate", "compare", "generate", "reproduce", "audit"]
+"""Job modules whose ``--help`` and config check load no model library (issue 48: train.py's took 21 s when
+jobs/train.py imported transformers and peft); annotate's config still sits beside its probe code."""
+
+
+def test_job_modules_import_no_model_library():
+    """``import toolsense.jobs.<job>`` (what ``toolsense-<job> --help`` runs before Hydra prints) imports only
+    the schema: the trainer, the evaluator and the scorers load inside the job, once the config is checked."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    heavy = [*HEAVY, "peft", "trl"]
+    for job in LIGHT_JOBS:  # one interpreter each: a job must not pass because another loaded the library first
+        run = subprocess.run([sys.executable, "-c", PROBE, json.dumps(heavy), json.dumps([f"toolsense.jobs.{job}"])],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
+        out = json.loads(run.stdout.strip().splitlines()[-1])
+        assert not out["loaded"], f"toolsense.jobs.{job} imports " + "; ".join(
+            f"{lib}: " + " > ".join(v["chain"]) for lib, v in out["found"].items())

@@ -122,7 +122,7 @@ CONCEPTS: dict[str, str] = {
     "encode_progressively": "models/encoders/progressive.py",
     "LossTotalCallback": "training/resume.py",
     "compose_evaluate": "evaluation/config.py",
-    "quote_list_overrides": "utils/compose.py",
+    "at_default": "utils/identity.py",
     "conf_dir": "utils/compose.py",
 }
 

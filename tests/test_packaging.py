@@ -80,7 +80,7 @@ def test_the_wheel_runs_toolsense_evaluate_from_an_empty_folder(tmp_path):
     mine.mkdir(parents=True)
     (mine / "my_tiny.yaml").write_text("name_or_path: tiny_random\ndtype: bfloat16\n")
     shown = subprocess.run([tmp_path / "venv" / "bin" / "toolsense-train", "--config-dir", str(mine.parent),
-                            "model=my_tiny", "evaluate.overrides=[benchmark=rrb,baseline=bm25]", "--cfg", "job"],
+                            "model=my_tiny", "evaluate.benchmarks.rrb=rrb", "evaluate.baselines.bm25=bm25", "--cfg", "job"],
                            cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-3000:]
-    assert "dtype: bfloat16" in shown.stdout and "- benchmark=rrb" in shown.stdout, shown.stdout
+    assert "dtype: bfloat16" in shown.stdout and "rrb: rrb" in shown.stdout, shown.stdout

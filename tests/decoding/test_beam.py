@@ -147,7 +147,8 @@ def test_fast_flat_path_equals_full_beam_search_on_tiny_random(tiny_model, demo_
 
 def _build(catalog, builder):
     """The demo catalog's index; clustered: branching 4 over seeded random embeddings (ids of 3-5 tokens)."""
-    params = {"branching": 4, "embeddings": np.random.default_rng(0).normal(size=(len(catalog), 8))} if builder == "clustered" else {}
+    emb = np.random.default_rng(0).normal(size=(len(catalog), 8))
+    params = {"branching": 4, "seed": 0, "embeddings": emb} if builder == "clustered" else {}
     return build_index(catalog, builder, **params)
 
 

@@ -25,8 +25,8 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZER
 STAGE2_STEPS = 40  # a window for the cancel: seed 1's Stage 2 is cancelled after its step 2
 CONFIG = [*(o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps", "stage2.sources.0.split"))),
           "stage1.max_steps=2", f"stage2.max_steps={STAGE2_STEPS}", "stage2.sources.0.split=train", "experiment=tg",
-          f"evaluate.overrides=[benchmark=generated,benchmark.path={ASSETS / 'queries.jsonl'},benchmark.split=test,"
-          "decoding=beam10,metrics.resamples=100]"]
+          "evaluate.benchmarks.generated=generated", f"evaluate.settings.benchmarks.generated.path={ASSETS / 'queries.jsonl'}",
+          "evaluate.settings.benchmarks.generated.split=test", "evaluate.decoding=beam10", "evaluate.settings.metrics.resamples=100"]
 BATCH = "batch 2 per device x 1 accumulation x 2 processes = 4"  # trainer.effective_batch=4 preserved over 2 ranks
 
 

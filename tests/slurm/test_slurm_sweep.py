@@ -17,8 +17,8 @@ from tests.slurm.conftest import wait_for_jobs
 from tests.training.conftest import ASSETS, ROOT, TINY
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
-EVALUATE = (f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test",'
-            '"decoding=beam10","metrics.resamples=100"]')
+EVALUATE = ["evaluate.benchmarks.generated=generated", f"evaluate.settings.benchmarks.generated.path={ASSETS / 'queries.jsonl'}",
+            "evaluate.settings.benchmarks.generated.split=test", "evaluate.decoding=beam10", "evaluate.settings.metrics.resamples=100"]
 
 
 def _sweep(tmp_path, experiments: str, seeds: str, missing: str) -> tuple[subprocess.CompletedProcess, list[str], float]:
@@ -32,7 +32,7 @@ def _sweep(tmp_path, experiments: str, seeds: str, missing: str) -> tuple[subpro
                 shutil.copy(ASSETS / "queries.jsonl", data / f"queries-{exp}-{seed}.jsonl")
     tiny = [o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps", "stage2.sources.0.path"))]
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", "launcher=slurm", *tiny, "stage1.max_steps=2", "stage2.max_steps=2",
-           f"stage2.sources.0.path={data}/queries-${{experiment}}-${{trainer.seed}}.jsonl", "stage2.sources.0.split=train", EVALUATE,
+           f"stage2.sources.0.path={data}/queries-${{experiment}}-${{trainer.seed}}.jsonl", "stage2.sources.0.split=train", *EVALUATE,
            f"experiment={experiments}", f"trainer.seed={seeds}", f"hydra.sweep.dir={tmp_path / 'sweep'}",
            "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2", "hydra.launcher.timeout_min=20"]
     t0 = time.time()

@@ -361,12 +361,12 @@ def test_a_sweep_can_run_with_fewer_workers_than_the_study(tmp_path, monkeypatch
     assert seen == {"grid": 2, "probe_model": 1, "ceiling": 1}
 
 
-def test_stage_overrides_must_name_an_evaluated_stage():
-    from toolsense.training.config import EvaluateAfterConfig
+def test_a_stage_section_must_name_an_evaluated_stage():
+    from toolsense.training.config import EvaluateAfterConfig, StageEvaluation
 
-    with pytest.raises(ValueError, match="evaluate.stage_overrides.stage1"):
-        EvaluateAfterConfig(stages=["stage2"], stage_overrides={"stage1": ["~benchmarks.mcq"], "stage2": []})
-    assert EvaluateAfterConfig(stages=["stage2"]).stage_overrides == {"stage1": [], "stage2": []}
+    with pytest.raises(ValueError, match="evaluate.stage1 is set, but stage1 is not in evaluate.stages"):
+        EvaluateAfterConfig(stages=["stage2"], stage1=StageEvaluation(skip=["mcq"]))
+    assert EvaluateAfterConfig(stages=["stage2"]).stage1 == StageEvaluation()
 
 
 def _reproduce(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -388,7 +388,7 @@ def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
     worker1 = (tmp_path / "study" / "grid.worker1.log").read_text(encoding="utf-8")
     assert "is training into this folder; skipped (TOOLSENSE_BUSY=skip)" in proc.stdout + proc.stderr + worker1
     assert (grid / "0_tg-lora" / "eval" / "stage1" / "standard").is_dir()
-    assert not (grid / "0_tg-lora" / "eval" / "stage1" / "mcq").exists()  # stage_overrides: Stage 1 on retrieval alone
+    assert not (grid / "0_tg-lora" / "eval" / "stage1" / "mcq").exists()  # evaluate.stage1.skip: Stage 1 on retrieval alone
     report = (tmp_path / "reproduction.md").read_text(encoding="utf-8")
     assert all(f"\n| {n} | " in report for n in range(1, 8))
     # the probe-model sweep (probes only, after Stage 2) is read as a grid of its own: findings 4 and 5 computed, 1 n/a

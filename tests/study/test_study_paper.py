@@ -20,7 +20,7 @@ from toolsense.catalog import load_catalog
 from toolsense.study.config import StudyConfig, register_configs
 from toolsense.study.run import run_study
 from toolsense.study.sweeps import sweep_command
-from toolsense.utils.compose import conf_dir, quote_list_overrides
+from toolsense.utils.compose import conf_dir
 from toolsense.utils.config import to_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +67,7 @@ def _first_jobs(cfg: StudyConfig) -> dict:
     train_configs()
     seen = {}
     for name in cfg.sweeps:
-        parsed = OverridesParser.create().parse_overrides(quote_list_overrides(sweep_command(cfg, name)[4:-1]))
+        parsed = OverridesParser.create().parse_overrides(sweep_command(cfg, name)[4:-1])
         first = BasicSweeper.split_arguments(parsed, max_batch_size=None)[0][0]
         GlobalHydra.instance().clear()
         try:
@@ -119,13 +119,15 @@ def test_the_cut_tools_study_composes_in_epochs_with_app_e_on_realistic_template
     assert (grid.stage1.epochs, grid.stage1.max_steps, grid.stage2.epochs) == (1.0, -1, 1.0)
     assert [(s.kind, s.split) for s in grid.stage2.sources] == [("verbose", "train")]
     assert [(s.kind, s.path) for s in app_e.stage2.sources] == [("realistic_template", grid.catalog.path)]
-    assert qwen.stage1.epochs == qwen.stage2.epochs == 2.0 and "probe.modes=[token,control,card,options]" in qwen.evaluate.overrides
+    assert qwen.stage1.epochs == qwen.stage2.epochs == 2.0
+    assert qwen.evaluate.settings["probe"]["modes"] == ["token", "control", "card", "options"]
     assert qwen.catalog.build == "study_probe_tools_120" and qwen.trainer.per_device_batch == 4
     from toolsense.catalog.study_tools import PROBE_ITEMS  # the catalog holds the tools of exactly the items scored
 
-    assert {f"benchmarks.mcq.limit={PROBE_ITEMS}", f"benchmarks.qa.limit={PROBE_ITEMS}"} <= set(qwen.evaluate.overrides)
+    assert {b: qwen.evaluate.settings["benchmarks"][b]["limit"] for b in ("mcq", "qa")} == {"mcq": PROBE_ITEMS, "qa": PROBE_ITEMS}
     assert "experiment=tg,tg_3fm" in sweep_command(cfg, "probe_model")  # finding 5's formats half, one run per worker
-    assert qwen.evaluate.stage_overrides["stage1"] == ["probe.modes=[token]"] and qwen.evaluate.stages == ["stage1", "stage2"]
+    assert qwen.evaluate.stage1.settings == {"probe": {"modes": ["token"]}} and qwen.evaluate.stages == ["stage1", "stage2"]
+    assert qwen.evaluate.skip == ["standard", "realistic", "bm25", "dense"] and qwen.evaluate.stage1.skip == []
 
 
 def _tool_record(t) -> str:
@@ -164,13 +166,12 @@ DRY = ["only=[grid]", "launch=['launcher=local']", "workers=1", "resamples=50"]
 
 
 def _dry_extra(catalog: Path) -> str:
-    evals = ["benchmarks.standard.limit=2", "benchmarks.G2.limit=2", "benchmarks.G3.limit=2", "benchmarks.realistic.limit=2",
-             "benchmarks.mcq.limit=4", "benchmarks.qa.limit=4", "decoding.beam_width=5", "metrics.ks=[1,5]",
-             "~baselines.dense", "~baselines.te3l"]
+    evals = [*(f"evaluate.settings.benchmarks.{b}.limit=2" for b in ("standard", "G2", "G3", "realistic")),
+             "evaluate.settings.benchmarks.mcq.limit=4", "evaluate.settings.benchmarks.qa.limit=4",
+             "evaluate.settings.decoding.beam_width=5", "evaluate.settings.metrics.ks=[1,5]", "evaluate.skip=[dense,te3l]"]
     extra = ["model=tiny_random", "trainer=cpu", "trainer.effective_batch=4", "trainer.max_length=96", f"catalog.path={catalog}",
              "experiment=tg", "tuning=lora", "stage1.max_steps=1", "stage2.max_steps=1", "stage2.max_queries=6",
-             "evaluate.overrides=[" + ",".join(repr(e) for e in evals) + "]",
-             "evaluate.stage_overrides.stage1=['~baselines.bm25']"]
+             *evals, "evaluate.stage1.skip=[bm25]"]
     return "extra=[" + ",".join(repr(e) for e in extra) + "]"
 
 

@@ -43,14 +43,13 @@ def test_evaluate_stages_are_checked():
 
 def test_two_job_ablation_sweep_compares_subsets_with_retention(tmp_path):
     sweep = tmp_path / "sweep"
-    evaluate = ('evaluate.overrides=["+benchmark@benchmarks.generated=generated",'
-                f'"benchmarks.generated.path={ASSETS / "queries.jsonl"}","benchmarks.generated.split=test",'
-                '"+benchmark@benchmarks.mcq=demo_mcq",'
-                '"decoding=beam10","metrics.resamples=100","probe.modes=[token]"]')
+    evaluate = ["evaluate.benchmarks.generated=generated", f"evaluate.settings.benchmarks.generated.path={ASSETS / 'queries.jsonl'}",
+                "evaluate.settings.benchmarks.generated.split=test", "evaluate.benchmarks.mcq=demo_mcq", "evaluate.decoding=beam10",
+                "evaluate.settings.metrics.resamples=100", "evaluate.settings.probe.modes=[token]"]
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", "experiment=ablate_formats",
            *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))], "stage1.max_steps=2",
            "stage2.max_steps=2", "memorization.formats=[desc2tok],[desc2tok,mcts]", "evaluate.suite=null", "stage2.sources.0.split=train",
-           evaluate,
+           *evaluate,
            "evaluate.stages=[stage1,stage2]", "hydra.callbacks.compare.metrics=[Rc@10,Rf@10,IS@10]", f"hydra.sweep.dir={sweep}"]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]

@@ -97,12 +97,12 @@ def test_zero3_then_stage2_then_evaluation_in_one_process(tmp_path):
     from tests.training.conftest import ASSETS
 
     run_dir = tmp_path / "run"
-    evaluate = (f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test",'
-                '"decoding=beam10","metrics.resamples=100"]')
+    evaluate = ["evaluate.benchmarks.generated=generated", f"evaluate.settings.benchmarks.generated.path={ASSETS / 'queries.jsonl'}",
+                "evaluate.settings.benchmarks.generated.split=test", "evaluate.decoding=beam10", "evaluate.settings.metrics.resamples=100"]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29564", str(ROOT / "train.py"),
            *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))], "experiment=tg", "trainer=ds_zero3",
            "tuning=full", "trainer.use_cpu=true", "trainer.gradient_checkpointing=false", "trainer.effective_batch=8",
-           "trainer.per_device_batch=4", "stage1.max_steps=2", "stage2.max_steps=2", "stage2.sources.0.split=train", evaluate,
+           "trainer.per_device_batch=4", "stage1.max_steps=2", "stage2.max_steps=2", "stage2.sources.0.split=train", *evaluate,
            f"output_dir={run_dir}"]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-4000:]

@@ -96,8 +96,9 @@ def test_stage2_on_scored_queries_is_refused_naming_files_and_count(monkeypatch,
     """Training on every query of a file and scoring its test split: the 3 test queries leak."""
     queries = ASSETS / "queries.jsonl"
     out = tmp_path / "run"
-    evaluate = f'evaluate.overrides=["benchmark=generated","benchmark.path={queries}","benchmark.split=test"]'
-    leaky = [o for o in TINY if not o.startswith("stage1.max_steps")] + ["experiment=tg", evaluate, f"output_dir={out}"]
+    evaluate = ["evaluate.benchmarks.generated=generated", f"evaluate.settings.benchmarks.generated.path={queries}",
+                "evaluate.settings.benchmarks.generated.split=test"]
+    leaky = [o for o in TINY if not o.startswith("stage1.max_steps")] + ["experiment=tg", *evaluate, f"output_dir={out}"]
     err = _train(monkeypatch, tmp_path, leaky)
     msg = capsys.readouterr().err
     assert err is not None and not out.exists()

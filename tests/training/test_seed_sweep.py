@@ -18,11 +18,11 @@ from tests.training.test_sweep import ENV
 @pytest.mark.slow  # 4 jobs (~2 min): the sweep path is test_sweep's, seed averaging into one cell test_compare's
 def test_seed_sweep_is_averaged_into_one_row(tmp_path):
     sweep = tmp_path / "sweep"
-    evaluate = (f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test",'
-                '"decoding=beam10","metrics.resamples=100"]')
+    evaluate = ["evaluate.benchmarks.generated=generated", f"evaluate.settings.benchmarks.generated.path={ASSETS / 'queries.jsonl'}",
+                "evaluate.settings.benchmarks.generated.split=test", "evaluate.decoding=beam10", "evaluate.settings.metrics.resamples=100"]
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", "experiment=tg,tg_3fm", "launcher=submitit_local",
            *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))], "stage1.max_steps=2",
-           "stage2.max_steps=2", "trainer.seed=0,1", "stage2.sources.0.split=train", evaluate,
+           "stage2.max_steps=2", "trainer.seed=0,1", "stage2.sources.0.split=train", *evaluate,
            "hydra.callbacks.compare.metrics=[Rc@5,Rf@5,IS@5]",
            f"hydra.sweep.dir={sweep}"]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)

@@ -1,5 +1,5 @@
 """The ablation in one command, for real: a Hydra -m sweep of train.py over two experiments on
-tiny_random, each job evaluating its own run (evaluate.overrides=...), and the sweep ending with
+tiny_random, each job evaluating its own run (evaluate.benchmarks=..., typed), and the sweep ending with
 one comparison table (the CompareAfterSweep callback) — with Hydra's basic launcher and with
 submitit's local executor, the machinery of launcher=slurm."""
 
@@ -21,10 +21,10 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZER
 @pytest.mark.parametrize("launcher", ["local", "submitit_local"])  # submitit_local: the Slurm launcher's machinery
 def test_sweep_trains_evaluates_and_compares(tmp_path, launcher):
     sweep = tmp_path / "sweep"
-    evaluate = (f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test",'
-                '"decoding=beam10","metrics.resamples=100"]')
+    evaluate = ["evaluate.benchmarks.generated=generated", f"evaluate.settings.benchmarks.generated.path={ASSETS / 'queries.jsonl'}",
+                "evaluate.settings.benchmarks.generated.split=test", "evaluate.decoding=beam10", "evaluate.settings.metrics.resamples=100"]
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", *[o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps"))],
-           "stage1.max_steps=2", "stage2.max_steps=2", "experiment=tg,tg_5fm", "stage2.sources.0.split=train", evaluate,
+           "stage1.max_steps=2", "stage2.max_steps=2", "experiment=tg,tg_5fm", "stage2.sources.0.split=train", *evaluate,
            f"hydra.sweep.dir={sweep}", f"launcher={launcher}",
            "hydra.callbacks.compare.metrics=[Rc@1,Rf@1,IS@1,Rc@10,Rf@10]",
            f"evaluate.drift={launcher == 'local'}"]

@@ -103,10 +103,10 @@ def test_sweep_logs_comparable_wandb_runs_without_the_key(tmp_path):
     it are offline W&B runs in the sweep's group, labelled, with curves under train/ and metrics
     with intervals under eval/; WANDB_API_KEY appears in no file it wrote."""
     sweep = tmp_path / "sweep"
-    evaluate = (f'evaluate.overrides=["benchmark=generated","benchmark.path={ASSETS / "queries.jsonl"}","benchmark.split=test",'
-                '"decoding=beam10","metrics.resamples=100"]')
+    evaluate = ["evaluate.benchmarks.generated=generated", f"evaluate.settings.benchmarks.generated.path={ASSETS / 'queries.jsonl'}",
+                "evaluate.settings.benchmarks.generated.split=test", "evaluate.decoding=beam10", "evaluate.settings.metrics.resamples=100"]
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", *[o for o in TINY if "max_steps" not in o], "stage1.max_steps=2",
-           "stage2.max_steps=3", "experiment=tg_3fm", "trainer.seed=7", "logger=wandb", "stage2.sources.0.split=train", evaluate,
+           "stage2.max_steps=3", "experiment=tg_3fm", "trainer.seed=7", "logger=wandb", "stage2.sources.0.split=train", *evaluate,
            f"hydra.sweep.dir={sweep}"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "WANDB_API_KEY": SENTINEL, "TOKENIZERS_PARALLELISM": "false"}
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

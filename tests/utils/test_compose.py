@@ -1,58 +1,40 @@
-"""One compose for every caller, over the configs inside the package; list elements that are
-overrides need no quotes; the evaluation after training is typed and checked before training."""
+"""One compose for every caller, over the configs inside the package; the evaluation after training
+is typed and checked before training."""
 
 from __future__ import annotations
 
 import pytest
-from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from toolsense.utils.compose import check_overrides, compose, conf_dir, quote_list_overrides
-
-
-@pytest.mark.parametrize("given,expected", [
-    ("evaluate.overrides=[benchmark=rrb,baseline=bm25]", "evaluate.overrides=['benchmark=rrb','baseline=bm25']"),
-    ("evaluate.stage_overrides.stage1=[~benchmarks.mcq, ~benchmarks.qa]",
-     "evaluate.stage_overrides.stage1=['~benchmarks.mcq','~benchmarks.qa']"),
-    ("evaluate.overrides=[probe.modes=[token,card],decoding=beam10]",
-     "evaluate.overrides=['probe.modes=[token,card]','decoding=beam10']"),
-    ("evaluate.overrides=['~benchmarks.mcq',benchmarks.qa.limit=3]",
-     "evaluate.overrides=['~benchmarks.mcq','benchmarks.qa.limit=3']"),
-    ("evaluate.overrides=[a=1],[b=2]", "evaluate.overrides=['a=1'],['b=2']"),  # a -m sweep over two lists
-    ("evaluate.overrides=[a=it's]", "evaluate.overrides=['a=it\\'s']"),
-    ("stage2.sources=[{kind:demo,split:train}]", "stage2.sources=[{kind:demo,split:train}]"),  # no override inside
-    ("metrics.ks=[1,5]", "metrics.ks=[1,5]"),
-    ("x=[+1,-2]", "x=[+1,-2]"),  # signed numbers stay numbers
-    ("evaluate.overrides=[+probe.seed=3]", "evaluate.overrides=['+probe.seed=3']"),
-    ("x=[a=1", "x=[a=1"),  # not closed: left for Hydra to name the error
-    ("~evaluate.stage_overrides.stage1", "~evaluate.stage_overrides.stage1"),
-])
-def test_list_elements_that_are_overrides_get_quoted(given, expected):
-    assert quote_list_overrides([given]) == [expected]
+from toolsense.utils.compose import compose, conf_dir
 
 
-def test_the_documented_unquoted_list_parses_to_the_same_value_as_the_quoted_one():
-    parser = OverridesParser.create()
-    with pytest.raises(Exception, match="no viable alternative"):
-        parser.parse_overrides(["evaluate.overrides=[benchmark=rrb,baseline=bm25]"])  # Hydra's grammar alone
-    (bare,) = parser.parse_overrides(quote_list_overrides(["evaluate.overrides=[benchmark=rrb,baseline=bm25]"]))
-    (quoted,) = parser.parse_overrides(["evaluate.overrides=['benchmark=rrb','baseline=bm25']"])
-    assert bare.value() == quoted.value() == ["benchmark=rrb", "baseline=bm25"]
-
-
-def test_train_takes_the_evaluation_as_unquoted_overrides_and_checks_each():
+def test_train_takes_the_evaluation_typed_and_refuses_what_evaluate_py_does_not_take(tmp_path):
+    """evaluate.* selects YAML options, leaves labels out and sets evaluate.py values, each typed on
+    train.py's own command line (no quoting, no override strings); each error names its field."""
+    from toolsense.pipeline import evaluation_plan
     from toolsense.training import TrainConfig, register_configs
     from toolsense.utils.config import to_config
 
     register_configs()
     cfg = to_config(TrainConfig, compose("train", [
-        "evaluate.overrides=[benchmark=rrb,baseline=bm25]", "evaluate.stages=[stage1,stage2]",
-        "evaluate.stage_overrides.stage1=[~benchmarks.mcq,probe.modes=[token]]"]))
-    assert cfg.evaluate.overrides == ["benchmark=rrb", "baseline=bm25"]
-    assert cfg.evaluate.stage_overrides == {"stage1": ["~benchmarks.mcq", "probe.modes=[token]"], "stage2": []}
-    with pytest.raises(ValueError, match=r"evaluate.overrides\[1\]='decoding=\[' is not one override"):
-        to_config(TrainConfig, compose("train", ["evaluate.overrides=['benchmark=rrb','decoding=[']"]))
-    with pytest.raises(ValueError, match=r"evaluate.stage_overrides.stage2\[0\]='a b' is not one override"):
-        check_overrides(["a b"], "evaluate.stage_overrides.stage2")
+        "evaluate.benchmarks.rrb=rrb_sample", "evaluate.baselines.bm25=bm25", "evaluate.decoding=beam10",
+        "evaluate.settings.metrics.resamples=100", "evaluate.stages=[stage1,stage2]",
+        "evaluate.stage1.skip=[bm25]", "evaluate.stage1.settings.probe.modes=[token]"]))
+    assert cfg.evaluate.benchmarks == {"rrb": "rrb_sample"} and cfg.evaluate.settings == {"metrics": {"resamples": 100}}
+    stage1, stage2 = evaluation_plan(cfg, tmp_path)
+    assert sorted(stage2.baseline_sections()) == ["bm25"] and stage1.baseline_sections() == {}
+    assert stage1.decoding.beam_width == stage2.decoding.beam_width == 10 and stage2.metrics.resamples == 100
+    assert stage1.probe.modes == ["token"] and stage2.probe.modes != ["token"]
+    assert stage2.benchmark_sections()["rrb"].path.endswith("samples/rrb_sample.jsonl") and stage2.benchmark_sections()["rrb"].is_sample
+    bad = {"evaluate.settings: .*limt": ["evaluate.suite=demo", "evaluate.settings.benchmarks.mcq.limt=3"],
+           r"evaluate.stage1.skip: 'mcqq' is not a benchmark, baseline or system": [
+               "evaluate.suite=demo", "evaluate.stages=[stage1,stage2]", "evaluate.stage1.skip=[mcqq]"],
+           r"evaluate.stage1 is set, but stage1 is not in evaluate.stages": ["evaluate.suite=demo", "evaluate.stage1.skip=[mcq]"]}
+    for message, overrides in bad.items():
+        with pytest.raises(ValueError, match=message):
+            evaluation_plan(to_config(TrainConfig, compose("train", overrides)), tmp_path)
+    with pytest.raises(Exception, match="suite/nope"):  # Hydra names the missing option and lists the others
+        evaluation_plan(to_config(TrainConfig, compose("train", ["evaluate.suite=nope"])), tmp_path)
 
 
 def test_the_plan_composes_each_evaluation_once_with_its_stage_and_folder(tmp_path):
@@ -65,8 +47,8 @@ def test_the_plan_composes_each_evaluation_once_with_its_stage_and_folder(tmp_pa
 
     register_configs()
     cfg = to_config(TrainConfig, compose("train", [
-        "evaluate.suite=demo", "evaluate.stages=[stage1,stage2]", "evaluate.overrides=[benchmarks.standard.limit=5]",
-        "evaluate.stage_overrides.stage1=[~benchmarks.mcq,~benchmarks.qa]", "evaluate.drift=true"]))
+        "evaluate.suite=demo", "evaluate.stages=[stage1,stage2]", "evaluate.settings.benchmarks.standard.limit=5",
+        "evaluate.stage1.skip=[mcq,qa]", "evaluate.drift=true"]))
     stage1, stage2, drift = evaluation_plan(cfg, tmp_path)
     assert (stage1.stage, stage1.output_dir, stage1.run) == ("stage1", str(tmp_path / "eval" / "stage1"), str(tmp_path))
     assert sorted(stage1.benchmark_sections()) == ["realistic", "standard"]

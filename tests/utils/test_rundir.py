@@ -44,14 +44,16 @@ def test_a_folder_where_nothing_was_produced_is_reclaimed(tmp_path):
         rd.write_config(first)
 
 
-def test_config_diff_names_dotted_fields():
-    from toolsense.utils.rundir import config_diff
+def test_changes_name_dotted_fields_and_a_new_key_at_its_default_is_none():
+    from toolsense.utils.identity import changes
 
     old = {"stage1": {"learning_rate": 1e-3, "epochs": 1}, "trainer": {"seed": 0}, "memorization": {"formats": ["desc2tok"]}}
     new = {"stage1": {"learning_rate": 2e-3, "epochs": 1}, "trainer": {"seed": 0, "extra": {"a": 1}},
            "memorization": {"formats": ["desc2tok", "mcts"]}}
-    assert config_diff(old, new) == ["memorization.formats", "stage1.learning_rate", "trainer.extra"]
-    assert config_diff(old, old) == []
+    assert changes(old, new) == ["memorization.formats.1", "stage1.learning_rate", "trainer.extra.a"]
+    assert changes(old, new, defaults={"trainer.extra", "trainer.extra.a"}) == ["memorization.formats.1", "stage1.learning_rate"]
+    assert changes(new, old, defaults={"trainer.extra.a"}) == ["memorization.formats.1", "stage1.learning_rate", "trainer.extra.a"]
+    assert changes(old, old) == []
 
 
 def test_require_names_what_is_missing(tmp_path):
@@ -104,6 +106,11 @@ def test_claim_holds_the_run_against_another_process_and_is_released_when_it_die
 def test_finished_holds_for_the_config_it_was_marked_under_only(tmp_path):
     rd = RunDir(tmp_path / "run")
     cfg = {"experiment": "tg", "evaluate": {"suite": "demo", "drift": True}}
+    assert not rd.finished(cfg)
+    rd.mark_finished(cfg)
+    later = {**cfg, "evaluate": {**cfg["evaluate"], "added": 3}}  # a field a later version adds
+    assert rd.finished(later, defaults={"evaluate.added"}) and not rd.finished(later)
+    rd.done_path.unlink()
     assert not rd.finished(cfg)
     rd.mark_finished(cfg)
     assert rd.finished({"evaluate": {"drift": True, "suite": "demo"}, "experiment": "tg"})  # key order is not identity

@@ -1,6 +1,6 @@
 """The retrieval queries a training run will be scored on, for ``train.py``'s leakage refusal.
 
-``train.py evaluate.suite=... evaluate.overrides=[...]`` evaluates each trained stage with
+``train.py evaluate.suite=... evaluate.skip=[...]`` evaluates each trained stage with
 evaluate.py's own config, composed once before training (``toolsense/pipeline.py: evaluation_plan``).
 From those same typed configs :func:`scored_query_sets` loads the retrieval benchmarks, so that
 :func:`toolsense.data.leakage.refuse_leakage` can refuse Stage-2 sources that hold a scored query

@@ -68,14 +68,15 @@ Embeddings = Union[np.ndarray, Callable[[], np.ndarray]]
 
 
 @INDEX_BUILDERS.register("clustered")
-def build_clustered(catalog: Catalog, embeddings: Embeddings | None = None, branching: int = 10, seed: int = 0,
+def build_clustered(catalog: Catalog, embeddings: Embeddings | None = None, *, branching: int, seed: int,
                     encoder: str | None = None) -> ToolIndex:
     """ToolGen's hierarchical scheme: recursive k-means (``branching`` clusters per level) over
     ``embeddings`` of the tool texts (``[n_tools, d]`` in catalog order, or a zero-argument
     callable returning them). The index does not encode: the caller supplies them (from
     ``toolsense.models.encoders.catalog_embeddings``, cached on disk); ``encoder`` only names
     them in the index's params. A tool's path is its cluster ids, one token ``<<C:k>>`` per
-    level, shared across levels and branches. Deterministic given the embeddings and ``seed``."""
+    level, shared across levels and branches. Deterministic given the embeddings and ``seed``. The
+    defaults of ``branching`` and ``seed`` are IndexConfig's (index/config.py), stated there once."""
     if branching < 2:
         raise ValueError(f"index.branching must be >= 2, got {branching}")
     if embeddings is None:

@@ -9,8 +9,7 @@ import sys
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from toolsense.audit import AuditConfig, register_configs, run, sweep_metric
-from toolsense.utils.compose import quote_list_overrides
+from toolsense.audit.config import AuditConfig, register_configs
 from toolsense.utils.config import to_config
 from toolsense.utils.hydra import take_debug, user_errors
 from toolsense.utils.secrets import scrubbed_job
@@ -20,13 +19,15 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="audit")
 def job(cfg: DictConfig) -> float:
+    from toolsense.audit.run import run, sweep_metric  # the scorers load once the config is checked (--help stays fast)
+
     # scorer=openai: an endpoint may echo the key in its error
     with user_errors(), scrubbed_job([OmegaConf.select(cfg, "scorer.api_key_env") or "OPENAI_API_KEY"]):
         return sweep_metric(run(to_config(AuditConfig, cfg)))
 
 
 def main() -> None:
-    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
+    sys.argv[1:] = take_debug(sys.argv[1:])
     job()
 
 

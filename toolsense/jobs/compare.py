@@ -13,7 +13,6 @@ import hydra
 from omegaconf import DictConfig
 
 from toolsense.comparison.compare import CompareConfig, register_configs, run
-from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
 from toolsense.utils.hydra import shared_output_dir, take_debug, user_errors
 
@@ -28,7 +27,7 @@ def job(dict_cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
+    sys.argv[1:] = take_debug(sys.argv[1:])
     job()
 
 

@@ -18,8 +18,6 @@ import hydra
 from omegaconf import DictConfig
 
 from toolsense.evaluation.config import EvaluateConfig, catalog_group, register_configs
-from toolsense.evaluation.runner import run
-from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
 from toolsense.utils.hydra import shared_output_dir, take_debug, user_errors
 from toolsense.utils.secrets import scrubbed_job
@@ -29,6 +27,8 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
 def job(dict_cfg: DictConfig) -> None:
+    from toolsense.evaluation.runner import run  # the model code loads once the config is checked (--help stays fast)
+
     with user_errors(), scrubbed_job(["OPENAI_API_KEY"]):  # baseline=openai; an endpoint may echo the key in its error
         cfg = to_config(EvaluateConfig, dict_cfg)
         if cfg.checkpoint is not None:  # a Trainer checkpoint becomes a model folder first (training/snapshot.py)
@@ -39,7 +39,7 @@ def job(dict_cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    sys.argv[1:] = catalog_group(quote_list_overrides(take_debug(sys.argv[1:])))
+    sys.argv[1:] = catalog_group(take_debug(sys.argv[1:]))
     job()
 
 

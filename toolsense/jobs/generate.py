@@ -16,7 +16,6 @@ from toolsense.generation.config import GenerateConfig, check_judge_overrides, r
 from toolsense.generation.outputs import nothing_made
 from toolsense.generation.runner import run
 from toolsense.tracking import log_job_summary
-from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import as_plain, to_config
 from toolsense.utils.hydra import take_debug, user_errors
 
@@ -42,7 +41,7 @@ def job(dict_cfg: DictConfig) -> None:
 def main() -> None:
     with user_errors():
         check_judge_overrides(sys.argv[1:])
-    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
+    sys.argv[1:] = take_debug(sys.argv[1:])
     job()
 
 

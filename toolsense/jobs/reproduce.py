@@ -12,7 +12,6 @@ from omegaconf import DictConfig
 
 from toolsense.study.config import StudyConfig, register_configs
 from toolsense.study.run import run_study
-from toolsense.utils.compose import quote_list_overrides
 from toolsense.utils.config import to_config
 from toolsense.utils.hydra import take_debug, user_errors
 
@@ -26,7 +25,7 @@ def job(dict_cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    sys.argv[1:] = quote_list_overrides(take_debug(sys.argv[1:]))
+    sys.argv[1:] = take_debug(sys.argv[1:])
     job()
 
 

@@ -20,7 +20,6 @@ from toolsense.index.config import IndexConfig
 from toolsense.models.config import ModelConfig
 from toolsense.tracking import LoggerConfig, LoggerKind  # noqa: F401  (re-exported: training's logger section)
 from toolsense.utils.choices import StrEnum, choice
-from toolsense.utils.compose import check_overrides
 from toolsense.utils.config import Range, Seed
 
 
@@ -233,40 +232,62 @@ class TrainerConfig:
 
 
 @dataclass
+class StageEvaluation:
+    """How one stage's evaluation differs from ``evaluate``'s own (``evaluate.stage1.skip=[mcq,qa]``
+    scores Stage 1 on retrieval alone); applied after ``evaluate.skip`` / ``evaluate.settings``."""
+
+    skip: list[str] = field(default_factory=list)
+    """Labels of benchmarks, baselines or systems not scored at this stage."""
+    settings: dict[str, Any] = field(default_factory=dict, metadata={"open": True})
+    """evaluate.py values for this stage only (``evaluate.stage1.settings.probe.modes=[token]``)."""
+
+
+@dataclass
 class EvaluateAfterConfig:
-    """Evaluate the run once it has trained (``<run dir>/eval``), with evaluate.py's own config:
-    ``evaluate.suite=demo`` or ``evaluate.overrides=[benchmark=rrb,baseline=bm25]`` (each element one
-    evaluate.py override, no quotes needed; checked here). In a sweep, every job then evaluates its
-    own run and the sweep ends with one comparison table. ``toolsense/pipeline.py: evaluation_plan``
-    composes each evaluation's typed config once, before training."""
+    """Evaluate the run once it has trained (``<run dir>/eval``) with evaluate.py's own config, typed:
+    the YAML options it selects (``evaluate.suite=demo``, ``evaluate.benchmarks.rrb=rrb``,
+    ``evaluate.decoding=beam10``), the labels it leaves out (``evaluate.skip=[mcq,qa]``) and evaluate.py
+    values over them (``evaluate.settings.benchmarks.rrb.limit=50``). In a sweep, every job then
+    evaluates its own run and the sweep ends with one comparison table. ``toolsense/pipeline.py:
+    evaluation_plan`` composes each evaluation's ``EvaluateConfig`` once, before training, so a bad
+    option, label or value fails naming it before Stage 1."""
 
     suite: Optional[str] = None
-    """An evaluate.py suite (conf/suite/); None and no overrides = do not evaluate."""
-    overrides: list[str] = field(default_factory=list)
-    """More evaluate.py overrides (decoding.beam_width=10, benchmark=..., ...)."""
+    """An evaluate.py suite (conf/suite/); None and no ``benchmarks`` = do not evaluate."""
+    benchmarks: dict[str, str] = field(default_factory=dict, metadata={"open": True})
+    """label -> conf/benchmark option scored too (``evaluate.benchmarks.rrb=rrb``)."""
+    baselines: dict[str, str] = field(default_factory=dict, metadata={"open": True})
+    """label -> conf/baseline option run too (``evaluate.baselines.bm25=bm25``)."""
+    decoding: Optional[str] = None
+    """A conf/decoding option (beam10); None = evaluate.yaml's (beam50)."""
+    skip: list[str] = field(default_factory=list)
+    """Labels of the suite's benchmarks, baselines or systems not scored (``evaluate.skip=[mcq,qa]``)."""
+    settings: dict[str, Any] = field(default_factory=dict, metadata={"open": True})
+    """evaluate.py values over what the options compose, as its keys nest
+    (``evaluate.settings.metrics.resamples=100``, ``evaluate.settings.benchmarks.mcq.limit=32``)."""
     drift: bool = False
     """Also measure embedding drift base -> stage1 -> stage2 (evaluate.py task=drift) into
     ``<run dir>/eval/drift``; the sweep's comparison table then shows it per run."""
     stages: list[str] = field(default_factory=lambda: ["stage2"])
-    """Checkpoints evaluated (each with the same suite/overrides): stage2 into ``<run dir>/eval``,
-    stage1 into ``<run dir>/eval/stage1``. ``[stage1,stage2]`` gives the comparison table its
-    knowledge-retention columns (probe accuracy after Stage 2 minus after Stage 1)."""
-    stage_overrides: dict[str, list[str]] = field(default_factory=lambda: {"stage1": [], "stage2": []})
-    """More evaluate.py overrides for one stage's evaluation only, after ``overrides``, e.g.
-    ``evaluate.stage_overrides.stage1=[~benchmarks.mcq,~benchmarks.qa]`` evaluates Stage 1 on
-    retrieval alone."""
+    """Checkpoints evaluated: stage2 into ``<run dir>/eval``, stage1 into ``<run dir>/eval/stage1``.
+    ``[stage1,stage2]`` gives the comparison table its knowledge-retention columns (probe accuracy
+    after Stage 2 minus after Stage 1)."""
+    stage1: StageEvaluation = field(default_factory=StageEvaluation)
+    stage2: StageEvaluation = field(default_factory=StageEvaluation)
+
+    @property
+    def scores(self) -> bool:
+        """Whether anything is scored after training (a suite or a benchmark is selected)."""
+        return self.suite is not None or bool(self.benchmarks)
 
     def __post_init__(self) -> None:
         bad = [s for s in self.stages if s not in ("stage1", "stage2")]
         if bad or not self.stages or len(set(self.stages)) != len(self.stages):
             raise ValueError(f"evaluate.stages must list stage1 and/or stage2, each once; got {list(self.stages)}")
-        unknown = [s for s, ovr in self.stage_overrides.items() if ovr and s not in self.stages]
-        if unknown:
-            raise ValueError(f"evaluate.stage_overrides.{unknown[0]} is set, "
-                             f"but {unknown[0]} is not in evaluate.stages={list(self.stages)}")
-        check_overrides(self.overrides, "evaluate.overrides")
-        for stage, ovr in self.stage_overrides.items():
-            check_overrides(ovr, f"evaluate.stage_overrides.{stage}")
+        for stage in ("stage1", "stage2"):
+            section = getattr(self, stage)
+            if (section.skip or section.settings) and stage not in self.stages:
+                raise ValueError(f"evaluate.{stage} is set, but {stage} is not in evaluate.stages={list(self.stages)}")
 
 
 @dataclass
@@ -300,7 +321,7 @@ class TrainConfig:
         if not self.stage1.enabled and not self.stage2.enabled:
             raise ValueError("stage1.enabled and stage2.enabled are both false: nothing to train")
         off = [st for st in self.evaluate.stages if not getattr(self, st).enabled]
-        if off and (self.evaluate.suite is not None or self.evaluate.overrides):
+        if off and self.evaluate.scores:
             raise ValueError(f"evaluate.stages lists {off}, but {off[0]}.enabled is false: that checkpoint is not trained")
         if (self.tuning.method == "lora" and self.trainer.deepspeed
                 and self.trainer.deepspeed.get("zero_optimization", {}).get("stage") == 3):
@@ -323,7 +344,7 @@ def check_toolken(cfg: "TrainConfig") -> None:
         raise ValueError("head.kind=toolken trains on the Stage-2 data: stage2.enabled must be true")
     if cfg.stage2.multi_tool != "split":
         raise ValueError("head.kind=toolken predicts one toolken per example: stage2.multi_tool must be split")
-    if cfg.evaluate.suite is not None or cfg.evaluate.overrides or cfg.evaluate.drift:
+    if cfg.evaluate.scores or cfg.evaluate.drift:
         raise ValueError("head.kind=toolken: evaluate.* after training is for token runs; evaluate the head with "
                          "python evaluate.py system=toolken system.run=<this run> parametric=false "
                          "(docs/guides/systems.md)")

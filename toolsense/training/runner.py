@@ -19,7 +19,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -40,6 +40,7 @@ from toolsense.training.stage import StageRunner, stage_done
 from toolsense.training.trainer import plan_batch, use_bf16, world_size
 from toolsense.utils.config import to_plain
 from toolsense.utils.errors import ConfigError, DataError
+from toolsense.utils.identity import at_default
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.rundir import RunDir
 
@@ -56,10 +57,11 @@ NOT_TRAINING = ("output_dir", "evaluate", "logger")
 """Config sections that do not change what is trained: a rerun may differ in them."""
 
 
-def write_config(cfg: DictConfig | dict, run_dir: Path) -> dict:
-    """Save the resolved config as ``config.yaml``; refuse a run dir that holds another config."""
+def write_config(cfg: DictConfig | dict, run_dir: Path, defaults: Iterable[str] = ()) -> dict:
+    """Save the resolved config as ``config.yaml``; refuse a run dir that holds another config (a
+    field added since the run began is no difference at its default: ``defaults``)."""
     data = to_plain(cfg) if isinstance(cfg, DictConfig) else dict(cfg)
-    RunDir(run_dir).write_config(data, ignore=NOT_TRAINING)
+    RunDir(run_dir).write_config(data, ignore=NOT_TRAINING, defaults=defaults)
     return data
 
 
@@ -192,7 +194,7 @@ def run(cfg: DictConfig | dict | TrainConfig, output_dir: str | Path | None = No
     prepared = prepared or prepare(typed)
     run_dir = Path(output_dir or typed.output_dir or "outputs/train")
     rd = RunDir(run_dir)
-    raw = write_config(cfg if not isinstance(cfg, TrainConfig) else OmegaConf.structured(cfg), run_dir)
+    raw = write_config(cfg if not isinstance(cfg, TrainConfig) else OmegaConf.structured(cfg), run_dir, at_default(typed))
     catalog = prepared.catalog
     check_data(run_dir, data_fingerprints(catalog, typed.catalog.path, prepared.sources))  # a resume on other data: refused
     index = load_or_build_index(typed, catalog, run_dir)

@@ -32,11 +32,33 @@ def register_schema(name: str, node: type) -> None:
     differs, and every ``section.key=value`` override has a key to land on. Typed (a bad key or
     type fails at compose time) where OmegaConf can express the dataclass; a tree of Union /
     Literal fields (which OmegaConf 2.3 cannot) is registered as its plain defaults instead, and
-    the converter (:func:`toolsense.utils.config.to_config`) checks it."""
+    the converter (:func:`toolsense.utils.config.to_config`) checks it. A mapping field declared
+    with ``metadata={"open": True}`` takes new keys on the command line without Hydra's ``+``
+    (``evaluate.settings.metrics.resamples=100``): the converter checks what lands there."""
+    from omegaconf import OmegaConf
+
     from toolsense.utils.config import defaults_of, omegaconf_can_type
 
     SCHEMAS[name] = node
-    ConfigStore.instance().store(name=name, node=node if omegaconf_can_type(node) else defaults_of(node))
+    cfg = OmegaConf.structured(node) if omegaconf_can_type(node) else OmegaConf.create(defaults_of(node))
+    for path in open_fields(node):
+        OmegaConf.set_struct(OmegaConf.select(cfg, path), False)
+    ConfigStore.instance().store(name=name, node=cfg)
+
+
+def open_fields(cls: type, prefix: str = "") -> list[str]:
+    """Dotted paths of the mapping fields of ``cls``'s dataclass tree declared ``metadata={"open": True}``."""
+    import dataclasses
+    import typing
+
+    hints, out = typing.get_type_hints(cls), []
+    for f in dataclasses.fields(cls):
+        path = f"{prefix}.{f.name}" if prefix else f.name
+        if f.metadata.get("open"):
+            out.append(path)
+        elif dataclasses.is_dataclass(hints[f.name]):
+            out += open_fields(hints[f.name], path)
+    return out
 
 
 def hydra_value(key: str) -> str:

@@ -11,8 +11,8 @@ dataclass the caller names, through :func:`toolsense.utils.config.to_config`)::
     <run>/metrics.jsonl  training metrics, one JSON per line
     <run>/checkpoints/   Trainer checkpoints per stage
     <run>/.lock          held (flock) by the process training into the run, released when it exits or dies
-    <run>/done.json      written when train.py has trained and evaluated the run to the end: the sha256 of
-                         its config, so a rerun of the same config skips it (even without model folders)
+    <run>/done.json      written when train.py has trained and evaluated the run to the end: the resolved
+                         settings it ran under, so a rerun of the same settings skips it (even without model folders)
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
 
 from toolsense.utils.errors import MissingFile, UserError
+from toolsense.utils.identity import changes
 from toolsense.utils.io import code_state, sha256_file, sha256_text
 from toolsense.utils.paths import atomic_write_text
 from toolsense.utils.publish import complete
@@ -65,24 +66,40 @@ class RunDir:
     def done_path(self) -> Path:
         return self.path / "done.json"
 
-    def finished(self, config: dict[str, Any]) -> bool:
-        """Whether this run was trained and evaluated to the end under ``config`` (done.json holds
-        its sha256): then a rerun has nothing to do, even where the model folders are gone (deleted
-        to save disk, or a results archive unpacked elsewhere). Another config is not finished."""
-        if not self.done_path.is_file():
+    def finished(self, identity: dict[str, Any], defaults: Iterable[str] = (),
+                 legacy: Callable[[dict[str, Any]], Optional[dict[str, Any]]] | None = None) -> bool:
+        """Whether this run was trained and evaluated to the end under ``identity`` (the resolved
+        settings done.json records): then a rerun has nothing to do, even where the model folders are
+        gone (deleted to save disk, or a results archive unpacked elsewhere). A key only ``identity``
+        holds at its default (``defaults``: ``utils/identity.py: at_default``) is a field added since,
+        no difference. ``legacy`` turns a record of an older version (done.json with the config's
+        sha256 alone) into the identity it stands for, or None when it cannot be read back."""
+        record = self.done()
+        recorded = record.get("identity") if record else None
+        if record and recorded is None and legacy is not None:
+            recorded = legacy(record)
+        if not isinstance(recorded, dict):
             return False
-        try:
-            return json.loads(self.done_path.read_text(encoding="utf-8")).get("config_sha256") == _config_sha256(config)
-        except (ValueError, AttributeError):  # a torn or foreign file: not finished, the rerun resumes
-            return False
+        differ = changes(recorded, identity, defaults)
+        if differ:
+            log.info("%s: finished under other settings (%s differ)", self.done_path, ", ".join(differ[:8]))
+        return not differ
 
-    def mark_finished(self, config: dict[str, Any]) -> None:
-        """Record (rank 0) that the run ended under ``config``; see :meth:`finished`."""
+    def done(self) -> Optional[dict[str, Any]]:
+        """done.json as written, or None (absent, torn or foreign: the run is not finished)."""
+        try:
+            record = json.loads(self.done_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return record if isinstance(record, dict) else None
+
+    def mark_finished(self, identity: dict[str, Any]) -> None:
+        """Record (rank 0) that the run ended under ``identity`` (plain data); see :meth:`finished`."""
         if rank() == 0:
             atomic_write_text(self.done_path, json.dumps({
-                "config_sha256": _config_sha256(config),
+                "identity": identity, "config_sha256": config_sha256(identity),
                 "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "code": code_state()}, indent=2))  # the commit and the hash of any uncommitted change it ran on
+                "code": code_state()}, indent=2, default=str))  # the commit and the hash of any uncommitted change it ran on
 
     def stage(self, name: str) -> Path:
         """The model folder of ``name`` (stage1 | stage2)."""
@@ -175,12 +192,13 @@ class RunDir:
             lines = []
         return (lines[0].strip() if lines else "", lines[1].strip() if len(lines) > 1 else "")
 
-    def write_config(self, data: dict[str, Any], ignore: Iterable[str] = ()) -> None:
+    def write_config(self, data: dict[str, Any], ignore: Iterable[str] = (), defaults: Iterable[str] = ()) -> None:
         """Save ``data`` (plain, resolved) as config.yaml on rank 0; a run directory that holds
         a config differing outside the ``ignore`` sections is refused, naming each differing dotted
         field (rerunning the same command resumes; another config needs another directory). A run
         in which nothing was produced yet (:meth:`produced` is empty: a start that failed before
-        training) is reclaimed: its config is replaced, and an index built under it removed."""
+        training) is reclaimed: its config is replaced, and an index built under it removed. A key only
+        ``data`` holds at its default (``defaults``) is a field added since the run began: no difference."""
         from omegaconf import OmegaConf
 
         if rank() != 0:  # other ranks must not read a half-written file
@@ -188,7 +206,7 @@ class RunDir:
         if self.config_path.exists():
             skip = set(ignore)
             old = {k: v for k, v in self.config().items() if k not in skip}
-            diff = config_diff(old, {k: v for k, v in data.items() if k not in skip})
+            diff = changes(old, {k: v for k, v in data.items() if k not in skip}, defaults)
             if not diff:
                 return
             if self.produced():
@@ -210,21 +228,6 @@ def _empty_dir(path: Path) -> bool:
     return path.is_dir() and not any(p.is_file() for p in path.rglob("*"))
 
 
-def config_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """The dotted fields where two plain configs differ (``stage1.learning_rate``), sorted; a list
-    that differs is named as a whole, a key only one side has is named with its subtree."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        out: list[str] = []
-        for k in sorted(set(old) | set(new), key=str):
-            name = f"{prefix}.{k}" if prefix else str(k)
-            if k not in old or k not in new:
-                out.append(name)
-            else:
-                out += config_diff(old[k], new[k], name)
-        return out
-    return [] if old == new else [prefix or "<config>"]
-
-
 BUSY_ENV = "TOOLSENSE_BUSY"
 BUSY_POLICIES = ("fail", "skip", "wait")
 """What a process does when another holds its folder, from ``$TOOLSENSE_BUSY``: ``fail`` (the
@@ -239,7 +242,8 @@ def busy_policy() -> str:
     return value
 
 
-def _config_sha256(config: dict[str, Any]) -> str:
+def config_sha256(config: dict[str, Any]) -> str:
+    """The sha256 of plain settings as canonical JSON (done.json's ``config_sha256``)."""
     return sha256_text(json.dumps(config, sort_keys=True, default=str))
 
 
@@ -294,4 +298,4 @@ def holding(out: Path, doing: str = "evaluating") -> Iterator[bool]:
         yield held
 
 
-__all__ = ["BUSY_ENV", "BUSY_POLICIES", "RunDir", "busy_policy", "config_diff", "holding"]
+__all__ = ["BUSY_ENV", "BUSY_POLICIES", "RunDir", "busy_policy", "config_sha256", "holding"]
