@@ -27,7 +27,7 @@ def test_train_takes_the_evaluation_typed_and_refuses_what_evaluate_py_does_not_
     assert stage1.probe.modes == ["token"] and stage2.probe.modes != ["token"]
     assert stage2.benchmark_sections()["rrb"].path.endswith("samples/rrb_sample.jsonl") and stage2.benchmark_sections()["rrb"].is_sample
     bad = {"evaluate.settings: .*limt": ["evaluate.suite=demo", "evaluate.settings.benchmarks.mcq.limt=3"],
-           r"evaluate.stage1.skip: 'mcqq' is not a benchmark, baseline or system": [
+           r"evaluate.stage1.skip: .mcqq. is not among the benchmarks / baselines / systems": [
                "evaluate.suite=demo", "evaluate.stages=[stage1,stage2]", "evaluate.stage1.skip=[mcqq]"],
            r"evaluate.stage1 is set, but stage1 is not in evaluate.stages": ["evaluate.suite=demo", "evaluate.stage1.skip=[mcq]"]}
     for message, overrides in bad.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Optional, Sequence
+from typing import Literal, Optional, Sequence
 
 from toolsense.baselines.config import BaselineConfig
 from toolsense.catalog.config import CatalogConfig
@@ -16,7 +16,7 @@ from toolsense.index.config import IndexConfig
 from toolsense.models import ModelConfig
 from toolsense.tracking import LoggerConfig
 from toolsense.utils.choices import StrEnum, choice
-from toolsense.utils.config import Seed, Share
+from toolsense.utils.config import Layer, Seed, Share
 
 PAPER_KS = (1, 5, 10, 50)
 """ToolGen's cut-offs; the default ``metrics.ks`` keeps those within the beam."""
@@ -255,40 +255,14 @@ def register_configs() -> None:
     register_schema("evaluate_schema", EvaluateConfig)
 
 
-Layer = tuple[str, Mapping[str, Any], Sequence[str]]
-"""One typed hand-off laid over evaluate.yaml: (where it comes from, evaluate.py values as they nest, labels left out)."""
-
-
 def compose_evaluate(overrides: Sequence[str] = (), layers: Sequence[Layer] = ()) -> EvaluateConfig:
     """evaluate.yaml composed with ``overrides`` as ``toolsense-evaluate`` would compose it, typed:
     the one composition of every caller outside evaluate.py (the evaluation after training, its
-    leakage check, the paper's rows, the exports). Each of ``layers`` (``where``, values, skip) is
-    then laid over it in order: its values merged key by key (a list or a value replaces), then its
-    labels left out of the benchmarks, baselines and systems. A key or value evaluate.py does not
-    take, or a label that is not there, is refused naming ``<where>.settings`` / ``<where>.skip``."""
+    leakage check, the paper's rows, the exports); then each of ``layers`` laid over it
+    (``utils/config.py: lay_over``: values merged, labels of benchmarks / baselines / systems left out)."""
     from toolsense.utils.compose import compose
-    from toolsense.utils.config import to_config, to_plain
+    from toolsense.utils.config import lay_over, to_config, to_plain
 
     register_configs()
     data = to_plain(compose("evaluate", catalog_group(overrides)))
-    for where, values, skip in layers:
-        data = _merged(data, to_plain(values))
-        try:
-            to_config(EvaluateConfig, data)
-        except ValueError as e:
-            raise ValueError(f"{where}.settings: {e}") from None
-        for label in skip:
-            held = [sec for sec in ("benchmarks", "baselines", "systems") if label in (data.get(sec) or {})]
-            if not held:
-                have = sorted({k for sec in ("benchmarks", "baselines", "systems") for k in data.get(sec) or {}})
-                raise ValueError(f"{where}.skip: {label!r} is not a benchmark, baseline or system of this evaluation "
-                                 f"(it has {have})")
-            for sec in held:
-                del data[sec][label]
-    return to_config(EvaluateConfig, data)
-
-
-def _merged(base: Any, over: Any) -> Any:
-    if not (isinstance(base, Mapping) and isinstance(over, Mapping)):
-        return over
-    return {**base, **{k: _merged(base.get(k), v) if k in base else v for k, v in over.items()}}
+    return to_config(EvaluateConfig, lay_over(data, layers, EvaluateConfig, ("benchmarks", "baselines", "systems")))

@@ -26,7 +26,7 @@ import json
 import math
 import re
 import typing
-from typing import Annotated, Any, Mapping, Optional, TypeVar
+from typing import Annotated, Any, Mapping, Optional, Sequence, TypeVar
 
 from toolsense.utils.errors import ConfigError
 
@@ -283,5 +283,36 @@ def differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[st
             for k in sorted(set(a) | set(b)) if a.get(k, "<absent>") != b.get(k, "<absent>")]
 
 
+Layer = tuple[str, Mapping[str, Any], Sequence[str]]
+"""One typed hand-off laid over a composed config: (where it comes from, values as they nest, labels left out)."""
+
+
+def lay_over(data: dict[str, Any], layers: Sequence[Layer], cls: type, labelled: Sequence[str]) -> dict[str, Any]:
+    """``data`` (plain) with each layer (``where``, values, skip) laid over it in order: its values merged
+    key by key (a list or a value replaces), checked by building ``cls``, then its labels left out of
+    the ``labelled`` sections (a label in none of them is refused). Errors name ``<where>.settings`` /
+    ``<where>.skip``."""
+    for where, values, skip in layers:
+        data = _merged(data, to_plain(values))
+        try:
+            to_config(cls, data)
+        except ValueError as e:
+            raise ValueError(f"{where}.settings: {e}") from None
+        for label in skip:
+            held = [sec for sec in labelled if label in (data.get(sec) or {})]
+            if not held:
+                have = sorted({k for sec in labelled for k in data.get(sec) or {}})
+                raise ValueError(f"{where}.skip: {label!r} is not among the {' / '.join(labelled)} of this config ({have})")
+            for sec in held:
+                del data[sec][label]
+    return data
+
+
+def _merged(base: Any, over: Any) -> Any:
+    if not (isinstance(base, Mapping) and isinstance(over, Mapping)):
+        return over
+    return {**base, **{k: _merged(base.get(k), v) if k in base else v for k, v in over.items()}}
+
+
 __all__ = ["NON_EMPTY", "NON_NEGATIVE", "Positive", "Range", "Seed", "Share", "Signed", "as_plain",
-           "defaults_of", "differences", "flatten", "omegaconf_can_type", "to_config", "to_plain"]
+           "defaults_of", "differences", "flatten", "lay_over", "omegaconf_can_type", "to_config", "to_plain"]
