@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ from toolsense.evaluation.outputs import json_text
 from toolsense.metrics.registry import METRICS
 from toolsense.reporting.compare_report import render_comparison
 from toolsense.reporting.tables import ONE_SEED_LEGEND, SEED_LEGEND, benchmark_label, comparison_cell, flag_text, markdown_table
+from toolsense.tracking import LoggerConfig, job_tracker
 from toolsense.utils.config import Seed, to_config
 from toolsense.utils.errors import MissingFile
 from toolsense.utils.io import DataError
@@ -73,6 +75,9 @@ class CompareConfig:
     """Also render PNG plots (plots.py) beside the table."""
     output_dir: Optional[str] = None
     """None = Hydra's (timestamped) output dir; outside Hydra, outputs/compare."""
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    """logger=wandb: the table as a W&B Table (``compare/table``) and the page, tables and plots as one
+    ``comparison`` artifact, in a run under ``<output_dir>/wandb`` (offline unless WANDB_MODE says otherwise)."""
 
     def __post_init__(self) -> None:
         METRICS.check_keys(self.metrics, "compare.metrics")
@@ -280,19 +285,39 @@ def seed_legend(comp: dict[str, Any]) -> str:
     return "".join(f"\n{line}.\n" for line in lines)
 
 
-def csv_text(comp: dict[str, Any]) -> str:
-    """The table in long form: one line per (system, column) with value, sd, lo, hi, seeds, one_seed, method."""
-    f = io.StringIO(newline="")
-    w = csv.writer(f)
-    w.writerow(["system", "column", "value", "sd", "lo", "hi", "n_seeds", "chance", "majority_rate", "one_seed", "method"])
+LONG_COLUMNS = ["system", "column", "value", "sd", "lo", "hi", "n_seeds", "chance", "majority_rate", "one_seed", "method"]
+
+
+def long_rows(comp: dict[str, Any]) -> list[list[Any]]:
+    """The table in long form: one row per (system, column) with a value, in :data:`LONG_COLUMNS`' order."""
+    out = []
     for label in comp["rows"]:
         for col in comp["columns"]:
             est = comp["cells"][label].get(col)
             if est and est.get("value") is not None:
-                w.writerow([label, col] + [est.get(k) for k in ("value", "sd", "lo", "hi")]
+                out.append([label, col] + [est.get(k) for k in ("value", "sd", "lo", "hi")]
                            + [est.get("n_seeds", 1), est.get("chance"), est.get("majority_rate"), bool(est.get("one_seed")),
                               est.get("method")])
+    return out
+
+
+def csv_text(comp: dict[str, Any]) -> str:
+    """:func:`long_rows` as CSV, under a header of :data:`LONG_COLUMNS`."""
+    f = io.StringIO(newline="")
+    csv.writer(f).writerows([LONG_COLUMNS, *long_rows(comp)])
     return f.getvalue()
+
+
+def log_comparison(cfg: CompareConfig, comp: dict[str, Any], out: Path, names: Sequence[str]) -> None:
+    """``logger=wandb``: one W&B run (job type ``compare``, config redacted) holding the table in long
+    form as a ``wandb.Table`` and the published files ``names`` (page, tables, plots and their data)
+    as one ``comparison`` artifact. Nothing for ``logger=none``."""
+    from dataclasses import asdict
+
+    with job_tracker(cfg.logger, out=out, name=cfg.logger.name or "compare", group="compare", tags=["job:compare"],
+                     config=json.loads(json.dumps(asdict(cfg), default=str)), job_type="compare", labels={}) as track:
+        track.log_table("compare/table", LONG_COLUMNS, long_rows(comp))
+        track.log_files("comparison", "comparison", [out / n for n in sorted(names)])
 
 
 def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
@@ -325,6 +350,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     comp.update({"plots": [str(out / p.name) for p in drawn]} if cfg.plots else {})
     files["comparison.json"] = json_text({"roots": list(cfg.roots), "metrics": metrics, **comp}, out / "comparison.json")
     publish(out, files, job="compare")  # every file as one set: a kill leaves the old set or the new one
+    log_comparison(cfg, comp, out, list(files))
     print(table)
     print(f"wrote {out / 'comparison.md'}, .csv and .json ({len(results)} results, {len(comp['rows'])} rows)")
     return comp
