@@ -36,6 +36,16 @@ def test_two_level_variance_of_a_mean_by_hand():
     assert (clipped["lo"], clipped["hi"]) == (0.0, 1.0)
 
 
+def test_seeds_that_agree_on_every_item_give_the_point_and_a_writable_df():
+    """Two seeds retrieving all of 3 items (a tiny sweep's Rc@10): no variance, so the interval is the point
+    and df is None (inf is not JSON: comparison.json refused it and the sweep's table was never written)."""
+    from toolsense.utils.io import dump_json
+
+    est = seed_mean({0: _items([1, 1, 1]), 1: _items([1, 1, 1])})
+    assert (est["value"], est["lo"], est["hi"], est["se"], est["df"]) == (1.0, 1.0, 1.0, 0.0, None)
+    assert '"df": null' in dump_json(est)
+
+
 def test_one_seed_is_the_item_only_variance_and_is_marked():
     """A configuration of one run: no between-seed part can be estimated; the variance is the item
     variance s²/N of that run (what the item-only bootstrap estimates), and the result says so."""

@@ -136,7 +136,8 @@ def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None
     var = sum(v for v, _ in parts)
     spread = sum(v * v / df for v, df in parts if df > 0)
     df = var * var / spread if spread > 0 else math.inf
-    out: dict[str, Any] = {"value": value, "se": math.sqrt(var), "df": df, "n_items": int(num.shape[2]),
+    # no variance at all (every seed scores every item alike): the interval is the point; df is null, not inf (not JSON)
+    out: dict[str, Any] = {"value": value, "se": math.sqrt(var), "df": df if math.isfinite(df) else None, "n_items": int(num.shape[2]),
                            "n_seeds": min(seeds.values()), "seeds": seeds, "one_seed": min(seeds.values()) < 2, "sd": None}
     from scipy.stats import t
 
