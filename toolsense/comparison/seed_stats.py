@@ -117,8 +117,8 @@ def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None
     value ± t_ν · se, ν by Welch–Satterthwaite over the parts: with 3 seeds the between-seed part has 2
     degrees of freedom, and the percentile interval of a plain two-level bootstrap (normal quantiles,
     shrunk seed variance) undercovers badly there. Clipped to ``bounds`` (the values' range, for a mean).
-    Returns value, lo, hi, lo90, hi90, se, df (None where it is infinite: the normal), n_items, n_seeds (the smallest group), seeds (per group),
-    sd (between-seed SD of the per-seed statistic when there is one group, else None), one_seed (some
+    Returns value, lo, hi, lo90, hi90, se, df (None where it is infinite: the normal), n_items, n_seeds (the
+    smallest group), seeds (per group), sd (between-seed SD of the per-seed statistic when there is one group, else None), one_seed (some
     group has one seed: its runs' item variance alone stands for it), method."""
     labels, num, den, coef = _design(terms)
     if not labels or num.shape[2] == 0:
@@ -136,8 +136,7 @@ def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None
     var = sum(v for v, _ in parts)
     spread = sum(v * v / df for v, df in parts if df > 0)
     df = var * var / spread if spread > 0 else math.inf
-    # no variance at all (every seed scores every item alike): the interval is the point; df is null, not inf (not JSON)
-    out: dict[str, Any] = {"value": value, "se": math.sqrt(var), "df": df if math.isfinite(df) else None, "n_items": int(num.shape[2]),
+    out: dict[str, Any] = {"value": value, "se": math.sqrt(var), "df": df, "n_items": int(num.shape[2]),
                            "n_seeds": min(seeds.values()), "seeds": seeds, "one_seed": min(seeds.values()) < 2, "sd": None}
     from scipy.stats import t
 
