@@ -79,6 +79,7 @@ def test_evaluation_logs_its_config_samples_table_and_files(tiny_run, tmp_path, 
             s = model_samples[row["item_id"]]
             assert row["constrained"].split(" | ")[0] == s["constrained"][0]["tool"]
             assert row["hit@5"] == s["metrics"]["c_hit@5"] and row["query"] == s["query"]
+            assert row["f_hit@5"] == s["metrics"]["f_hit@5"]  # the free-form hits beside the constrained ones
         else:
             s = qa_samples[row["item_id"]]
             assert (row["pred"], row["correct"], row["gold"]) == (s["pred"], s["correct"], s["gold"])

@@ -216,7 +216,8 @@ def sample_records(folder: Path, res: dict[str, Any], ks: Sequence[int]) -> list
             query, m = str(r.get("query", "")), r.get("metrics", {})
             rec = {**base, "id": ident, "tier": r.get("tier", "—"), "query": query, "gold": list(gold),
                    "constrained": _beams(r.get("constrained") or []), "free": _beams(r.get("free")),
-                   "hits": {str(k): int(m.get(METRICS.get("hit").item_key("c", k), 0)) for k in ks}}
+                   "hits": {str(k): int(m.get(METRICS.get("hit").item_key("c", k), 0)) for k in ks},
+                   "free_hits": {str(k): None if (v := m.get(METRICS.get("hit").item_key("f", k))) is None else int(v) for k in ks}}
             rec["text"] = " ".join([query, ident, *map(str, gold)]).lower()
         else:
             options = r.get("options_shown") or []

@@ -10,8 +10,9 @@ from typing import Any, Sequence
 from toolsense.reporting.html_report import collect_evaluations, ks_of, sample_records
 
 BASE_COLUMNS = ["benchmark", "system", "kind", "item_id", "tier", "query", "gold", "constrained", "free", "tool", "pred", "correct"]
-"""Columns of every row; then ``hit@<k>`` (constrained) per k evaluated. A retrieval row leaves
-tool / pred / correct empty, a probe row the rankings and hits."""
+"""Columns of every row; then ``hit@<k>`` (constrained) and ``f_hit@<k>`` (free-form: empty where the
+evaluation decoded no free-form ranking) per k evaluated. A retrieval row leaves tool / pred / correct
+empty, a probe row the rankings and hits."""
 
 
 def _ranking(beams: list[dict] | None) -> str | None:
@@ -24,15 +25,16 @@ def samples_table(evaluations: Sequence[tuple[Path, dict[str, Any]]]) -> tuple[l
     """``(columns, rows)`` over ``(folder, result)`` pairs (html_report.collect_evaluations): one
     row per sample, rankings as the top :data:`MAX_BEAMS` tools joined by `` | ``."""
     ks = ks_of([r for _, r in evaluations]) or [1]
-    columns = BASE_COLUMNS + [f"hit@{k}" for k in ks]
+    columns = BASE_COLUMNS + [f"hit@{k}" for k in ks] + [f"f_hit@{k}" for k in ks]
     rows = []
     for folder, res in evaluations:
         for rec in sample_records(folder, res, ks):
             gold = rec["gold"] if isinstance(rec["gold"], str) else " | ".join(map(str, rec["gold"]))
             if rec["kind"] == "retrieval":
-                tail = [_ranking(rec["constrained"]), _ranking(rec["free"]), None, None, None] + [rec["hits"][str(k)] for k in ks]
+                hits = [rec["hits"][str(k)] for k in ks] + [rec["free_hits"][str(k)] for k in ks]
+                tail = [_ranking(rec["constrained"]), _ranking(rec["free"]), None, None, None] + hits
             else:
-                tail = [None, None, rec["tool"], rec["pred"], rec["correct"]] + [None] * len(ks)
+                tail = [None, None, rec["tool"], rec["pred"], rec["correct"]] + [None] * (2 * len(ks))
             rows.append([rec["bench"], rec["system"], rec["kind"], rec["id"], rec["tier"], rec["query"], gold] + tail)
     return columns, rows
 
