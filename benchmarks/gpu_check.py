@@ -3,9 +3,10 @@
     benchmarks/gpu_check.sh --out gpu_check.json        # on the GPU machine: installs gpu-wheels/ offline, then this
     python benchmarks/gpu_check.py --smoke              # tiny shapes, CPU: does it run? (tests/test_gpu_check.py)
 
-Needs torch, transformers, tokenizers, peft, numpy and tqdm (all on the device image) and the
-repo's own imports (hydra-core, omegaconf, trl, datasets, ... : ``make gpu-wheels``); no weights,
-catalog or encoder travel. Real shapes, random weights. The default parts (``--parts``):
+Needs torch, transformers, tokenizers, peft, accelerate, numpy and tqdm (all on the device image:
+:data:`ON_THE_IMAGE`) and the repo's own imports the image lacks (hydra-core, omegaconf, trl, datasets, ...:
+:data:`CARRIED`, ``make gpu-wheels``); before any of them is imported, :func:`guard` names a missing one and
+exits 2. No weights, catalog or encoder travel. Real shapes, random weights. The default parts (``--parts``):
 - **train-8b**: one LoRA step (two, the first warming up) on a Llama-3-8B shape with all 46,984
   ToolBench-sized virtual tokens, as ``trainer=gpu`` trains it now: frozen base in bf16, what
   trains in fp32 (``tuning.prepare_trainable(upcast=True)``), gradient checkpointing, examples of
@@ -17,6 +18,8 @@ catalog or encoder travel. Real shapes, random weights. The default parts (``--p
   LM head (timed inside both), and each precision's rankings against fp32's up to near-ties.
 - **rankings-tiny**: the same tiny fp32 model's rankings on the GPU and on the CPU (exactly equal,
   and equal up to near-ties).
+- **train-ranks**: train.py's training path (tiny_random, Stage 1 + Stage 2, LoRA) in a process group
+  joined from the rank environment (``env://``, NCCL) at world size 1: one GPU as one Slurm task.
 Older parts, by name: **train-0.5b** (tokens/s of the Stage-1 mix on a Qwen2.5-0.5B shape) and
 **decode-0.5b** / **decode-8b** (retrieval at batch 8 / 32 / 64 and ``auto``, memory planned vs
 measured). Every part's result (or its error) is written to ``--out`` as soon as it ends; parts
@@ -26,6 +29,7 @@ left when ``--budget-s`` has passed are recorded as skipped.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -36,6 +40,32 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # the repo is not installed on the device machine
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ON_THE_IMAGE = ("torch", "transformers", "tokenizers", "peft", "accelerate", "numpy", "tqdm")
+"""What the device image has (Python 3.12; docs/guides/gpu.md)."""
+CARRIED = ("omegaconf", "hydra", "trl", "datasets", "unidecode")
+"""What the parts import through toolsense that the image lacks: gpu-wheels/ (``make gpu-wheels``), which
+gpu_check.sh installs offline before this script runs."""
+
+
+def guard(names=ON_THE_IMAGE + CARRIED) -> None:
+    """Before any third-party import: every module of ``names`` can be found, else one line naming the missing
+    ones and exit 2 (not a traceback minutes in)."""
+    def missing(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is None
+        except (ImportError, ValueError):
+            return True
+
+    gone = [n for n in names if missing(n)]
+    if gone:
+        where = ("the device image's own package(s) " if set(gone) & set(ON_THE_IMAGE) else "") + "missing: " + ", ".join(gone)
+        print(f"gpu_check: {where}; the carried ones come from gpu-wheels/ (make gpu-wheels; python benchmarks/gpu_wheels.py "
+              "--extra NAME==VERSION adds one), installed by benchmarks/gpu_check.sh", file=sys.stderr)
+        sys.exit(2)
+
+
+guard()  # first: a missing package is named before anything imports it
 
 import torch  # noqa: E402
 from timing import interleaved, stats  # noqa: E402
@@ -422,8 +452,60 @@ def check_rankings_tiny(args, device) -> dict:
             "free_equal_up_to_near_ties": sum(rankings_agree(x.free, y.free, 1e-4, key="text") for x, y in zip(a, b)) / len(a)}
 
 
-PARTS = ("train-8b", "search-8b", "rankings-tiny", "train-0.5b", "decode-0.5b", "decode-8b")
-DEFAULT_PARTS = ["train-8b", "search-8b", "rankings-tiny"]
+RANK_ENV = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
+"""torch's ``env://`` rendezvous at world size 1: what a Slurm job's rank setup exports for one task."""
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_train_ranks(args, device) -> dict:
+    """train.py's training path (Stage 1 then Stage 2 of tiny_random on the test catalog, ``--rank-steps`` steps
+    each, LoRA) inside a process group joined as a Slurm task joins it: the rank variables in the environment,
+    ``env://``, NCCL on a GPU (gloo on a CPU), at world size 1. Returns the group's size and backend, each stage's
+    training loss and steps, and whether both stages were saved."""
+    import tempfile
+
+    import torch.distributed as dist
+
+    from toolsense.training import register_configs, to_train_config
+    from toolsense.training.runner import run
+    from toolsense.utils.compose import compose
+
+    assets = ROOT / "tests" / "assets" / "training"
+    steps = args.rank_steps
+    overrides = ["model=tiny_random", "experiment=tg", "tuning=lora", f"catalog.path={assets / 'tools.jsonl'}", "stage2=jsonl",
+                 f"stage2.sources.0.path={assets / 'queries.jsonl'}", "stage2.sources.0.split=null", "index.branching=3",
+                 "memorization.mcts_negatives=3", "trainer.effective_batch=4", "trainer.per_device_batch=4",
+                 "trainer.logging_steps=1", "trainer.save_steps=1000", f"stage1.max_steps={steps}", f"stage2.max_steps={steps}"]
+    saved = {k: os.environ.get(k) for k in [*RANK_ENV, "MASTER_PORT"]}
+    os.environ.update(RANK_ENV, MASTER_PORT=str(free_port()))
+    backend = "nccl" if device == "cuda" else "gloo"
+    if device == "cuda":
+        torch.cuda.set_device(0)
+    dist.init_process_group(backend, init_method="env://")
+    try:
+        world, got_backend = dist.get_world_size(), dist.get_backend()
+        with tempfile.TemporaryDirectory() as out:
+            register_configs()
+            cfg = to_train_config(compose("train", [*overrides, f"output_dir={out}"]))
+            summary = run(cfg)
+            stages = {st: {k: summary[st].get(k) for k in ("train_loss", "global_step")} for st in ("stage1", "stage2")}
+            finished = all((Path(out) / st / "config.json").is_file() for st in stages)
+            return {"world_size": world, "backend": got_backend, "device": device, "stages": stages, "finished": finished}
+    finally:
+        dist.destroy_process_group()
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
+PARTS = ("train-8b", "search-8b", "rankings-tiny", "train-ranks", "train-0.5b", "decode-0.5b", "decode-8b")
+DEFAULT_PARTS = ["train-8b", "search-8b", "rankings-tiny", "train-ranks"]
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -442,13 +524,14 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--train-batch", type=int, default=16)
     ap.add_argument("--train-tokens", type=int, default=1024, help="train-8b: tokens per example")
     ap.add_argument("--plan-batch", type=int, default=8, help="train-8b: examples per step (trainer=gpu's per_device_batch)")
+    ap.add_argument("--rank-steps", type=int, default=4, help="train-ranks: steps of each stage")
     ap.add_argument("--budget-s", type=float, default=450, help="parts not started by then are recorded as skipped")
     ap.add_argument("--out", help="write the results as JSON here, after every part")
     a = ap.parse_args(argv)
     a.small, a.large = ("tiny", "tiny") if a.smoke else ("qwen2.5-0.5b", "llama3-8b")
     if a.smoke:
         a.tools, a.queries, a.beam, a.batches, a.repeats, a.train_steps, a.train_batch = 300, 12, 5, [4, 8], 2, 2, 4
-        a.search_queries, a.search_batch, a.train_tokens, a.plan_batch, a.near_tie = 8, 4, 64, 2, 1e-4
+        a.search_queries, a.search_batch, a.train_tokens, a.plan_batch, a.near_tie, a.rank_steps = 8, 4, 64, 2, 1e-4, 2
     return a
 
 
@@ -461,6 +544,8 @@ def run_part(part: str, args, device: str, dtype) -> dict:
         return check_search_8b(args, device)
     if part == "rankings-tiny":
         return check_rankings_tiny(args, device)
+    if part == "train-ranks":
+        return check_train_ranks(args, device)
     rng = np.random.default_rng(0)
     shape = args.large if part == "decode-8b" else args.small
     vocab = SHAPES[shape][5]
