@@ -14,6 +14,7 @@ import pytest
 from tests.generation.scripted import FakeOpenAIServer, api_title
 from toolsense.generation import prompts
 from toolsense.generation.config import GenerateConfig
+from toolsense.generation.endpoint import EndpointStop
 from toolsense.generation.llm import LLMConfig, ask_json, build_llm, unparsed_reason
 from toolsense.generation.outputs import nothing_made
 from toolsense.generation.runner import run
@@ -154,10 +155,11 @@ def test_a_dead_endpoint_leaves_everything_for_a_rerun_and_says_so(tmp_path, dem
     dead = FakeOpenAIServer()
     dead.close()  # its port now refuses connections
     cfg = GenerateConfig(tasks=["qa"], n_probes=2, writer=_llm(dead, max_retries=0), output_dir=str(tmp_path))
-    summary = run(cfg, catalog=demo_catalog, embeddings=nb.emb)
+    with pytest.raises(EndpointStop, match=r"could not be reached 4 times in a row .*\(writer.max_connection_failures=4\)"):
+        run(cfg, catalog=demo_catalog, embeddings=nb.emb)  # the breaker: 4 connection failures in a row stop the run
+    summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["gen/left_for_rerun"] == 2 and summary["gen/qa/accepted"] == 0
-    assert nothing_made(summary).startswith("made nothing: 2 items left for a rerun because the service stayed unavailable "
-                                            "(APIConnectionError: Connection error.)")
+    assert summary["gen/this_run/stopped"].startswith(f"{dead.base_url}/ could not be reached")
 
 
 SENTINEL = "tsk_SENTINEL_key_7f3a9c0e51"

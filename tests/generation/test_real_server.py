@@ -29,7 +29,8 @@ PLANNED = {"rrb": 2}
 def llama_cpp_server():
     """``python -m llama_cpp.server`` itself (not toolsense's wrapper) on 127.0.0.1 and a free port."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf()), "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf()), "--model_alias", "smollm2",
+                             "--host", "127.0.0.1",
                              "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--verbose", "False"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}/v1"
@@ -55,6 +56,18 @@ def llama_cpp_server():
 
 def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_name_the_llama_cpp_server_does_not_list_is_refused_in_one_line(llama_cpp_server, tmp_path):
+    """llama.cpp answers any model name with its one model: the name is checked against GET /v1/models first."""
+    cli = [sys.executable, "generate.py", "tasks=[rrb]", "rrb_per_tier={easy:2,medium:0,hard:0}", "pool_k=3",
+           "writer.backend=openai", f"writer.base_url={llama_cpp_server}", "writer.openai_model=gpt-4o-mini",
+           f"output_dir={tmp_path / 'gen'}", f"hydra.run.dir={tmp_path / 'logs'}"]
+    proc = subprocess.run(cli, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"generate.py: error: writer.openai_model='gpt-4o-mini': {llama_cpp_server}/ does not serve that model (GET /models "
+        "lists 'smollm2'); set writer.openai_model to one of them")
 
 
 def test_generate_py_through_the_openai_backend_on_llama_cpp_server(llama_cpp_server, tmp_path):
@@ -87,6 +100,8 @@ def test_generate_py_through_the_openai_backend_on_llama_cpp_server(llama_cpp_se
     assert len(ids) == len(set(ids)) == sum(PLANNED.values())
     assert all(r["reason"] for r in rejected) and sum(summary["rejection_reasons"].values()) == len(rejected)
     assert summary["gen/llm_calls"] == len(cache)
+    # the name is one the server lists (GET /v1/models: its --model_alias), and the data card records it
+    assert summary["gen/served_model/writer"] == "smollm2" and "writer `smollm2`" in (out / "data_card.md").read_text()
     made = sum(len(rows) for rows in items.values())
     assert proc.returncode == (0 if made else 1), proc.stderr[-3000:]
     if not made:  # the 135M model may get nothing through: the run says so in one line

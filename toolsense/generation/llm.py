@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Protocol
 
+from toolsense.generation.endpoint import Breaker, EndpointStop, send
 from toolsense.generation.structured import SERVER_FORMATS, refuses_format, response_format, schema_error
 from toolsense.models.config import ModelConfig
 from toolsense.utils.errors import EndpointError
@@ -97,6 +98,9 @@ class LLMConfig:
     """openai backend: retries with exponential back-off on rate limits, server errors and time-outs."""
     timeout_s: float = 120.0
     """openai backend: seconds before one request times out (then it is retried)."""
+    max_connection_failures: int = 4
+    """openai backend: requests in a row that cannot reach the endpoint before the job stops (one line; the items
+    not yet made are left for a rerun), instead of every item waiting out its own retries."""
     structured_output: bool = True
     """openai backend: ask for structured output (``response_format``), negotiated per server:
     json_schema, else json_object, else plain text checked against the schema
@@ -118,6 +122,7 @@ class LLMConfig:
         for name, ok, rule in (("temperature", 0 <= self.temperature <= 2, "must be in [0, 2]"),
                                ("max_new_tokens", self.max_new_tokens >= 1, "must be >= 1"),
                                ("max_retries", self.max_retries >= 0, "must be >= 0"),
+                               ("max_connection_failures", self.max_connection_failures >= 1, "must be >= 1"),
                                ("timeout_s", self.timeout_s > 0, "must be > 0 (seconds)"),
                                ("local_ctx", self.local_ctx >= 1, "must be >= 1 (tokens)"),
                                ("local_threads", self.local_threads >= 1, "must be >= 1")):
@@ -178,8 +183,10 @@ class OpenAIChatLLM:
         base_url = server.base_url if server is not None else cfg.base_url
         where = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         key = PLACEHOLDER_KEY if server is not None else api_key(cfg.api_key_env, where, f"{section}.api_key_env")
-        self.client = OpenAI(api_key=key, base_url=base_url, max_retries=cfg.max_retries, timeout=cfg.timeout_s)
-        self.url, self.key_env, self.section = str(self.client.base_url), cfg.api_key_env, section
+        self.client = OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=cfg.timeout_s)  # retries: _send
+        self.url, self.key_env, self.section, self.max_retries = str(self.client.base_url), cfg.api_key_env, section, cfg.max_retries
+        self.key_sent = key != PLACEHOLDER_KEY
+        self.breaker = Breaker(cfg.max_connection_failures, self.url, f"{section}.max_connection_failures")
         self.scrub = Scrubber([key])
         self.model = cfg.openai_model
         self.max_new_tokens = cfg.max_new_tokens
@@ -187,6 +194,37 @@ class OpenAIChatLLM:
         self.start = "text" if not cfg.structured_output else "json_object" if server is not None else "json_schema"
         self.server = server
         self.name = f"local:{server.model.name}" if server is not None else f"openai:{cfg.openai_model}@{cfg.base_url or 'default'}"
+        self.served = self._served_model(server is None)
+        """The id the endpoint serves this client's requests under (its ``GET /v1/models``; None where it lists
+        none): recorded in the data card."""
+
+    def _served_model(self, check: bool) -> str | None:
+        """The configured model among the ids ``GET /v1/models`` lists (``check``; else the first listed: our own
+        llama.cpp server answers to any name); an id it does not list is refused naming ``<section>.openai_model``
+        (llama.cpp would answer any name with its one model). A server that lists none, or cannot be asked, is not
+        checked; one that refuses the key stops the job here, before any item."""
+        import openai
+
+        try:
+            ids = [m.id for m in self.client.models.list()]
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
+            raise self._key_refused(e) from None
+        except (openai.APIError, ValueError, TypeError, AttributeError):
+            return None
+        if not ids or not check:
+            return ids[0] if ids else None
+        if self.model not in ids:
+            shown = ", ".join(repr(i) for i in ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+            raise EndpointError(f"{self.section}.openai_model={self.model!r}: {self.url} does not serve that model (GET /models "
+                                f"lists {shown}); set {self.section}.openai_model to one of them")
+        return self.model
+
+    def _key_refused(self, e) -> "EndpointStop":
+        """The one line for a 401 / 403: which ``<section>.api_key_env`` and whether a key was sent."""
+        sent = f"the key in ${self.key_env} was sent" if self.key_sent else f"no key was sent (${self.key_env} is unset)"
+        return EndpointStop(f"{self.section}.api_key_env={self.key_env!r}: {self.url} refused the request (HTTP "
+                            f"{e.status_code}: {self._short(e, 120)}); {sent}. Set ${self.key_env} to a key this "
+                            f"endpoint accepts, or point {self.section}.base_url at another")
 
     def close(self) -> None:
         if self.server is not None:
@@ -198,7 +236,8 @@ class OpenAIChatLLM:
         import openai
 
         try:
-            return (self.client.with_options(max_retries=0) if probe else self.client).chat.completions.create(**kw)
+            return send(lambda: self.client.chat.completions.create(**kw), 0 if probe else self.max_retries, self.breaker,
+                        self.url, lambda e: self._short(e, 80))
         except openai.APIStatusError as e:
             if "response_format" in kw and refuses_format(e.status_code, str(e)):
                 raise _FormatRefused(f"HTTP {e.status_code}: {self._short(e)}") from None
@@ -207,9 +246,7 @@ class OpenAIChatLLM:
             if isinstance(e, (openai.BadRequestError, openai.UnprocessableEntityError)):
                 raise RequestRejected(f"HTTP {e.status_code}: {self._short(e)}") from None
             if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
-                raise EndpointError(f"{self.section}.api_key_env={self.key_env!r}: {self.url} refused that key "
-                                    f"(HTTP {e.status_code}: {self._short(e)}); set ${self.key_env} to a key this "
-                                    f"endpoint accepts, or point {self.section}.base_url at another") from None
+                raise self._key_refused(e) from None
             if isinstance(e, (openai.RateLimitError, openai.InternalServerError)):
                 raise ServiceUnavailable(f"{type(e).__name__}: {self._short(e)}") from None
             raise RuntimeError(f"HTTP {e.status_code} from {self.url}: {self._short(e)}") from None

@@ -220,7 +220,10 @@ def data_card(summary: dict, ident: dict, elapsed_s: float) -> str:
               f"({summary.get('gen/rrb/relabelled_tools', 0)} tools added by the false-negative audit); "
               f"{summary.get('gen/rrb/clones_added_to_gold', 0)} clones added to gold; "
               f"{summary.get('gen/rrb/clones_kept_out_of_pool', 0)} clones kept out of pools (this run's plan).", "",
-              "## Models and parameters", "", "```json", json.dumps({k: cfg.get(k) for k in ("writer", "judge", "judge_enabled",
+              "## Models and parameters", "",
+              "Served model ids (the endpoint's `GET /v1/models`): " + (", ".join(
+                  f"{k.rsplit('/', 1)[1]} `{v}`" for k, v in summary.items() if k.startswith("gen/served_model/")) or "n/a") + ".",
+              "", "```json", json.dumps({k: cfg.get(k) for k in ("writer", "judge", "judge_enabled",
               "rrb_per_tier", "n_probes", "pool_k", "rubric_min", "fn_policy", "clones", "dedupe_cosine", "purpose", "exclude",
               "max_attempts")}, indent=2, default=str), "```", "",
               "## Rejection reasons (all attempts)", ""]

@@ -32,7 +32,7 @@ from toolsense.generation.checks import catalog_names
 from toolsense.generation.config import GenerateConfig
 from toolsense.generation.dedupe import Encode, QuestionDeduper, minilm_encoder
 from toolsense.generation.guard import HeldOut
-from toolsense.generation.llm import CachedLLM, ChatLLM, RequestRejected, ServiceUnavailable, build_llm
+from toolsense.generation.llm import CachedLLM, ChatLLM, EndpointStop, RequestRejected, ServiceUnavailable, build_llm
 from toolsense.generation.pools import Neighbourhoods
 from toolsense.generation.probes import make_mcq_item, make_qa_item
 from toolsense.generation.prompts import usable_description
@@ -113,6 +113,9 @@ class _Run:
         finished = {row["task_id"] for row in self.stores["rejected"] if row.get("final")}
         self.done = finished | {r["generation"]["task_id"] for k in outputs.ITEM_FILES for r in self.stores[k]}
         self.last_service_error: str | None = None
+        self.stopped: str | None = None
+        self.collected = 0  # jobs whose outcome was collected (what an early stop did not leave for a rerun)
+        """Why the run stopped early (:class:`EndpointStop`): every item not made is left for a rerun."""
 
     def append(self, kind: str, row: dict) -> None:
         """Write an accepted item, scrubbed of secrets like every row this run writes."""
@@ -128,7 +131,7 @@ class _Run:
         writes an accepted item and may return False to have the job redone here (a clash with
         an item made concurrently). ``skip(job)`` may give a reason to reject a job without
         asking any LLM (recorded once, final). ``workers`` overrides ``concurrency``."""
-        todo = [j for j in jobs if task_id(j) not in self.done]
+        todo = [j for j in jobs if task_id(j) not in self.done] if not self.stopped else []
         self.stats[f"{kind}/skipped_done"] += len(jobs) - len(todo)
 
         def one(job):
@@ -138,8 +141,17 @@ class _Run:
                                                           "trace": {}, "final": True}])
             return attempt_loop(task_id(job), lambda a: make(job, a), self.cfg.max_attempts)
 
-        work = ordered_map(one, todo, workers or self.cfg.concurrency)
+        collected = self.collected
+        try:
+            self._collect(kind, todo, ordered_map(one, todo, workers or self.cfg.concurrency), accept, one, desc)
+        except EndpointStop as e:  # unreachable, or the key refused: the rest waits for a rerun
+            self.stopped = self.scrub(str(e))
+            self.stats["left_for_rerun"] += len(todo) - (self.collected - collected)
+
+    def _collect(self, kind: str, todo: list, work, accept: Callable, one: Callable, desc: str) -> None:
+        """:meth:`execute`'s results in plan order: rejections written, accepted items kept."""
         for job, res in tqdm(zip(todo, work), total=len(todo), desc=desc, unit="item"):
+            self.collected += 1
             if res.item is not None and not accept(job, res, dry=True):
                 self.stats[f"{kind}/redone_after_concurrent_clash"] += 1
                 res = one(job)  # replays cached replies; the clash is now an ordinary code-check rejection
@@ -283,8 +295,15 @@ def _generate(cfg: GenerateConfig, out: Path, ident: dict, catalog: Catalog, wri
     summary = outputs.summarise(out, r.stores, cache.rows, cfg.prices, dict(r.stats), outputs.record_invocation(out, this_run))
     if r.last_service_error:
         summary["gen/this_run/last_service_error"] = r.last_service_error
+    if r.stopped:
+        summary["gen/this_run/stopped"] = r.stopped
+    for section, llm in (("writer", writer), ("judge", judge)):  # the ids the endpoints serve (GET /v1/models)
+        if served := getattr(getattr(llm, "inner", llm), "served", None):
+            summary[f"gen/served_model/{section}"] = served
     summary = scrub(summary)
     summary["output_dir"] = str(out)
     outputs.write_summary(out, summary, ident, time.perf_counter() - t0)
     log.info("generation summary: %s", summary)
+    if r.stopped:  # the summary and every item made are written: one line (a user error, exit 2), the rest left for a rerun
+        raise EndpointStop(r.stopped)
     return summary
