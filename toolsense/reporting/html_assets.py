@@ -24,6 +24,8 @@ table.config caption{text-align:left;font-weight:600;padding:2px 0}table.config 
 .side .sys{font-weight:600;font-size:12px;overflow-wrap:anywhere}\
 .side ol{margin:2px 0;padding-left:22px;font-size:12px;overflow-wrap:anywhere}
 .item{border:1px solid #dde2ea;border-radius:6px;padding:8px 10px;margin:8px 0}.right{color:#15803d}.wrong{color:#b91c1c}
+table.config th{white-space:normal}table.config td.l,.meta,.legend,.plots figcaption{overflow-wrap:anywhere}
+#filters select{max-width:340px}
 """
 
 JS = r"""
