@@ -84,3 +84,11 @@ def test_the_wheel_runs_toolsense_evaluate_from_an_empty_folder(tmp_path):
                            cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-3000:]
     assert "dtype: bfloat16" in shown.stdout and "rrb: rrb" in shown.stdout, shown.stdout
+    # the study archives are not in the wheel: reproduce.py train=false from the empty folder names what it looked for
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = subprocess.run([tmp_path / "venv" / "bin" / "toolsense-reproduce", "study=cpu", "train=false"],
+                             cwd=empty, env=env, capture_output=True, text=True, timeout=300)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and f"not at {empty}/docs/reports/reproduction_results.tar.xz" in said, said[-3000:]
+    assert "ships with the repository, not with the installed package" in said and "archive=<its path>" in said, said[-3000:]

@@ -38,7 +38,7 @@ def _compose(overrides: Sequence[str], default_out: str):
 
 def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
     from toolsense.catalog.config import load_from_config
-    from toolsense.evaluation.benchmarks import load_benchmark
+    from toolsense.evaluation.benchmarks import load_benchmarks
     from toolsense.evaluation.config import catalog_section
     from toolsense.reporting.export import write_beir
 
@@ -46,10 +46,8 @@ def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
     overrides = [o for o in overrides if o != "--title"]
     cfg, out = _compose(overrides, "outputs/beir")
     catalog = load_from_config(catalog_section(cfg.catalog, cfg.run))
-    where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
     written = {}
-    for label, bc in cfg.benchmark_sections().items():
-        bench = load_benchmark(bc, where.format(label))
+    for label, bench in load_benchmarks(cfg.benchmark, cfg.benchmarks).items():
         if bench.kind != "retrieval":
             print(f"{label}: a {bench.kind} probe, not a retrieval benchmark; BEIR has no layout for it (skipped)")
             continue
@@ -79,20 +77,17 @@ def trec(args: Sequence[str]) -> list[Path]:
 
 
 def lmeval(overrides: Sequence[str]) -> list[Path]:
-    from toolsense.evaluation.benchmarks import load_benchmark
+    from toolsense.evaluation.benchmarks import load_benchmarks
     from toolsense.evaluation.runner import load_model_under_test
     from toolsense.interop.lmeval import write_lmeval_model, write_lmeval_task
 
     cfg, out = _compose(overrides, "outputs/lmeval")
-    where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
-    benches = {label: load_benchmark(bc, where.format(label)) for label, bc in cfg.benchmark_sections().items()}
-    probes = {label: b for label, b in benches.items() if b.kind in ("mcq", "qa")}
+    probes = {label: b for label, b in load_benchmarks(cfg.benchmark, cfg.benchmarks).items() if b.kind in ("mcq", "qa")}
     if not probes:
         raise SystemExit("no MCQ / QA benchmark in the configuration; name one with benchmark=demo_mcq or suite=<name>")
     ev = load_model_under_test(cfg)
     written = []
-    for label, bench in probes.items():
-        bench.name = label
+    for bench in probes.values():
         for mode in cfg.probe.modes:
             written.append(write_lmeval_task(ev, bench, mode, cfg.probe, out))
             print(f"wrote {written[-1]}")

@@ -211,3 +211,28 @@ def test_a_repeated_toolbench_item_without_query_id_is_refused(shared_data, tmp_
     assert len(load_benchmark(BenchmarkConfig(loader="toolbench", path=str(once))).items) == 163
     with pytest.raises(DataError, match=r"G1_twice.json: item 164: repeats the item at .*G1_twice.json: item 6 "):
         load_benchmark(BenchmarkConfig(loader="toolbench", path=str(twice)))
+
+
+def test_every_benchmark_of_a_suite_is_loaded_by_one_helper_under_its_label():
+    """load_benchmarks: the demo suite's four benchmarks by label, each named by it; probes=False leaves the
+    probe sets unread; a missing file is named. The evaluation, the leakage refusal, the
+    exports, the rater sheets and the paper's rows all load a suite through it (nothing else loops over
+    benchmark_sections)."""
+    import re
+    from pathlib import Path as _Path
+
+    from toolsense.evaluation.benchmarks import load_benchmarks
+    from toolsense.evaluation.config import compose_evaluate
+
+    cfg = compose_evaluate(["suite=demo"])
+    benches = load_benchmarks(cfg.benchmark, cfg.benchmarks)
+    assert sorted(benches) == ["mcq", "qa", "realistic", "standard"]
+    assert all(b.name == label for label, b in benches.items()) and benches["mcq"].kind == "mcq"
+    assert sorted(load_benchmarks(cfg.benchmark, cfg.benchmarks, probes=False)) == ["realistic", "standard"]
+    broken = compose_evaluate(["suite=demo", "+benchmark@benchmarks.mine=generated", "benchmarks.mine.path=/nonexistent/q.jsonl"])
+    with pytest.raises(FileNotFoundError, match="/nonexistent/q.jsonl"):
+        load_benchmarks(broken.benchmark, broken.benchmarks)
+    package = _Path(__file__).resolve().parents[2] / "toolsense"
+    loops = [p.relative_to(package).as_posix() for p in package.rglob("*.py")
+             if re.search(r"benchmark_sections\(.*\)\.items\(\)", p.read_text(encoding="utf-8"))]
+    assert loops == ["evaluation/benchmarks.py"], loops

@@ -143,3 +143,32 @@ def test_a_tiny_study_resumes_on_a_fresh_machine_from_its_archive(tmp_path):
     assert not (run / "stage1").exists() and not (run / "stage2").exists()
     rows = lambda text: [line for line in text.splitlines() if line[:4] in {f"| {n} " for n in range(1, 8)}]  # noqa: E731
     assert rows((tmp_path / "r.md").read_text()) == rows(first)
+
+
+def test_the_archive_is_found_from_the_configs_location_in_any_folder(tmp_path, monkeypatch):
+    """From a checkout, a study's archive (a path relative to the checkout) is found beside the configs
+    whatever the working folder: train=false in an empty folder unpacks the shipped results there."""
+    from toolsense.study.archive import archive_path, unpack_archive
+
+    monkeypatch.chdir(tmp_path)
+    shipped = "docs/reports/reproduction_results.tar.xz"
+    assert archive_path(shipped) == ROOT / shipped and archive_path(shipped).is_file()
+    cfg = StudyConfig(name="cpu", root="outputs/reproduce", train=False, archive=shipped)
+    assert unpack_archive(cfg) and (tmp_path / "outputs" / "reproduce" / "grid" / "0_tg-lora" / "done.json").is_file()
+
+
+def test_without_a_checkout_the_missing_archive_is_refused_naming_where_it_looked(tmp_path, monkeypatch):
+    """An installed wheel (no checkout around its configs) in an empty folder: the archive is looked for under
+    the working folder, and its absence is refused naming that path and how to get the archive."""
+    import toolsense.study.archive as archive_mod
+
+    conf = tmp_path / "site-packages" / "toolsense" / "conf"
+    conf.mkdir(parents=True)
+    monkeypatch.setattr("toolsense.utils.compose.conf_dir", lambda: conf)
+    monkeypatch.chdir(tmp_path)
+    cfg = StudyConfig(name="cpu", root="outputs/reproduce", train=False, archive="docs/reports/reproduction_results.tar.xz")
+    with pytest.raises(FileNotFoundError, match=rf"study=cpu: outputs/reproduce holds no results and its archive is not at "
+                                                 rf"{tmp_path}/docs/reports/reproduction_results.tar.xz .*ships with the "
+                                                 r"repository, not with the installed package.*archive=<its path>"):
+        archive_mod.unpack_archive(cfg)
+    assert archive_mod.restore_archive(StudyConfig(name="cpu", root="outputs/reproduce", archive=cfg.archive)) == 0  # a new study

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from toolsense.comparison.stats import fleiss_kappa
 from toolsense.data.prompts import LETTERS
-from toolsense.evaluation.benchmarks import Benchmark, BenchmarkConfig, benchmark_sections, load_benchmark
+from toolsense.evaluation.benchmarks import Benchmark, BenchmarkConfig, load_benchmarks
 from toolsense.evaluation.outputs import write_json
 from toolsense.evaluation.probes import permutation
 from toolsense.reporting.tables import markdown_table
@@ -241,11 +241,8 @@ def run_kappa(cfg: AnnotateConfig, out_dir: str | Path) -> dict[str, Any]:
 def write_sheets(cfg: AnnotateJobConfig, out: Path) -> dict[str, Any]:
     """A rating sheet per configured benchmark under ``out``, its answer key in a separate file
     (raters rate blind; ``task=kappa`` reads it)."""
-    where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
     sheets, keys = {}, {}
-    for label, bc in benchmark_sections(cfg.benchmark, cfg.benchmarks).items():
-        bench = load_benchmark(bc, where.format(label))
-        bench.name = label
+    for label, bench in load_benchmarks(cfg.benchmark, cfg.benchmarks).items():
         sheet, key = write_sheet(bench, cfg.annotate, out)
         sheets[label], keys[label] = str(sheet), str(key)
         print(f"wrote {sheet} ({min(cfg.annotate.items, len(bench.items))} items, {cfg.annotate.raters} rater columns) "

@@ -258,6 +258,17 @@ def benchmark_sections(one: BenchmarkConfig | None, suite: Mapping[str, Benchmar
     return {one.label or "benchmark": one} if one is not None else {}
 
 
+def load_benchmarks(one: BenchmarkConfig | None, suite: Mapping[str, BenchmarkConfig], probes: bool = True) -> dict[str, Benchmark]:
+    """Every benchmark of a config loaded by label, each named by it (an error names ``benchmarks.<label>``, or
+    ``benchmark``): the one loader of a suite; ``probes=False`` leaves the probe sets (mcq, qa) unread."""
+    out = {}
+    for label, bc in benchmark_sections(one, suite).items():
+        if probes or bc.loader not in ("mcq", "qa"):
+            out[label] = load_benchmark(bc, f"benchmarks.{label}" if suite else "benchmark")
+            out[label].name = label
+    return out
+
+
 def load_benchmark(cfg: BenchmarkConfig, where: str = "benchmark") -> Benchmark:
     """Load with the configured loader, apply ``limit`` and ``label``, and hash the file(s).
     ``where`` is the config key of ``cfg`` (``benchmarks.<label>`` in a suite), for errors."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from toolsense.data.leakage import QuerySet
-from toolsense.evaluation.benchmarks import load_benchmark
+from toolsense.evaluation.benchmarks import load_benchmarks
 from toolsense.evaluation.config import EvaluateConfig, Task
 
 
@@ -24,10 +24,7 @@ def scored_query_sets(plan: Sequence[EvaluateConfig]) -> list[QuerySet]:
     for cfg in plan:
         if cfg.task != Task.evaluate:
             continue
-        for label, bc in cfg.benchmark_sections().items():
-            if bc.loader in ("mcq", "qa"):  # probe items ask about tools; they are not retrieval queries
-                continue
-            bench = load_benchmark(bc, f"benchmarks.{label}")
+        for label, bench in load_benchmarks(cfg.benchmark, cfg.benchmarks, probes=False).items():
             files = tuple(bench.files)
             seen.setdefault((label, files), QuerySet(f"benchmarks.{label}", files, bench.items))
     return list(seen.values())

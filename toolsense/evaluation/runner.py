@@ -29,7 +29,7 @@ from toolsense.catalog.config import catalog_beside_run, load_from_config
 from toolsense.decoding.config import DecodingConfig
 from toolsense.decoding.length import fit_queries
 from toolsense.decoding.retrieval import Retriever
-from toolsense.evaluation.benchmarks import Benchmark, load_benchmark
+from toolsense.evaluation.benchmarks import Benchmark, load_benchmarks
 from toolsense.evaluation.config import EvaluateConfig, MetricsConfig, ProbeConfig, Task, catalog_section
 from toolsense.evaluation.context import EvalModel, load_run, load_untrained, portable_source
 from toolsense.evaluation.coverage import Stage2Tools, stage2_tools
@@ -113,9 +113,7 @@ def evaluate(cfg: EvaluateConfig, output_dir: str | Path, shard: Shard = Shard()
     out = Path(output_dir)
     dec, metrics, probe = cfg.decoding, cfg.metrics, cfg.probe
     where = "benchmarks.{}" if cfg.benchmarks else "benchmark"
-    benches = {label: load_benchmark(bc, where.format(label)) for label, bc in cfg.benchmark_sections().items()}
-    for label, b in benches.items():
-        b.name = label
+    benches = load_benchmarks(cfg.benchmark, cfg.benchmarks)
     baselines_cfg, systems_cfg = cfg.baseline_sections(), cfg.system_sections()
     ev = load_model_under_test(cfg) if cfg.parametric else None
     catalog = ranked_catalog(cfg, ev)

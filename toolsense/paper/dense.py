@@ -38,13 +38,13 @@ ENCODE_BATCH = 32
 def paper_context(data_dir: str) -> tuple[Any, dict[str, list]]:
     """``catalog=toolbench`` and the queries of G1/G2/G3 and the released RRB part."""
     from toolsense.catalog.config import load_from_config
-    from toolsense.evaluation.benchmarks import load_benchmark
+    from toolsense.evaluation.benchmarks import load_benchmarks
     from toolsense.evaluation.config import compose_evaluate
     from toolsense.paper.tables import BENCHMARKS, benchmark_overrides
 
     cfg = compose_evaluate(["parametric=false", f"catalog.data_dir={data_dir}", "catalog=toolbench"]
                            + benchmark_overrides(BENCHMARKS, data_dir))
-    benches = {label: list(load_benchmark(bc, f"benchmarks.{label}").items) for label, bc in cfg.benchmark_sections().items()}
+    benches = {label: list(b.items) for label, b in load_benchmarks(cfg.benchmark, cfg.benchmarks).items()}
     return load_from_config(cfg.catalog), benches
 
 

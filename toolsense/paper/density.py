@@ -85,13 +85,13 @@ def run_density(out: Path, data_dir: str) -> dict:
     """The curve on ``catalog=toolbench`` for G1 and the released RRB part, default and ToolGen BM25."""
     from toolsense.baselines.config import BaselineConfig
     from toolsense.catalog.config import load_from_config
-    from toolsense.evaluation.benchmarks import load_benchmark
+    from toolsense.evaluation.benchmarks import load_benchmarks
     from toolsense.evaluation.config import compose_evaluate
     from toolsense.paper.tables import BENCHMARKS, benchmark_overrides
 
     cfg = compose_evaluate(["parametric=false", f"catalog.data_dir={data_dir}", "catalog=toolbench"]
                            + benchmark_overrides({b: BENCHMARKS[b] for b in ("G1", "rrb")}, data_dir))
-    benches = {label: load_benchmark(bc, f"benchmarks.{label}").items for label, bc in cfg.benchmark_sections().items()}
+    benches = {label: b.items for label, b in load_benchmarks(cfg.benchmark, cfg.benchmarks).items()}
     settings = {"bm25": BaselineConfig(), "bm25_toolgen": BaselineConfig(document="toolgen", tokenizer="words", scorer="okapi")}
     return density_curve(out, load_from_config(cfg.catalog), benches, settings)
 

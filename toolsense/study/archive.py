@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from toolsense.study.config import StudyConfig
+from toolsense.utils.compose import checkout_path, shipped_file
 from toolsense.utils.paths import portable_text
 
 log = logging.getLogger(__name__)
@@ -29,15 +30,15 @@ log = logging.getLogger(__name__)
 
 def unpack_archive(cfg: StudyConfig) -> bool:
     """``train=false`` on a machine where the study never ran (``root`` absent or holding only
-    hidden folders): unpack ``archive``
-    (paths relative to root's parent) so the report is rebuilt from the shipped results alone.
-    True when it unpacked (the archive is then not packed again from its own contents)."""
+    hidden folders): unpack ``archive`` (``shipped_file``: refused naming where it looked) into root's parent
+    so the report is rebuilt from the shipped results; True when it unpacked (then it is not packed again)."""
     root = Path(cfg.root)
     ran_here = root.is_dir() and any(not p.name.startswith(".") for p in root.iterdir())  # Hydra's .hydra_reproduce aside
-    if ran_here or not cfg.archive or not Path(cfg.archive).is_file():
+    if ran_here or not cfg.archive:
         return False
+    archive = shipped_file(cfg.archive, f"study={cfg.name}: {root} holds no results and its archive", "archive")
     root.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(cfg.archive) as tar:
+    with tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if m.isfile() and m.name.split("/")[0] == root.name]
         if not members:
             raise FileNotFoundError(f"archive: {cfg.archive} holds nothing under {root.name}/ (root={cfg.root})")
@@ -54,9 +55,10 @@ def restore_archive(cfg: StudyConfig) -> int:
     archived file missing under ``root`` (timings, untrained evaluations) is unpacked beside it;
     nothing present is overwritten. Returns the runs restored."""
     root = Path(cfg.root)
-    if not cfg.archive or not Path(cfg.archive).is_file():
+    archive = checkout_path(cfg.archive) if cfg.archive else None
+    if archive is None or not archive.is_file():  # a study's first run writes it
         return 0
-    with tarfile.open(cfg.archive) as tar:
+    with tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if m.isfile() and m.name.split("/")[0] == root.name]
         runs = {"/".join(m.name.split("/")[1:3]) for m in members if m.name.endswith("/done.json") and m.name.count("/") == 3}
         restore = {r for r in runs if not (root / r / "done.json").is_file()}
@@ -105,7 +107,7 @@ def archive_results(root: str | Path, archive: str | Path) -> int:
     """Pack ``root``'s REPORT_FILES of finished runs (not those inside a run's model or checkpoint
     folders) into ``archive`` (.tar.xz), absolute paths of this machine made portable, written
     beside and renamed into place; returns the number of files."""
-    root, archive = Path(root), Path(archive)
+    root, archive = Path(root), checkout_path(archive)  # a relative archive: beside the configs
     files = sorted(p for p in root.rglob("*") if p.is_file() and (
         p.name in REPORT_FILES and _reported(root, p.relative_to(root).parts)
         or p.relative_to(root).parts[0] in CACHES and p.suffix == ".json"
@@ -132,7 +134,7 @@ class ArchiveProgress:
     since the last pack: the study archives as it goes (``run_sweeps`` calls it while it waits)."""
 
     def __init__(self, root: str | Path, archive: str | Path, every_s: float = 60.0):
-        self.root, self.archive, self.every_s = Path(root), Path(archive), every_s
+        self.root, self.archive, self.every_s = Path(root), checkout_path(archive), every_s
         self.seen: frozenset[str] = frozenset()
         self.last = 0.0
 

@@ -23,6 +23,29 @@ def conf_dir() -> Path:
     return Path(str(files("toolsense").joinpath("conf")))
 
 
+def checkout_path(path: str | Path) -> Path:
+    """A path relative to the checkout (a study's archive, ``docs/reports/<name>.tar.xz``) found from the
+    configs' location (``toolsense/conf`` -> the checkout holding them), so any working folder reaches it;
+    absolute as given; else under the working folder (an installed wheel has no checkout around it)."""
+    path, checkout = Path(path), conf_dir().parent.parent
+    if path.is_absolute():
+        return path
+    if (checkout / "pyproject.toml").is_file() and (checkout / path).parent.is_dir():
+        return checkout / path
+    return Path.cwd() / path
+
+
+def shipped_file(path: str | Path, what: str, key: str) -> Path:
+    """:func:`checkout_path` of a file the repository ships beside the package (a study's archive); one
+    that is not there is refused naming ``what``, where it looked and how to get it (``key=<its path>``)."""
+    found = checkout_path(path)
+    if not found.is_file():
+        raise FileNotFoundError(f"{what} is not at {found} ({key}={path}). It ships with the repository, not with the "
+                                f"installed package: run from a checkout (git clone the toolsense repository; {path} is in "
+                                f"it) or download {path} from it and pass {key}=<its path>")
+    return found
+
+
 def compose(name: str, overrides: Sequence[str] = (), return_hydra_config: bool = False):
     """``<name>.yaml`` (train, evaluate, generate, audit, compare, annotate, reproduce) composed
     with ``overrides`` as the job's command line would compose it; a DictConfig. Inside a running
