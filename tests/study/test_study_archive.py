@@ -148,11 +148,12 @@ def test_a_tiny_study_resumes_on_a_fresh_machine_from_its_archive(tmp_path):
 def test_the_archive_is_found_from_the_configs_location_in_any_folder(tmp_path, monkeypatch):
     """From a checkout, a study's archive (a path relative to the checkout) is found beside the configs
     whatever the working folder: train=false in an empty folder unpacks the shipped results there."""
-    from toolsense.study.archive import archive_path, unpack_archive
+    from toolsense.study.archive import unpack_archive
+    from toolsense.utils.compose import checkout_path
 
     monkeypatch.chdir(tmp_path)
     shipped = "docs/reports/reproduction_results.tar.xz"
-    assert archive_path(shipped) == ROOT / shipped and archive_path(shipped).is_file()
+    assert checkout_path(shipped) == ROOT / shipped and checkout_path(shipped).is_file()
     cfg = StudyConfig(name="cpu", root="outputs/reproduce", train=False, archive=shipped)
     assert unpack_archive(cfg) and (tmp_path / "outputs" / "reproduce" / "grid" / "0_tg-lora" / "done.json").is_file()
 
