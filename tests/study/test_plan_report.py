@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from toolsense.comparison.scales import rate_contrast
+from toolsense.reporting.disclosure import changes_markdown
 from toolsense.study.config import AnalysisPlan, FindingRule, StudyConfig
-from toolsense.study.plan_report import binding_plan, changed_findings, changes_markdown, finding_tables, rule_changes
+from toolsense.study.plan_report import binding_plan, changed_findings, finding_tables, rule_changes
 from toolsense.study.registration import plan_dict, register
 from toolsense.study.sweep import Settings, Sweep
 
@@ -188,8 +189,8 @@ def test_finding_7_names_each_sweeps_arm_in_its_seed_gate(tools, study_tools_cat
 def test_finding_3_across_k(tools):
     """Flat − hierarchical IS at each k, each on the sweep read at that k: study=tools' TG (2 seeds) against TG-H
     (1 seed) points the other way at k = 5, 10, 50; at k = 1 TG-H has too few hits and the k is listed, not judged."""
+    from toolsense.reporting.sensitivity_table import sensitivity_markdown
     from toolsense.study.findings.f3_internalization import is_sensitivity
-    from toolsense.study.findings.tables import sensitivity_markdown
 
     t = is_sensitivity(Sweep("grid", tools / "grid", 5, 100), [1, 5, 10, 50], 100)
     assert t["not_evaluated"] == [1] and set(t["cells"]) == {(5, "IS"), (10, "IS"), (50, "IS")}

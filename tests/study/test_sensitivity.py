@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from toolsense.comparison.scales import gain_contrast
+from toolsense.reporting.sensitivity_table import sensitivity_markdown
 from toolsense.study.findings.f1_lift import lift_sensitivity
-from toolsense.study.findings.tables import sensitivity_markdown
 from toolsense.study.sweep import Sweep
 
 ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reports" / "reproduction_tools_results.tar.xz"

@@ -27,6 +27,13 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
+INTERVAL_METHOD = ("a closed-form crossed-design t-interval: value ± t_ν · se, the standard error from the two-level "
+                   "variance (seeds within a configuration; items crossed with seeds, the same item ids in every run), "
+                   "ν from the seeds (comparison/seed_stats.py: seed_item_interval), no resampling; where every arm has one "
+                   "seed, a cluster bootstrap over items (marked †)")
+"""How every seed-aware interval of a verdict is computed, named as implemented (a study report states it beside the
+interval its plan registered)."""
+
 Unit = tuple[str, str]
 """(group, seed) of one training run in a two-level design: ``group`` a population of seeds (a
 configuration, one arm of a comparison), ``seed`` the run. Observations of one label in several

@@ -43,6 +43,22 @@ class FindingRule:
 
 
 @dataclass
+class CodeChange:
+    """A code change made after a study's first result that moved a number or a verdict (the report's disclosure)."""
+
+    commit: str = ""
+    """Its commit (short SHA)."""
+    what: str = ""
+    """What the change did."""
+    moved: str = ""
+    """Which finding(s), number(s) or label(s) it moved."""
+    before: str = ""
+    """The number or verdict before it."""
+    after: str = ""
+    """... and after it."""
+
+
+@dataclass
 class AnalysisPlan:
     """A study's pre-registered analysis plan: recorded with its hash and commit before the first
     result (study/registration.py); the report prints it and flags rules changed afterwards."""
@@ -158,6 +174,8 @@ class StudyConfig:
     them): each is evaluated once complete, while the sweep trains on, one evaluate.py process at a time,
     into ``<root>/.curves/<sweep>/<run>/<stage>-<step>`` (archived whether or not its run finished;
     curves/points.py). A learning curve from one run instead of a run per point."""
+    post_data_changes: list[CodeChange] = field(default_factory=list)
+    """Every code change made after the first result that moved a number or a verdict: the report lists them all."""
     notes: dict[int, str] = field(default_factory=dict)
     """Finding number -> the likeliest reason ours disagrees with the paper, written by whoever read
     the results (the numbers and verdicts are computed; the reasons are a person's judgement)."""

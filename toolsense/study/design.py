@@ -1,25 +1,15 @@
 """The report's design sections: the registered analysis plan (and any rule changed after results
-existed), the catalog's composition, and how often the standard queries name their answer beside
-ToolBench's real ones (a generated benchmark is trusted only once measured against what it imitates)."""
+existed); the catalog's composition is reporting/catalog_section.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from toolsense.catalog import load_catalog, load_query_jsonl
-from toolsense.catalog.builders import coverage_path
 from toolsense.curves.config import RegimeRule
 from toolsense.curves.regime import regime_section
-from toolsense.data.naming import TOOLBENCH_G1, naming_shares
-from toolsense.data.verbose import default_output
 from toolsense.reporting.tables import markdown_table
 from toolsense.study.registration import changed_rules, read_registration
-
-ROLE_TEXT = {"probe": "tools of the released MCQ / QA dev probes", "rrb_gold": "gold tools of released RRB dev items",
-             "pool_negative": "hard negatives from the RRB items' 14-tool pools",
-             "toolbench_gold": "gold tools of real ToolBench G1 / G2 / G3 test queries"}
 
 
 def registration_section(root: str | Path) -> str:
@@ -53,41 +43,6 @@ def _uncommitted(reg: dict[str, Any]) -> str:
         return ""
     digest = reg.get("diff_sha256")
     return f" (with uncommitted changes{f', diff `{digest[:12]}` kept in the archive' if digest else ''})"
-
-
-def _naming_rates(catalog_path: Path, queries: list) -> tuple[float, float]:
-    by = {t.name: t for t in load_catalog(catalog_path)}
-    return naming_shares((q.text, by[t]) for q in queries for t in q.tools if t in by)
-
-
-def catalog_section(run_cfg: dict[str, Any]) -> str:
-    """The catalog's composition (its coverage.json) and the naming rates of its standard test queries."""
-    path = Path(str((run_cfg.get("catalog") or {}).get("path") or ""))
-    cov_file = coverage_path(path) if path.name else None
-    if cov_file is None or not cov_file.is_file():
-        return "The catalog's composition is not recorded beside it (build it to see it).\n"
-    cov = json.loads(cov_file.read_text(encoding="utf-8"))
-    n = cov["n_tools"]
-    rows = [[ROLE_TEXT.get(r, r), f"{c:,}", f"{100 * c / n:.1f}%"] for r, c in cov["sources"].items()]
-    gold = sum(c for r, c in cov["sources"].items() if r not in ("pool_negative",))
-    text = [f"{n:,} tools: {gold:,} are gold or probe tools of a scored item, {n - gold:,} distractors. Baselines on it "
-            "are not comparable with the paper's over 46,984 tools (a small catalog of mostly gold tools is easier); "
-            "`python -m toolsense.paper` gives them over the full catalog.\n", markdown_table(["role", "tools", "share"], rows)]
-    tb = cov.get("toolbench")
-    if tb:
-        text.append(f"\nReal ToolBench test queries whose gold tools are all in it: {tb['covered']} of {tb['total']} "
-                    f"({', '.join(f'{k} {v}' for k, v in tb['covered_by_tier'].items())}).")
-    verbose = default_output(path)
-    if verbose.is_file():
-        test = load_query_jsonl(verbose, split="test")
-        api, svc = _naming_rates(path, test)
-        text.append(f"\nStandard test queries (data/verbose.py v2, {len(test)}) name the API in {100 * api:.1f}% and the "
-                    f"service in {100 * svc:.1f}% of (query, gold) pairs; ToolBench G1's real test queries: "
-                    f"{100 * TOOLBENCH_G1.api:.1f}% and {100 * TOOLBENCH_G1.service:.1f}% ({TOOLBENCH_G1.pairs} pairs; "
-                    "ours are higher where a description contains the name; generator v3, `stage2=verbose_v3`, "
-                    "calibrates the draw so that its queries measure G1's rates). `benchmarks/verbose_vs_toolbench.py` "
-                    "sets BM25 on both side by side on one catalog.")
-    return "\n".join(text) + "\n"
 
 
 def regime_text(cfg: Any, report: Path) -> str:

@@ -19,10 +19,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from toolsense.comparison.scales import RATE_SCALES
-from toolsense.reporting.tables import markdown_table
+from toolsense.reporting.sensitivity_table import sensitivity_markdown
 from toolsense.study.config import AnalysisPlan, FindingRule
-from toolsense.study.findings import TableInput, configured, finding, registered
-from toolsense.study.findings.tables import sensitivity_markdown
+from toolsense.study.findings import TableInput, configured, finding, judged, registered
 from toolsense.study.registration import plan_dict
 from toolsense.study.sweep import Finding, Settings, Sweep
 
@@ -117,9 +116,9 @@ def verdict_under(n: int, plan: AnalysisPlan, tables: Mapping[int, dict[str, Any
     """Finding ``n``'s verdict under ``plan``: its table's cell at the rule's (k, scale) where it has one,
     gated by the plan's ``min_seeds``; else the finding recomputed with the plan's settings."""
     rule, t, spec = plan.findings.get(n), tables.get(n), finding(n)
-    f = spec.compute(view, configured(settings, plan))
+    f = judged(spec, view, configured(settings, plan))
     key = spec.rule_cell(rule) if rule else None
-    if t is None or key not in t["cells"]:
+    if t is None or key not in t["cells"] or "floor_rule" in f.details:
         return f.verdict
     short = sorted(a for a, m in (f.details.get("seeds") or {}).items() if m < plan.min_seeds)
     cell = t["cells"][key]["verdict"]
@@ -141,17 +140,3 @@ def rule_changes(reg: Mapping[str, Any] | None, current: AnalysisPlan, view: dic
                 "binding_at": binding["at"],
                 "verdict_registered": verdict_under(n, old, old_tables, view, settings),
                 "verdict_now": verdict_under(n, current, now_tables, view, settings)} for n, moved in changed.items()}
-
-
-def changes_markdown(changes: Mapping[int, dict[str, Any]]) -> str:
-    """The rules changed after results existed, each with the verdict under both; "" when none."""
-    if not changes:
-        return ""
-    rows = [[n, ", ".join(c["moved"]), c["registered"], c["now"], f"**{c['verdict_registered']}**",
-             f"**{c['verdict_now']}**"] for n, c in sorted(changes.items())]
-    at = next(iter(changes.values()))["binding_at"]
-    return (f"\n**Rule changed after results existed** — against the plan in force when the first result came in "
-            f"(recorded {at}): each finding below shows its verdict under both rules (the table cell at the rule's k "
-            "and scale where the finding has one, else the finding recomputed).\n\n"
-            + markdown_table(["finding", "changed", "registered rule", "rule now", "verdict (registered)",
-                              "verdict (now)"], rows) + "\n")

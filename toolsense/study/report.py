@@ -13,16 +13,19 @@ from typing import Any
 import yaml
 
 from toolsense.comparison.compare import comparison_table
+from toolsense.comparison.seed_stats import INTERVAL_METHOD
 from toolsense.comparison.verdicts import EQUIVALENCE_RULE, VERDICT_RULE
 from toolsense.curves.points import CURVES
 from toolsense.evaluation.outputs import write_json
 from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
+from toolsense.reporting.catalog_section import catalog_section
+from toolsense.reporting.disclosure import changes_markdown, disclosure_section
 from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_table
 from toolsense.study.config import AnalysisPlan
-from toolsense.study.design import catalog_section, regime_text, registration_section
-from toolsense.study.findings import configured, registered
+from toolsense.study.design import regime_text, registration_section
+from toolsense.study.findings import FLOOR_RULE, configured, judged, registered
 from toolsense.study.findings.common import DEBIASED_COL, ceiling_above_chance
-from toolsense.study.plan_report import changes_markdown, finding_tables, mark_depends, rule_changes, tables_markdown
+from toolsense.study.plan_report import finding_tables, mark_depends, rule_changes, tables_markdown
 from toolsense.study.registration import read_registration
 from toolsense.study.sweep import Finding, Settings, Sweep
 from toolsense.study.timings import study_wall_time, untimed_invocations
@@ -65,7 +68,7 @@ def study_findings(sweeps: dict[str, Sweep], settings: Settings, sweep: str = "g
             **({"appendix_e_earlier": sweeps[earlier]} if earlier else {})}
     found = []
     for spec in registered():
-        f = spec.compute(view, settings)
+        f = judged(spec, view, settings)
         f.rests_on = " + ".join(runs_text(view[role], view[role].name) for role in spec.reads if role in view)
         found.append(f)
     return found
@@ -239,9 +242,13 @@ def _findings_table(main: list[Finding], seconds: dict[str, list[Finding]]) -> s
 def headline(f: Finding) -> str:
     """A finding's verdict cell: the verdict, "depends on k / the scale" where its sensitivity table flips,
     and a rule changed after results existed with the verdict under the registered rule."""
-    out = f"**{f.verdict}**"
+    floor = f.details.get("floor_rule")
+    out = f"**{f.verdict}: {', '.join(floor['below'])} {'does' if len(floor['below']) == 1 else 'do'} not retrieve**" if floor \
+        else f"**{f.verdict}**"
+    if floor:
+        out += f"; without the floor rule (added after the data): {floor['verdict_without']}"
     rv = f.details.get("rule_verdict")
-    if rv and rv["verdict"] != f.details.get("verdict_at_these_seeds", f.verdict):
+    if rv and not floor and rv["verdict"] != f.details.get("verdict_at_these_seeds", f.verdict):
         out += f"; under the plan's rule ({rv['rule']}, intervals over items): {rv['verdict']}"
     if f.details.get("depends_on"):
         out += f"; depends on {' and on '.join(f.details['depends_on'])}"
@@ -308,11 +315,16 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         f"of fewer than {settings_of(cfg).min_seeds} seeds (`min_seeds`): such a finding says **not enough seeds**, its "
         "numbers still shown.\n",
         "How each finding is judged (sign rule and equivalence rule as above):\n",
-        "\n".join(f"- **{spec.number}.** {spec.rule}" for spec in registered()) + "\n",
+        "\n".join(f"- **{spec.number}.** {spec.rule}" for spec in registered())
+        + f"\n- **Every finding that compares arms** ({', '.join(str(s.number) for s in registered() if s.compares)}): "
+          f"{FLOOR_RULE}; a finding that pools configurations leaves out one below the floor instead (its rule says so).\n",
         *(["## Regime pilot: curves and the setting the rules choose\n", regime_text(cfg, report)]
           if getattr(getattr(cfg, "analysis", None), "regime", None) else []),
         "## Analysis plan (registered before the data)\n", registration_section(cfg.root),
         changes_markdown(reading["changes"]),
+        "## Changes after the first result, and the intervals as implemented\n",
+        disclosure_section([asdict(c) if not isinstance(c, dict) else c for c in getattr(cfg, "post_data_changes", [])],
+                           getattr(reading["plan"], "interval", None), INTERVAL_METHOD),
         "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
         "\n## Baselines over the full 46,984-tool catalog\n", full_catalog_text(cfg, sweeps),
         "## Findings\n", _findings_table(main, labelled),

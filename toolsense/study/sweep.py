@@ -26,21 +26,19 @@ class Settings:
     resamples: int = 1000
     """Bootstrap resamples of every interval."""
     margin: float = 0.10
-    """Equivalence margin of "near chance" (finding 4), as a proportion (0.10 = 10 pp)."""
+    """Equivalence margin of "near chance" (the probe finding), as a proportion (0.10 = 10 pp)."""
     min_hits: int = 10
-    """An IS on fewer constrained hits is flagged and used for no verdict (finding 3)."""
+    """An IS on fewer constrained hits is flagged and used for no verdict."""
     min_seeds: int = 3
     """No verdict rests on an arm with fewer training seeds: its finding says "not enough seeds" (:func:`seed_gate`)."""
     ceiling_margin: float = 0.10
-    """Finding 5 compares two runs only where their MCQ card ceilings differ by at most this (a proportion)."""
+    """Two runs' probe scores are compared only where their MCQ card ceilings differ by at most this."""
     gain_scale: str = "normalized"
-    """Finding 1's verdict: on the difference of the normalized gains (the share of Stage 1's misses recovered;
-    study=tools' revised rule) or, ``pp``, of the gains in pp; a registered plan's ``findings.1.scale`` sets it."""
+    """The Stage-2 lift's verdict scale, normalized or ``pp`` (a registered rule's scale sets it)."""
     arms: Mapping[int, Sequence[str]] = field(default_factory=dict)
-    """Finding -> the configurations (row labels) that enter it, from a plan's ``findings.<n>.arms``; a finding not
-    listed takes every row."""
+    """Finding number -> the configurations (row labels) that enter it (a plan's ``findings.<n>.arms``; else every row)."""
     retrieval_floor: float = 0.0
-    """Findings 1 and 2 leave out (and name) a configuration whose constrained standard Rc@k after Stage 2 is below this."""
+    """Constrained standard Rc@k below which a configuration does not retrieve (findings/base.py: judged)."""
 
 
 @dataclass

@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 import re
 
-from toolsense.study.findings.base import REGISTRY, FindingSpec, TableInput, configured
+from toolsense.study.findings.base import FLOOR_RULE, REGISTRY, FindingSpec, TableInput, configured, judged
 
 MODULE = re.compile(r"f(\d+)_\w+")
 """A finding module's name: ``f<number>_<name>``."""
@@ -28,4 +28,4 @@ def finding(number: int) -> FindingSpec:
     return REGISTRY[number]
 
 
-__all__ = ["FindingSpec", "TableInput", "configured", "finding", "registered"]
+__all__ = ["FLOOR_RULE", "FindingSpec", "TableInput", "configured", "finding", "judged", "registered"]

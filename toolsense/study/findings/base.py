@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from toolsense.study.sweep import Finding, Settings, Sweep
+from toolsense.reporting.tables import pct
+from toolsense.study.sweep import Finding, Settings, Sweep, below_floor
 
 if TYPE_CHECKING:
     from toolsense.study.config import AnalysisPlan, FindingRule
@@ -45,6 +46,8 @@ class FindingSpec:
     """The sensitivity table under a plan (None: the finding has none, or not for these sweeps)."""
     reads: tuple[str, ...] = ("grid",)
     """The sweep roles its estimate rests on (the report's "rests on" column names their runs)."""
+    compares: Callable[[dict[str, Sweep], Settings], list[tuple[Sweep, str]]] | None = None
+    """The arms it compares, as (sweep, row): one below the retrieval floor makes it untestable (:func:`judged`)."""
     configure: Callable[[Settings, "FindingRule"], Settings] | None = None
     """How its registered rule sets the findings' Settings (e.g. the scale of a verdict)."""
     rule_cell: Callable[["FindingRule"], tuple[Any, str]] = lambda rule: (rule.k, rule.scale)
@@ -78,3 +81,27 @@ def configured(settings: Settings, plan: "AnalysisPlan") -> Settings:
         if rule is not None and spec.configure is not None:
             s = spec.configure(s, rule)
     return s
+
+
+FLOOR_RULE = ("a finding that compares arms is untestable when an arm's constrained standard Rc@k is below the retrieval "
+              "floor: that arm does not retrieve, so the comparison tests nothing (the verdict without this rule is shown beside)")
+
+
+def judged(spec: FindingSpec, sweeps: dict[str, Sweep], s: Settings) -> Finding:
+    """``spec``'s finding under the retrieval floor: **untestable** — "<arm> does not retrieve" — where an arm it compares
+    has constrained standard Rc@k below ``s.retrieval_floor``; the verdict it would have in ``details["floor_rule"]``."""
+    f = spec.compute(sweeps, s)
+    if spec.compares is None or not s.retrieval_floor or f.verdict == "n/a":
+        return f
+    below = [(sw, r) for sw, r in spec.compares(sweeps, s) if below_floor(sw, [r], s.retrieval_floor, s.k)]
+    if not below:
+        return f
+    arms = list(dict.fromkeys(r if sw.name == "grid" else f"{sw.name} {r}" for sw, r in below))
+    cells = "; ".join(dict.fromkeys(f"{r} {pct(sw.cell(r, f'standard Rc@{s.k}'))}" for sw, r in below))
+    f.details["floor_rule"] = {"below": arms, "verdict_without": f.verdict, "why_without": f.why}
+    one = len(arms) == 1
+    f.why = "; ".join(x for x in (f"arm{'' if one else 's'} {', '.join(arms)} {'does' if one else 'do'} not retrieve (standard "
+                                  f"Rc@{s.k} {cells}: below the retrieval floor {100 * s.retrieval_floor:.0f}%); without the "
+                                  f"floor rule this finding reads {f.verdict}", f.why) if x)
+    f.verdict = "untestable"
+    return f

@@ -80,9 +80,14 @@ def is_sensitivity(g: Sweep, ks: list[int], resamples: int, min_hits: int = 10) 
             "not_evaluated": not_evaluated, "pooled_label": "flat − hierarchical (IS points, or Cohen's d over configurations)"}
 
 
+def _is_arms(sw: dict[str, Sweep], s: Settings) -> list[tuple[Sweep, str]]:
+    g = sw.get("grid")
+    return [(g, r) for r in g.rows() if g.comp["schemes"].get(r) in ("flat", "hierarchical")] if g else []
+
+
 def is_table(t: TableInput) -> dict[str, Any] | None:
     """The table where the plan registers a rule for this finding."""
     return is_sensitivity(t.grid, list(t.ks), t.resamples) if NUMBER in t.plan.findings else None
 
 
-register(FindingSpec(NUMBER, RULE, flat_vs_hierarchical_is, is_table))
+register(FindingSpec(NUMBER, RULE, flat_vs_hierarchical_is, is_table, compares=_is_arms))

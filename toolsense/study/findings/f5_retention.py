@@ -49,9 +49,7 @@ def formats_and_lora_retain(sw: dict[str, Sweep], s: Settings) -> Finding:
     if not g or not g.comp:
         f.why = "no results"
         return f
-    fmt_all = [(g, a, g, b) for t in ("lora", "full") for a in g.rows("tg", t) for b in g.rows("tg_3fm", t)]
-    on = "tg_3fm" if g.rows("tg_3fm", "full") and g.rows("tg_3fm", "lora") else "tg"  # the paper's 41.7 vs 29.8 is TG-3FM
-    tun_all = [(g, a, g, b) for a in g.rows(on, "full") for b in g.rows(on, "lora")]
+    fmt_all, on, tun_all = _retention_pairs(g)
     (fmt, conf_f), (tun, conf_t) = _comparable(g, fmt_all, s.ceiling_margin), _comparable(g, tun_all, s.ceiling_margin)
     short, metric = DEBIASED_COL["mcq"]
     debiased = all(g.cell(x, f"mcq token {short}") for x in g.rows() if g.cell(x, "mcq token acc"))
@@ -95,9 +93,24 @@ def formats_and_lora_retain(sw: dict[str, Sweep], s: Settings) -> Finding:
     return seed_gate(f, arm_seeds(seed_arms(fmt + tun, col, metric)), s.min_seeds) if fmt + tun else f
 
 
+def _retention_pairs(g: Sweep) -> tuple[list, str, list]:
+    """TG → TG-3FM pairs per tuning; the experiment LoRA − FFT is read on; its FFT → LoRA pairs."""
+    fmt_all = [(g, a, g, b) for t in ("lora", "full") for a in g.rows("tg", t) for b in g.rows("tg_3fm", t)]
+    on = "tg_3fm" if g.rows("tg_3fm", "full") and g.rows("tg_3fm", "lora") else "tg"  # the paper's 41.7 vs 29.8 is TG-3FM
+    return fmt_all, on, [(g, a, g, b) for a in g.rows(on, "full") for b in g.rows(on, "lora")]
+
+
+def _retention_arms(sw: dict[str, Sweep], s: Settings) -> list[tuple[Sweep, str]]:
+    g = sw.get("grid")
+    if not g or not g.comp:
+        return []
+    fmt_all, _, tun_all = _retention_pairs(g)
+    return list(dict.fromkeys((g, x) for p in fmt_all + tun_all for x in (p[1], p[3])))
+
+
 def _ceiling_margin(s: Settings, rule) -> Settings:
     """The registered margin between two runs' card ceilings."""
     return replace(s, ceiling_margin=rule.margin)
 
 
-register(FindingSpec(NUMBER, RULE, formats_and_lora_retain, configure=_ceiling_margin))
+register(FindingSpec(NUMBER, RULE, formats_and_lora_retain, compares=_retention_arms, configure=_ceiling_margin))

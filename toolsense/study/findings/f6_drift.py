@@ -108,8 +108,17 @@ def drift_sensitivity(g: Sweep, resamples: int) -> dict[str, Any] | None:
                   "flat / hierarchical (verdict: every tuning's)")
 
 
+def _drift_arms(sw: dict[str, Sweep], s: Settings) -> list[tuple[Sweep, str]]:
+    """The flat and hierarchical rows of each tuning that has drift of both."""
+    g, out = sw.get("grid"), []
+    for tun in ("lora", "full") if g else ():
+        rows = {sch: [r for r in g.rows(tuning=tun, scheme=sch) if g.sources(r, COL)] for sch in ("flat", "hierarchical")}
+        out += [(g, r) for rs in rows.values() for r in rs] if all(rows.values()) else []
+    return out
+
+
 def drift_table(t: TableInput) -> dict[str, Any] | None:
     return drift_sensitivity(t.grid, t.resamples)
 
 
-register(FindingSpec(NUMBER, RULE, hierarchical_drift, drift_table, rule_cell=lambda rule: (None, rule.scale)))
+register(FindingSpec(NUMBER, RULE, hierarchical_drift, drift_table, compares=_drift_arms, rule_cell=lambda rule: (None, rule.scale)))

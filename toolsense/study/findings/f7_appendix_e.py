@@ -136,10 +136,17 @@ def appendix_e_sensitivity(g: Sweep, e: Sweep, ks: Sequence[int], scales: Sequen
                   "realistic App. E − TG, pooled (verdict: both parts)")
 
 
+def _app_e_arms(sw: dict[str, Sweep], s: Settings) -> list[tuple[Sweep, str]]:
+    """The grid's TG rows and the App. E rows of the same tuning."""
+    g, e = sw.get("grid"), sw.get("appendix_e")
+    pairs = [(a, b) for b in e.rows() for a in g.rows(experiment="tg", tuning=b.rpartition("-")[2])] if g and e else []
+    return [*dict.fromkeys((g, a) for a, _ in pairs), *dict.fromkeys((e, b) for _, b in pairs)]
+
+
 def appendix_e_table(t: TableInput) -> dict[str, Any] | None:
     if t.app_e is None or not t.app_e.rows():
         return None
     return appendix_e_sensitivity(t.grid, t.app_e, t.ks, t.scales, t.plan.retrieval_floor, t.k_table)
 
 
-register(FindingSpec(NUMBER, RULE, appendix_e_finding, appendix_e_table, reads=("grid", "appendix_e")))
+register(FindingSpec(NUMBER, RULE, appendix_e_finding, appendix_e_table, reads=("grid", "appendix_e"), compares=_app_e_arms))
