@@ -183,7 +183,7 @@ def test_side_by_side_filters_keep_exactly_the_right_items(compared):
     records = query_records(source_folders(comp), [1, 5])
     assert len(records) == N + 12 + 12 and set(records[0]["sys"]) >= {"tg-lora", "tg_h-lora"}
     tg = next(r for r in records if r["id"] == "q0")["sys"]["tg-lora"]
-    assert len(tg["hits"]["1"]) == 2 and tg["run"] == "0_tg, 1_tg"  # both seeds, named by their runs
+    assert len(tg["hits"]["1"]) == 2 and tg["run"] == "sweep/0_tg, sweep/1_tg"  # both seeds, named by their runs
 
     def expect(bench, a, b, k, tier=None):
         out = []
@@ -198,7 +198,7 @@ def test_side_by_side_filters_keep_exactly_the_right_items(compared):
         dom = _dom(compared / "report.html", f"bench=realistic&a=tg-lora&b=tg_h-lora&outcome=A+right%2C+B+wrong&k={k}")
         assert [i for _, i in dom.items] == want and want
         # each drawn column says how many seeds hit and which runs they are
-        for row, runs, seeds in (("tg-lora", "0_tg, 1_tg", 2), ("tg_h-lora", "2_tg_h", 1)):
+        for row, runs, seeds in (("tg-lora", "sweep/0_tg, sweep/1_tg", 2), ("tg_h-lora", "sweep/2_tg_h", 1)):
             shown = re.findall(rf'<div data-sys="{row}"><div class="sys">{row}</div><div class="[a-z]*">hit in (\d) of {seeds} '
                                rf'seeds? \({runs}\)</div>', dom.raw)
             assert len(shown) == len(want)
