@@ -85,7 +85,7 @@ def test_the_wheel_runs_toolsense_evaluate_from_an_empty_folder(tmp_path):
     assert shown.returncode == 0, shown.stderr[-3000:]
     assert "dtype: bfloat16" in shown.stdout and "rrb: rrb" in shown.stdout, shown.stdout
     # the study archives are not in the wheel: reproduce.py train=false from the empty folder names what it looked for
-    empty = tmp_path / "empty"
+    empty = tmp_path / "empty_again"  # another empty folder: the first now holds outputs/
     empty.mkdir()
     refused = subprocess.run([tmp_path / "venv" / "bin" / "toolsense-reproduce", "study=cpu", "train=false"],
                              cwd=empty, env=env, capture_output=True, text=True, timeout=300)

@@ -161,8 +161,8 @@ def test_a_key_the_endpoint_refuses_is_one_line_naming_the_section_field(monkeyp
     err = capfd.readouterr().err
     lines = [x for x in err.strip().splitlines() if "error:" in x]
     assert code == 2 and "Traceback" not in err and "tsk_refused" not in err
-    assert lines == [f"generate.py: error: writer.api_key_env='REFUSED_TEST_KEY': {url}/ refused that key (HTTP 401: Error code: 401 "
-                     "- Invalid API key); set $REFUSED_TEST_KEY to a key "
+    assert lines == [f"generate.py: error: writer.api_key_env='REFUSED_TEST_KEY': {url}/ refused the request (HTTP 401: Error code: "
+                     "401 - Invalid API key); the key in $REFUSED_TEST_KEY was sent. Set $REFUSED_TEST_KEY to a key "
                      "this endpoint accepts, or point writer.base_url at another"]
 
 

@@ -39,7 +39,11 @@ def test_the_override_reaches_load_run_from_the_command_line(monkeypatch, tiny_r
     from toolsense.evaluation.config import EvaluateConfig
     from toolsense.utils.config import to_config
 
+    import inspect
+
     seen = {}
-    monkeypatch.setattr(runner, "load_run", lambda *a: seen.setdefault("args", a))
+    bind = inspect.signature(runner.load_run).bind  # by name: load_run's later parameters (checkpoint) move positions
+    monkeypatch.setattr(runner, "load_run", lambda *a, **kw: seen.setdefault("args", bind(*a, **kw).arguments))
     runner.load_model_under_test(to_config(EvaluateConfig, _compose([f"run={tiny_run}", "model.attn_implementation=eager"])))
-    assert seen["args"][0] == str(tiny_run) and seen["args"][-1] == "eager"
+    assert seen["args"]["run_dir"] == str(tiny_run)
+    assert seen["args"]["attn_implementation"] == "eager"

@@ -119,7 +119,7 @@ def test_slurm_launcher_composes_to_submitit(tmp_path):
     mine = tmp_path / "myconf"
     cfg = compose("train", ["launcher=slurm", "hydra.launcher.cpus_per_task=1"], return_hydra_config=True)
     launcher = cfg.hydra.launcher
-    assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    assert launcher._target_ == "hydra_plugins.toolsense_slurm.RankedSlurmLauncher"  # submitit's, with ranks from Slurm (#44)
     assert (launcher.gpus_per_node, launcher.tasks_per_node, launcher.partition, launcher.timeout_min) == (None, 1, None, 1440)
     assert launcher.cpus_per_task == 1
     (mine / "local").mkdir(parents=True)
@@ -127,7 +127,10 @@ def test_slurm_launcher_composes_to_submitit(tmp_path):
     searchpath = f"hydra.searchpath=[file://{mine}]"
     cfg = compose("train", ["launcher=slurm", searchpath], return_hydra_config=True)
     plain = compose("train", [searchpath], return_hydra_config=True)
-    assert (cfg.hydra.launcher.gpus_per_node, cfg.hydra.launcher.partition, cfg.hydra.launcher.mem_gb) == (1, "gpu", 64)
+    # the local file sets the cluster (partition); the job's shape stays the preset's (launcher=slurm: no GPU, 32 GB)
+    assert (cfg.hydra.launcher.gpus_per_node, cfg.hydra.launcher.partition, cfg.hydra.launcher.mem_gb) == (None, "gpu", 32)
+    gpu = compose("train", ["launcher=slurm_gpu", searchpath], return_hydra_config=True).hydra.launcher
+    assert (gpu.tasks_per_node, gpu.gpus_per_node, gpu.partition) == (8, 8, "gpu")
     assert "partition" not in plain.hydra.launcher  # the local Slurm file touches only launcher=slurm
     assert OmegaConf.to_container(cfg.hydra.sweep)["subdir"] == "${hydra.job.num}_${experiment}-${tuning.method}"
     assert cfg.hydra.callbacks.compare._target_ == "toolsense.comparison.compare.CompareAfterSweep"

@@ -60,7 +60,7 @@ def test_evaluate_scores_a_checkpoint_under_its_own_name_and_fingerprint(tiny_lo
     from toolsense.utils.config import to_config
 
     register_configs()
-    bench = [f"catalog.path={ASSETS / 'tools.jsonl'}", "benchmark=generated", f"benchmark.path={ASSETS / 'queries.jsonl'}",
+    bench = ["benchmark=generated", f"benchmark.path={ASSETS / 'queries.jsonl'}",
              "benchmark.label=standard", "benchmark.split=null", "decoding.beam_width=4", "metrics.resamples=10"]
 
     def score(out, *extra):

@@ -67,7 +67,7 @@ def test_a_run_directory_in_use_is_refused_or_skipped(tmp_path):
 
     run = tmp_path / "run"
     cmd = [sys.executable, str(ROOT / "train.py"), *TINY, f"output_dir={run}"]
-    with RunDir(run).claim() as held:
+    with RunDir(run).claim(doing="training") as held:  # as train.py holds it
         assert held
         refused = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
         skipped = subprocess.run(cmd, cwd=ROOT, env={**ENV, "TOOLSENSE_BUSY": "skip"}, capture_output=True, text=True, timeout=300)

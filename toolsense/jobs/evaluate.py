@@ -31,10 +31,6 @@ def job(dict_cfg: DictConfig) -> None:
 
     with user_errors(), scrubbed_job(["OPENAI_API_KEY"]):  # baseline=openai; an endpoint may echo the key in its error
         cfg = to_config(EvaluateConfig, dict_cfg)
-        if cfg.checkpoint is not None:  # a Trainer checkpoint becomes a model folder first (training/snapshot.py)
-            from toolsense.training.snapshot import export_checkpoint
-
-            export_checkpoint(cfg.run, cfg.stage, cfg.checkpoint)
         run(cfg, output_dir=shared_output_dir(cfg.output_dir))
 
 
