@@ -19,7 +19,8 @@ exits 2. No weights, catalog or encoder travel. Real shapes, random weights. The
 - **rankings-tiny**: the same tiny fp32 model's rankings on the GPU and on the CPU (exactly equal,
   and equal up to near-ties).
 - **train-ranks**: train.py's training path (tiny_random, Stage 1 + Stage 2, LoRA) in a process group
-  joined from the rank environment (``env://``, NCCL) at world size 1: one GPU as one Slurm task.
+  joined as one Slurm task of ``launcher=slurm_gpu`` joins it: the launcher's rank setup (``export_slurm_ranks``)
+  turns a one-task Slurm environment into the rank variables, then ``env://``, NCCL, at world size 1.
 Older parts, by name: **train-0.5b** (tokens/s of the Stage-1 mix on a Qwen2.5-0.5B shape) and
 **decode-0.5b** / **decode-8b** (retrieval at batch 8 / 32 / 64 and ``auto``, memory planned vs
 measured). Every part's result (or its error) is written to ``--out`` as soon as it ends; parts
@@ -43,7 +44,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ON_THE_IMAGE = ("torch", "transformers", "tokenizers", "peft", "accelerate", "numpy", "tqdm")
 """What the device image has (Python 3.12; docs/guides/gpu.md)."""
-CARRIED = ("omegaconf", "hydra", "trl", "datasets", "unidecode")
+CARRIED = ("omegaconf", "hydra", "trl", "datasets", "unidecode", "submitit")
 """What the parts import through toolsense that the image lacks: gpu-wheels/ (``make gpu-wheels``), which
 gpu_check.sh installs offline before this script runs."""
 
@@ -452,8 +453,12 @@ def check_rankings_tiny(args, device) -> dict:
             "free_equal_up_to_near_ties": sum(rankings_agree(x.free, y.free, 1e-4, key="text") for x, y in zip(a, b)) / len(a)}
 
 
-RANK_ENV = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
-"""torch's ``env://`` rendezvous at world size 1: what a Slurm job's rank setup exports for one task."""
+SLURM_ONE_TASK = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NTASKS": "1", "SLURM_JOB_NUM_NODES": "1",
+                  "SLURM_NODEID": "0", "SLURM_JOB_NODELIST": "127.0.0.1"}
+"""A Slurm job of one task on this machine, as ``launcher=slurm_gpu`` with ``tasks_per_node=1`` starts it (submitit
+marks its jobs with SUBMITIT_EXECUTOR): the
+environment :func:`toolsense.utils.ranks.export_slurm_ranks` (the launcher's rank setup) reads."""
+RANK_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 def free_port() -> int:
@@ -466,8 +471,10 @@ def free_port() -> int:
 
 def check_train_ranks(args, device) -> dict:
     """train.py's training path (Stage 1 then Stage 2 of tiny_random on the test catalog, ``--rank-steps`` steps
-    each, LoRA) inside a process group joined as a Slurm task joins it: the rank variables in the environment,
-    ``env://``, NCCL on a GPU (gloo on a CPU), at world size 1. Returns the group's size and backend, each stage's
+    each, LoRA) in a process group joined as a Slurm task of ``launcher=slurm_gpu`` joins it: the job's Slurm
+    variables (:data:`SLURM_ONE_TASK`) turned into the rank variables by the launcher's own rank setup
+    (``export_slurm_ranks``, submitit's TorchDistributedEnvironment), then ``env://``, NCCL on a GPU (gloo on a
+    CPU), at world size 1. Returns what the rank setup exported, the group's size and backend, each stage's
     training loss and steps, and whether both stages were saved."""
     import tempfile
 
@@ -476,6 +483,7 @@ def check_train_ranks(args, device) -> dict:
     from toolsense.training import register_configs, to_train_config
     from toolsense.training.runner import run
     from toolsense.utils.compose import compose
+    from toolsense.utils.ranks import export_slurm_ranks
 
     assets = ROOT / "tests" / "assets" / "training"
     steps = args.rank_steps
@@ -483,11 +491,12 @@ def check_train_ranks(args, device) -> dict:
                  f"stage2.sources.0.path={assets / 'queries.jsonl'}", "stage2.sources.0.split=null", "index.branching=3",
                  "memorization.mcts_negatives=3", "trainer.effective_batch=4", "trainer.per_device_batch=4",
                  "trainer.logging_steps=1", "trainer.save_steps=1000", f"stage1.max_steps={steps}", f"stage2.max_steps={steps}"]
-    saved = {k: os.environ.get(k) for k in [*RANK_ENV, "MASTER_PORT"]}
-    os.environ.update(RANK_ENV, MASTER_PORT=str(free_port()))
+    saved = {k: os.environ.get(k) for k in [*SLURM_ONE_TASK, *RANK_KEYS]}
+    os.environ.update(SLURM_ONE_TASK, MASTER_PORT=str(free_port()))
+    exported = export_slurm_ranks()
     backend = "nccl" if device == "cuda" else "gloo"
     if device == "cuda":
-        torch.cuda.set_device(0)
+        torch.cuda.set_device(int(exported["LOCAL_RANK"]))
     dist.init_process_group(backend, init_method="env://")
     try:
         world, got_backend = dist.get_world_size(), dist.get_backend()
@@ -497,7 +506,8 @@ def check_train_ranks(args, device) -> dict:
             summary = run(cfg)
             stages = {st: {k: summary[st].get(k) for k in ("train_loss", "global_step")} for st in ("stage1", "stage2")}
             finished = all((Path(out) / st / "config.json").is_file() for st in stages)
-            return {"world_size": world, "backend": got_backend, "device": device, "stages": stages, "finished": finished}
+            return {"exported": {k: exported[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR")}, "world_size": world,
+                    "backend": got_backend, "device": device, "stages": stages, "finished": finished}
     finally:
         dist.destroy_process_group()
         for k, v in saved.items():

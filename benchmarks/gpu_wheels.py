@@ -28,7 +28,7 @@ IMAGE = ["torch", "transformers", "tokenizers", "peft", "accelerate", "numpy", "
          "pyarrow", "xxhash", "psutil", "msgpack", "ninja", "py-cpuinfo", "nvidia-ml-py", "einops"]
 """What the H200 image has (its package list), with their dependencies: left out of the wheelhouse."""
 BINARY = ["unidecode", "hydra-core", "omegaconf", "trl", "bm25s", "datasets", "dill", "multiprocess", "hjson",
-          "pydantic", "pydantic-core", "annotated-types", "typing-inspection"]
+          "pydantic", "pydantic-core", "annotated-types", "typing-inspection", "submitit", "cloudpickle"]
 """Published as wheels: downloaded for the image's Python and platform."""
 SOURCE = ["antlr4-python3-runtime", "deepspeed"]
 """Published as sdists only (at these versions): built into wheels here."""

@@ -117,6 +117,8 @@ def test_the_training_path_runs_in_a_process_group_joined_from_the_rank_environm
     assert run.returncode == 0, run.stderr[-3000:]
     ranks = json.loads(out.read_text())["train-ranks"]
     assert ranks["world_size"] == 1 and ranks["backend"] == "gloo" and ranks["finished"]
+    # the ranks came from the launcher's rank setup (Slurm's variables through submitit), not set by hand
+    assert ranks["exported"] == {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
     assert all(st["global_step"] == 2 and st["train_loss"] > 0 for st in ranks["stages"].values())
 
 
