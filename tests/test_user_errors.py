@@ -164,6 +164,7 @@ def test_a_key_the_endpoint_refuses_is_one_line_naming_the_section_field(monkeyp
     assert lines == [f"generate.py: error: writer.api_key_env='REFUSED_TEST_KEY': {url}/ refused the request (HTTP 401: Error code: "
                      "401 - Invalid API key); the key in $REFUSED_TEST_KEY was sent. Set $REFUSED_TEST_KEY to a key "
                      "this endpoint accepts, or point writer.base_url at another"]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == []  # refused before any item: nothing written
 
 
 def test_a_dangling_symlinked_output_dir_is_one_line(monkeypatch, tmp_path, capfd):

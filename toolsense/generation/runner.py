@@ -249,7 +249,7 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
     out = Path(cfg.output_dir) if cfg.output_dir else outputs.default_output_dir(cfg.output_root, ident)
     keys = [llm.api_key_env for llm in (cfg.writer, cfg.judge) if llm is not None]
     # holding names the holder; TOOLSENSE_BUSY=wait logs whom it waits for
-    with scrubbed_job(keys) as scrub, holding(out, "generating") as held:
+    with scrubbed_job(keys) as scrub, holding(out, "generating", [outputs.IDENTITY_FILE]) as held:
         if not held:
             return {"output_dir": str(out), "skipped": "busy", "holder": RunDir(out).holder() or "unknown"}
         return _generate(cfg, out, ident, catalog, writer, judge, embeddings, encode, t0, scrub)
@@ -289,6 +289,8 @@ def _generate(cfg: GenerateConfig, out: Path, ident: dict, catalog: Catalog, wri
             _run_rrb(r, nb, held_out)
         if {"mcq", "qa"} & set(cfg.tasks):
             _run_probes(r, nb, encode or minilm_encoder(cfg.encoder))
+    if r.stopped and not outputs.produced(out) and not cache.rows:  # refused before any item: nothing to summarise
+        raise EndpointStop(r.stopped)  # (holding removes a fresh folder: the command wrote nothing)
     llms = {id(x): x for x in (writer, judge) if isinstance(x, CachedLLM)}.values()
     this_run = {"llm_calls": sum(x.calls for x in llms), "llm_cache_hits": sum(x.hits for x in llms),
                 "wall_s": round(time.perf_counter() - t0, 3)}

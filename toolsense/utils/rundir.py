@@ -262,12 +262,14 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     return copy.deepcopy(_load_cached(str(path), path.stat().st_mtime_ns))
 
 @contextlib.contextmanager
-def holding(out: Path, doing: str = "evaluating") -> Iterator[bool]:
+def holding(out: Path, doing: str = "evaluating", scratch: Iterable[str] = ()) -> Iterator[bool]:
     """One process per output folder (evaluate.py, compare.py): ``<out>/.lock`` held (RunDir.claim,
     released when the process exits or dies) while it writes there — two evaluations would each
     log every item. ``doing`` names the work in messages. Once held, a publish of the folder that a
     kill cut short is completed (utils/publish.py: its files renamed into place, or discarded when the
-    kill came before its manifest).
+    kill came before its manifest). A :class:`UserError` escaping a folder that was fresh (absent or
+    empty) and holds nothing but the lock and ``scratch`` (files made before any work: generate's
+    ``generation_config.json``) removes the folder: a refused command leaves nothing behind.
     When another process holds it, ``TOOLSENSE_BUSY`` decides: ``fail`` (default) raises naming
     the holder (pid, host), ``skip`` yields False (nothing is done), ``wait`` blocks until free."""
     rd, policy = RunDir(out), busy_policy()
@@ -278,8 +280,10 @@ def holding(out: Path, doing: str = "evaluating") -> Iterator[bool]:
             try:
                 yield True
             except UserError:  # refused before anything was written: leave no folder behind
-                if fresh and [p.name for p in out.iterdir()] == [".lock"]:
-                    (out / ".lock").unlink()
+                left = list(out.iterdir())
+                if fresh and all(p.is_file() and p.name in {".lock", *scratch} for p in left):
+                    for p in left:
+                        p.unlink()
                     out.rmdir()
                 raise
             return
