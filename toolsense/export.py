@@ -4,14 +4,15 @@
     python -m toolsense.export beir suite=demo                  # every retrieval benchmark of a suite
     python -m toolsense.export beir --title catalog=demo benchmark=demo_standard   # titles "service / API" filled
     python -m toolsense.export trec outputs/demo/eval           # run files + qrels of existing results
-    python -m toolsense.export trec --keep-padding outputs/demo/eval   # ... keeping baselines' zero-score padding
+    python -m toolsense.export trec --cut-padding outputs/demo/eval    # ... without baselines' zero-score padding
     python -m toolsense.export lmeval run=<run> benchmark=demo_mcq output_dir=outputs/lmeval   # probes as lm-eval tasks
 
 ``beir`` composes ``conf/evaluate.yaml`` with the overrides given (the same ``catalog=`` /
 ``benchmark=`` / ``suite=`` groups and dotted keys as evaluate.py) and writes, per retrieval
 benchmark, ``<output_dir>/<benchmark>/{corpus.jsonl, queries.jsonl, qrels/test.tsv}``
-(reporting/export.py: write_beir; titles empty unless ``--title``). ``trec`` writes ``run.constrained.trec``, ``run.free.trec``
-and ``qrels.trec`` beside every retrieval ``samples.jsonl`` under the folders given
+(reporting/export.py: write_beir; titles empty unless ``--title``). ``trec`` writes ``run.constrained.trec``,
+``run.free.trec`` (parametric systems only) and ``qrels.trec`` beside every retrieval ``samples.jsonl`` under the
+folders given, every scored query in every file, baselines' zero-score padding kept unless ``--cut-padding``
 (reporting/export.py: export_tree); evaluations made now write them themselves. ``lmeval``
 loads the model under test as evaluate.py does (``run=`` or ``model=``) and writes each MCQ / QA
 benchmark, in each ``probe.modes``, as an lm-eval task into ``output_dir``, and the model with its
@@ -62,18 +63,18 @@ def beir(overrides: Sequence[str]) -> dict[str, dict[str, int]]:
 def trec(args: Sequence[str]) -> list[Path]:
     from toolsense.reporting.export import export_tree
 
-    keep = "--keep-padding" in args
-    roots = [a for a in args if a != "--keep-padding"]
+    options = {"--cut-padding", "--keep-padding"}  # --keep-padding: the default, still accepted
+    roots = [a for a in args if a not in options]
     if bad := [a for a in roots if a.startswith("-")]:
-        raise SystemExit(f"trec: unknown option {bad[0]} (the one option is --keep-padding)")
+        raise SystemExit(f"trec: unknown option {bad[0]} (the one option is --cut-padding)")
     if not roots:
         raise SystemExit("trec: name the results folders to export, e.g. python -m toolsense.export trec outputs/demo/eval")
-    done = [d for root in roots for d in export_tree(root, keep_padding=keep)]
-    for d in done:
-        print(f"wrote {d}/{{run.constrained.trec,run.free.trec,qrels.trec}}")
+    done = {d: files for root in roots for d, files in export_tree(root, keep_padding="--cut-padding" not in args).items()}
+    for d, files in done.items():
+        print(f"wrote {d}/{{{','.join(files)}}}")
     if not done:
         raise SystemExit(f"no retrieval samples.jsonl under {', '.join(roots)}")
-    return done
+    return list(done)
 
 
 def lmeval(overrides: Sequence[str]) -> list[Path]:

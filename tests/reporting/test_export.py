@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from toolsense.evaluation.runner import run
+from toolsense.evaluation.systems import SystemConfig, reciprocal_rank_fusion
 from toolsense.metrics.aggregate import item_metrics
 from toolsense.reporting.export import (
     INVALID,
     MODES,
+    NO_DOC,
     QRELS,
     REPEAT,
     TIE_STEP,
@@ -108,12 +110,13 @@ def _samples(eval_dir: Path) -> dict[str, dict]:
     return {doc_id(r["item_id"]): r for r in map(json.loads, (eval_dir / "samples.jsonl").read_text().splitlines())}
 
 
-def test_run_files_carry_the_systems_scores_and_cut_zero_score_padding(tiny_eval):
+def test_run_files_carry_the_systems_scores_and_every_slot(tiny_eval, tmp_path):
     model_dir, bm25_dir = tiny_eval / "realistic" / "model", tiny_eval / "realistic" / "bm25"
     for eval_dir, mode in ((model_dir, "constrained"), (model_dir, "free"), (bm25_dir, "constrained")):
         samples, run_ = _samples(eval_dir), read_run(eval_dir / MODES[mode])
+        assert set(run_) == set(samples)
         for qid, docs in run_.items():
-            ranking = without_padding(samples[qid][mode])
+            ranking = samples[qid][mode]
             assert len(docs) == len(ranking)
             for (doc, score), beam, shown in zip(docs.items(), ranking, strictly_decreasing([b["score"] for b in ranking])):
                 assert score == pytest.approx(shown, abs=1e-9) and abs(score - beam["score"]) < 50 * TIE_STEP
@@ -122,8 +125,22 @@ def test_run_files_carry_the_systems_scores_and_cut_zero_score_padding(tiny_eval
     bm25_rows = _samples(bm25_dir).values()
     padded = sum(b["score"] == 0 for r in bm25_rows for b in r["constrained"])
     lines = (bm25_dir / MODES["constrained"]).read_text().splitlines()
-    assert padded > 0 and len(lines) == 10 * 12 - padded  # the demo's short queries leave BM25 padding: cut
-    assert all(float(ln.split()[4]) > 0 for ln in lines)
+    assert padded > 0 and len(lines) == 10 * 12  # the demo's short queries leave BM25 padding: kept by default
+    # cut on request: only the tools BM25 found evidence for, and still a line for every query
+    shutil.copytree(bm25_dir, tmp_path / "bm25")
+    write_trec(tmp_path / "bm25", keep_padding=False)
+    cut = (tmp_path / "bm25" / MODES["constrained"]).read_text().splitlines()
+    assert len(cut) == 10 * 12 - padded + sum(all(b["score"] == 0 for b in r["constrained"]) for r in bm25_rows)
+    assert all(float(ln.split()[4]) > 0 or ln.split()[2] == NO_DOC for ln in cut)
+    assert set(read_run(tmp_path / "bm25" / MODES["constrained"])) == {doc_id(r["item_id"]) for r in bm25_rows}
+
+
+def test_an_empty_ranking_keeps_its_query_as_one_placeholder_line():
+    assert run_lines("q 1", [], "bm25", []) == [f"q%201 Q0 {NO_DOC} 1 0 bm25"]
+    # unjudged: trec_eval counts the query, with nothing found
+    got = trec_measures({"q": {"a": 1}, "r": {"b": 1}}, {"q": {NO_DOC: 0.0}, "r": {"b": 1.0}}, (1,))
+    assert got == {"q": {"success_1": 0.0, "recall_1": 0.0, "ndcg_cut_1": 0.0},
+                   "r": {"success_1": 1.0, "recall_1": 1.0, "ndcg_cut_1": 1.0}}
 
 
 def test_trec_export_of_a_real_evaluation_equals_our_metrics(tiny_eval, tmp_path):
@@ -133,26 +150,21 @@ def test_trec_export_of_a_real_evaluation_equals_our_metrics(tiny_eval, tmp_path
     _assert_trec_equals_ours(model_dir, [("constrained", "c_", "Rc"), ("free", "f_", "Rf")])
     # the random model's free-form beams hold non-tools: the placeholder path is exercised
     assert INVALID in (model_dir / MODES["free"]).read_text()
-    # BM25's zero-score padding counts in our metrics: with it kept, trec_eval's measures are ours
-    kept = tmp_path / "bm25"
-    shutil.copytree(bm25_dir, kept)
-    write_trec(kept, keep_padding=True)
-    bm25 = _assert_trec_equals_ours(kept, [("constrained", "c_", "Rc")])["constrained"]
+    # BM25's zero-score padding counts in our metrics and is kept by default: trec_eval's measures are ours
+    bm25 = _assert_trec_equals_ours(bm25_dir, [("constrained", "c_", "Rc")])["constrained"]
     # BM25 finds gold tools, some below rank 1: NDCG strictly between 0 and 1 is compared too
     assert any(0 < m["ndcg_cut_10"] < 1 for m in bm25.values()) and any(m["success_1"] == 1 for m in bm25.values())
 
 
-def test_ranx_rrf_of_the_exported_runs_is_our_rrf_hybrid(tiny_eval, tmp_path):
-    """ranx's reciprocal-rank fusion (k = 60) of the model's and BM25's exported runs (BM25's
-    padding kept: our hybrid fuses those slots too) ranks each query's tools as our rrf_bm25
-    system did, with the same fused scores."""
+def test_ranx_rrf_of_the_exported_runs_is_our_rrf_hybrid(tiny_eval):
+    """ranx's reciprocal-rank fusion (our k) of the model's and BM25's runs as the evaluation
+    exported them (BM25's padding kept by default: our hybrid fuses those slots too) ranks each
+    query's tools as our rrf_bm25 system did, with the same fused scores."""
     ranx = pytest.importorskip("ranx", reason="ranx is not installed (the dev extra)")
-    runs = {}
-    for name in ("model", "bm25"):
-        shutil.copytree(tiny_eval / "realistic" / name, tmp_path / name)
-        write_trec(tmp_path / name, keep_padding=True)
-        runs[name] = ranx.Run.from_file(str(tmp_path / name / MODES["constrained"]), kind="trec")
-    fused = ranx.fuse(runs=[runs["model"], runs["bm25"]], norm=None, method="rrf", params={"k": 60}).to_dict()
+    runs = {name: ranx.Run.from_file(str(tiny_eval / "realistic" / name / MODES["constrained"]), kind="trec")
+            for name in ("model", "bm25")}
+    k = SystemConfig(kind="rrf").rrf_k
+    fused = ranx.fuse(runs=[runs["model"], runs["bm25"]], norm=None, method="rrf", params={"k": k}).to_dict()
     ours = _samples(tiny_eval / "realistic" / "rrf_bm25")
     assert set(fused) == set(ours) and len(ours) == 12
     for qid, row in ours.items():
@@ -164,16 +176,87 @@ def test_ranx_rrf_of_the_exported_runs_is_our_rrf_hybrid(tiny_eval, tmp_path):
         assert all(s <= mine[-1][1] + 1e-6 for d, s in theirs if d not in dict(mine))
 
 
-def test_trec_command_keeps_padding_only_when_asked(tiny_eval, tmp_path):
+@pytest.fixture(scope="module")
+def demo_baselines(tmp_path_factory) -> Path:
+    """BM25 and dense (embedded MiniLM) on all 54 short realistic demo test queries (top 10): 5 of
+    them share no term with any tool, so BM25's ranking of each is all zero-score padding."""
+    out = tmp_path_factory.mktemp("export_baselines")
+    run({"run": None, "catalog": {"path": None}, "parametric": False, "device": "cpu", "task": "evaluate",
+         "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short"}},
+         "baselines": {"bm25": {"kind": "bm25"}, "dense": {"kind": "dense"}},
+         "decoding": {"beam_width": 10}, "metrics": {"ks": list(KS), "resamples": 10}, "logger": {"kind": "none"},
+         "output_dir": str(out)})
+    return out / "realistic"
+
+
+def test_ranx_and_trec_eval_on_the_default_export_give_results_json_over_every_query(demo_baselines):
+    """The run files as the evaluation wrote them hold every scored query, the all-padding ones
+    too: ranx.evaluate and trec_eval's average without -c (over the run's queries) are results.json's."""
+    ranx = pytest.importorskip("ranx", reason="ranx is not installed (the dev extra)")
+    bm25 = _samples(demo_baselines / "bm25")
+    all_padding = [q for q, r in bm25.items() if all(b["score"] == 0 for b in r["constrained"])]
+    assert len(bm25) == 54 and len(all_padding) == 5
+    for name in ("bm25", "dense"):
+        folder = demo_baselines / name
+        res = json.loads((folder / "results.json").read_text())
+        qrels, run_ = read_qrels(folder / QRELS), read_run(folder / MODES["constrained"])
+        assert set(run_) == set(qrels) == set(_samples(folder)) and res["n"] == 54
+        got = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run_), [f"{m}@{k}" for k in KS for m in ("hit_rate", "recall", "ndcg")])
+        per_q = trec_measures(qrels, run_)
+        for k in KS:
+            assert got[f"hit_rate@{k}"] == pytest.approx(res["metrics"][f"Rc@{k}"]["value"], abs=1e-12)
+            assert got[f"recall@{k}"] == pytest.approx(res["metrics"][f"recall_c@{k}"]["value"], abs=1e-12)
+            assert got[f"ndcg@{k}"] == pytest.approx(res["metrics"][f"ndcg_c@{k}"]["value"], abs=1e-12)
+            no_c = sum(m[f"success_{k}"] for m in per_q.values()) / len(per_q)  # trec_eval without -c
+            assert no_c == pytest.approx(res["metrics"][f"Rc@{k}"]["value"], abs=1e-12)
+    # the case that moved: BM25's success@10 was 36/49 = 0.735 over the 49 queries left in its run
+    assert json.loads((demo_baselines / "bm25" / "results.json").read_text())["metrics"]["Rc@10"]["value"] == 37 / 54
+
+
+def test_ranx_rrf_of_the_bm25_and_dense_exports_is_our_rrf(demo_baselines):
+    """ranx.fuse (RRF, our k) of the two default exports on all 54 queries: each query's fused
+    scores are our reciprocal_rank_fusion of the two rankings, and ranx.evaluate of the fused run
+    is our metrics' mean over our fused rankings."""
+    ranx = pytest.importorskip("ranx", reason="ranx is not installed (the dev extra)")
+    k = SystemConfig(kind="rrf").rrf_k
+    runs = [ranx.Run.from_file(str(demo_baselines / name / MODES["constrained"]), kind="trec") for name in ("bm25", "dense")]
+    fused = ranx.fuse(runs=runs, norm=None, method="rrf", params={"k": k})
+    samples = [_samples(demo_baselines / name) for name in ("bm25", "dense")]
+    ours = {q: reciprocal_rank_fusion([[b["tool"] for b in s[q]["constrained"]] for s in samples], k) for q in samples[0]}
+    assert set(fused.to_dict()) == set(ours) and len(ours) == 54
+    for q, ranking in ours.items():
+        assert fused.to_dict()[q] == pytest.approx({doc_id(t): s for t, s in ranking}, abs=1e-9)
+    # ranx orders tied fused scores its own way (numpy argsort, reversed); where no tie straddles
+    # rank k the top k is decided by the scores, and ranx.evaluate's hit@k and recall@k are ours
+    qrels = ranx.Qrels(read_qrels(demo_baselines / "bm25" / QRELS))
+    mine = {q: item_metrics([t for t, _ in r], samples[0][q]["gold"], KS, "c_") for q, r in ours.items()}
+    for k in KS:
+        decided = [q for q, r in ours.items() if len(r) <= k or r[k - 1][1] - r[k][1] > 1e-9]
+        assert len(decided) > 54 / 2  # measured: 43, 38, 35 of 54 at k = 1, 5, 10
+        for metric, key in (("hit_rate", "c_hit"), ("recall", "c_recall")):
+            per_q = dict(zip(fused.keys(), ranx.evaluate(qrels, fused, f"{metric}@{k}", return_mean=False)))
+            assert {q: per_q[q] for q in decided} == pytest.approx({q: mine[q][f"{key}@{k}"] for q in decided}, abs=1e-12)
+
+
+def test_trec_command_cuts_padding_only_when_asked_and_names_the_files_it_wrote(tiny_eval, tmp_path, capsys):
     from toolsense.export import trec
 
-    shutil.copytree(tiny_eval / "realistic" / "bm25", tmp_path / "bm25")
-    assert trec(["--keep-padding", str(tmp_path)]) == [tmp_path / "bm25"]
+    for name in ("bm25", "model"):
+        shutil.copytree(tiny_eval / "realistic" / name, tmp_path / name)
+        for p in (tmp_path / name).glob("*.trec"):
+            p.unlink()
+    assert trec([str(tmp_path)]) == [tmp_path / "bm25", tmp_path / "model"]
+    # a baseline has no free-form run: the message names what was written, nothing else
+    assert capsys.readouterr().out.splitlines() == [f"wrote {tmp_path / 'bm25'}/{{run.constrained.trec,qrels.trec}}",
+                                                    f"wrote {tmp_path / 'model'}/{{run.constrained.trec,run.free.trec,qrels.trec}}"]
+    assert {p.name for p in (tmp_path / "bm25").glob("*.trec")} == {MODES["constrained"], QRELS}
     assert len((tmp_path / "bm25" / MODES["constrained"]).read_text().splitlines()) == 10 * 12
-    trec([str(tmp_path)])
+    trec(["--cut-padding", str(tmp_path / "bm25")])
     assert len((tmp_path / "bm25" / MODES["constrained"]).read_text().splitlines()) < 10 * 12
-    with pytest.raises(SystemExit, match="unknown option --keep"):
-        trec(["--keep", str(tmp_path)])
+    trec(["--keep-padding", str(tmp_path / "bm25")])  # the default, still accepted
+    assert len((tmp_path / "bm25" / MODES["constrained"]).read_text().splitlines()) == 10 * 12
+    with pytest.raises(SystemExit, match="unknown option --cut"):
+        trec(["--cut", str(tmp_path)])
 
 
 def test_export_tree_rewrites_the_files_of_existing_results(tiny_eval):

@@ -133,6 +133,6 @@ def evaluate_ranking(bench: Benchmark, system: str, ranker: Ranker, known_tools:
         "hashes": {"benchmark_sha256": bench.sha256, "index_sha256": provenance.get("index_sha256")},
         "benchmark_path": bench.path, "benchmark_files": bench.files, **{k: v for k, v in provenance.items() if k != "index_sha256"},
     }
-    # with run.constrained.trec, run.free.trec, qrels.trec for trec_eval / ranx (export.py), as one set
+    # with run.constrained.trec (+ run.free.trec where free-form), qrels.trec for trec_eval / ranx (export.py), as one set
     publish_result(out_dir, result, trec_texts(out_dir, system))
     return result

@@ -20,8 +20,13 @@ this existed). The files are built so that trec_eval's measures are *ours*, exac
   in our ranking's order: the order read back is ours, and score-based fusion (ranx's wsum,
   min-max normalisation) sees the real scores.
 - A baseline fills its top-k with zero-score tools (no query term in them) in catalog order;
-  that padding is cut by default (``keep_padding=True``, ``trec --keep-padding``, keeps it, and
-  then the measures equal ours exactly, since our metrics count those slots).
+  that padding is kept by default: our metrics count those slots, our hybrids fuse them, and a
+  query whose BM25 ranking is all padding still has its lines, so trec_eval (without ``-c``),
+  ``ranx.evaluate`` and ``ranx.fuse`` see every scored query and give our numbers exactly.
+  ``keep_padding=False`` (``trec --cut-padding``) cuts it (:func:`without_padding`).
+- Every scored query has at least one line in every run file: a ranking left empty (all padding,
+  cut) is written as the one unjudged placeholder :data:`NO_DOC` (rank 1, score 0), so no tool
+  averages over fewer queries than ours and fusion never meets a query missing from one run.
 - An output that is not a tool (free-form text) keeps its rank slot as ``_invalid_r<rank>``, and
   a tool repeated lower in the same ranking as ``_repeat_r<rank>``: both are unjudged, so they
   earn no gain but push what follows down, as in our metrics (a run file may hold a docid once).
@@ -49,6 +54,8 @@ MODES = {"constrained": "run.constrained.trec", "free": "run.free.trec"}
 """Decoding mode (the key of its ranking in a sample row) -> its run file."""
 QRELS = "qrels.trec"
 INVALID, REPEAT = "_invalid_r", "_repeat_r"
+NO_DOC = "_none"
+"""The placeholder docid of a query whose ranking is empty (unjudged: it earns nothing)."""
 _ESCAPE = re.compile(r"[%\s]")
 
 
@@ -83,7 +90,10 @@ def _score_text(x: float) -> str:
 def run_lines(qid: str, ranking: Sequence[str | None], tag: str, scores: Sequence[float] | None = None) -> list[str]:
     """The TREC run lines of one ranking: every slot kept (a non-tool as ``_invalid_r<rank>``,
     a repeated tool as ``_repeat_r<rank>``), with ``scores`` (the system's, best first; ties
-    separated: :func:`strictly_decreasing`), or ``len - rank + 1`` when none are given."""
+    separated: :func:`strictly_decreasing`), or ``len - rank + 1`` when none are given; an empty
+    ranking is the one line of :data:`NO_DOC`."""
+    if not ranking:  # no tool retrieved: one placeholder line keeps the query in the run
+        return [f"{doc_id(qid)} Q0 {NO_DOC} 1 0 {tag}"]
     seen: set[str] = set()
     lines, n = [], len(ranking)
     if scores is not None and len(scores) != n:
@@ -123,7 +133,7 @@ def retrieval_rows(samples: str | Path) -> list[dict[str, Any]]:
     return [r for r in rows if "constrained" in r and "gold" in r]
 
 
-def write_trec(eval_dir: str | Path, tag: str | None = None, keep_padding: bool = False) -> dict[str, str]:
+def write_trec(eval_dir: str | Path, tag: str | None = None, keep_padding: bool = True) -> dict[str, str]:
     """Write the run files and qrels of the retrieval evaluation in ``eval_dir`` from its
     ``samples.jsonl`` (:func:`trec_texts`). Returns ``{mode or "qrels": file name}`` of what was
     written ({} for a probe or an empty folder)."""
@@ -133,11 +143,12 @@ def write_trec(eval_dir: str | Path, tag: str | None = None, keep_padding: bool 
     return {mode: fname for mode, fname in [*MODES.items(), ("qrels", QRELS)] if fname in texts}
 
 
-def trec_texts(eval_dir: str | Path, tag: str | None = None, keep_padding: bool = False) -> dict[str, str]:
+def trec_texts(eval_dir: str | Path, tag: str | None = None, keep_padding: bool = True) -> dict[str, str]:
     """``{file name: text}`` of the run files and qrels of the retrieval evaluation in ``eval_dir``,
     from its ``samples.jsonl``, with the system's scores; ``tag`` (the run-name column) defaults to
-    results.json's system; a baseline's zero-score padding is cut unless ``keep_padding``
-    (:func:`without_padding`). Empty for a probe or an empty folder."""
+    results.json's system; a baseline's zero-score padding is kept unless ``keep_padding=False``
+    (:func:`without_padding`). Every row's query has a line in every run file. Empty for a probe
+    or an empty folder."""
     eval_dir = Path(eval_dir)
     samples = eval_dir / "samples.jsonl"
     if not samples.is_file():
@@ -162,13 +173,13 @@ def trec_texts(eval_dir: str | Path, tag: str | None = None, keep_padding: bool 
     return texts
 
 
-def export_tree(root: str | Path, keep_padding: bool = False) -> list[Path]:
+def export_tree(root: str | Path, keep_padding: bool = True) -> dict[Path, list[str]]:
     """:func:`write_trec` in every folder under ``root`` that holds a retrieval samples.jsonl;
-    returns those folders."""
-    done = []
+    returns ``{folder: the file names written there}`` (a baseline's folder has no free-form run)."""
+    done = {}
     for samples in sorted(Path(root).rglob("samples.jsonl")):
-        if write_trec(samples.parent, keep_padding=keep_padding):
-            done.append(samples.parent)
+        if written := write_trec(samples.parent, keep_padding=keep_padding):
+            done[samples.parent] = list(written.values())
     return done
 
 
