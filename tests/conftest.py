@@ -16,12 +16,22 @@ SHARED_DATA = Path(os.environ.get("TOOLSENSE_DATA", ROOT.parent / "shared" / "da
 ASSETS = Path(__file__).parent / "assets"
 
 
-def pytest_terminal_summary(terminalreporter, config):
-    """The shuffled order's seed (pytest-randomly, the dev extra) at the end of the run, where ``-q`` still shows it."""
+def _say_seed(config, write) -> None:
     seed = getattr(config.option, "randomly_seed", None)
     if seed is not None and config.pluginmanager.has_plugin("randomly"):
-        terminalreporter.write_line(f"test order shuffled by pytest-randomly: rerun this order with --randomly-seed={seed}"
-                                    " (-p no:randomly keeps file order)")
+        write(f"test order shuffled by pytest-randomly: rerun this order with --randomly-seed={seed} (-p no:randomly keeps file order)")
+
+
+def pytest_sessionstart(session):
+    """The shuffled order's seed at the start too: a run killed or timed out (CI's limit) can still be replayed."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        _say_seed(session.config, reporter.write_line)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The shuffled order's seed (pytest-randomly, the dev extra) at the end of the run, where ``-q`` still shows it."""
+    _say_seed(config, terminalreporter.write_line)
 
 
 @pytest.fixture(scope="session")
