@@ -67,6 +67,9 @@ def test_evaluation_logs_its_config_samples_table_and_files(tiny_run, tmp_path, 
     assert sorted(cfg["benchmarks"]) == ["qa", "realistic"] and "stage1" not in cfg  # not the training config
     trained = json.loads(json.dumps(__import__("yaml").safe_load((tiny_run / "config.yaml").read_text())))
     assert cfg["labels"]["model"] == trained["model"]["name_or_path"] and f"model:{cfg['labels']['model']}" in w["tags"]
+    # the model section is the evaluated one, the run's (not evaluate.py's unused default, smollm2_135m)
+    assert {k: cfg["model"][k] for k in trained["model"]} == trained["model"]
+    assert cfg["model"]["name_or_path"] == "tiny_random" and cfg["model"]["dtype"] == "float32"
     # the samples table: its file under the offline run, one row per sample of either benchmark
     ref = {k.split("/")[-1]: v for k, v in w["summary"].items() if k.startswith("eval/samples/")}
     assert ref["_type"] == "table-file" and ref["nrows"] == 6 + 4
@@ -93,3 +96,29 @@ def test_evaluation_logs_its_config_samples_table_and_files(tiny_run, tmp_path, 
     for name, digest in art["digests"].items():
         assert base64.b64decode(digest) == hashlib.md5((out / name).read_bytes()).digest()
     assert not [p for p in out.rglob("*") if p.is_file() and SENTINEL.encode() in p.read_bytes()]
+
+
+def test_the_wandb_config_names_the_model_evaluated(tiny_run, tmp_path, monkeypatch):
+    """evaluate.py's own ``model`` section (default smollm2_135m) is unused beside ``run=``: W&B
+    records the run's model, with evaluate.py's dtype / attn_implementation overrides; a
+    baselines-only evaluation records no model."""
+    from toolsense.evaluation.config import EvaluateConfig
+    from toolsense.tracking import LoggerConfig, evaluation_tracker
+    from toolsense.utils.config import as_plain, to_config
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    logger = LoggerConfig(kind="wandb", mode="offline")
+    cases = {"run": ({"run": str(tiny_run), "dtype": "bfloat16", "model": {"attn_implementation": "eager"}}, tiny_run),
+             "baselines": ({"parametric": False}, None)}
+    got = {}
+    for name, (overrides, run_dir) in cases.items():
+        plain = as_plain(to_config(EvaluateConfig, overrides))
+        assert plain["model"]["name_or_path"] == "smollm2_135m"  # evaluate.py's default, not what is evaluated
+        with evaluation_tracker(logger, plain, tmp_path / name, run_dir) as track:
+            track({"eval/x": 1.0})
+        _wait_for_exit(tmp_path / name)
+        got[name] = _offline_run(tmp_path / name, "evaluate")["config"]
+    assert got["run"]["model"] == {"name_or_path": "tiny_random", "dtype": "bfloat16", "eos_token": "<|im_end|>",
+                                   "attn_implementation": "eager"}
+    assert got["run"]["labels"]["model"] == "tiny_random"
+    assert got["baselines"]["model"] is None and "model" not in got["baselines"]["labels"]

@@ -302,14 +302,34 @@ def log_job_summary(logger: LoggerConfig, summary: dict[str, Any], *, prefix: st
     return metrics
 
 
+def evaluated_model(config: dict[str, Any], trained: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``model`` section of the model an evaluate.py ``config`` evaluates: the training run's
+    own (``trained``: its config) with evaluate.py's ``dtype`` / ``model.attn_implementation``
+    overrides, as evaluation/context.py's ``load_run`` loads it (evaluate.py's ``model`` section is
+    unused then); evaluate.py's ``model`` without a run; None when no model is evaluated
+    (``parametric: false``: baselines only)."""
+    if str(config.get("task", "evaluate")) == "evaluate" and config.get("parametric") is False:
+        return None
+    if not trained.get("model"):
+        return config.get("model")
+    model = dict(trained["model"])
+    if config.get("dtype"):
+        model["dtype"] = config["dtype"]
+    if (attn := (config.get("model") or {}).get("attn_implementation")) is not None:
+        model["attn_implementation"] = attn
+    return model
+
+
 def evaluation_tracker(logger: LoggerConfig, config: dict[str, Any], out: str | Path, run: str | Path | None):
     """:func:`job_tracker` for evaluate.py: the run's config is the evaluation's own (``config``),
-    labelled, tagged and grouped like the training run ``run`` (when given, its config read through
-    :class:`~toolsense.utils.rundir.RunDir`), whose labels sit under ``labels`` and whose
+    its ``model`` the one evaluated (:func:`evaluated_model`: the training run's when ``run`` is
+    given), labelled, tagged and grouped like the training run ``run`` (when given, its config read
+    through :class:`~toolsense.utils.rundir.RunDir`), whose labels sit under ``labels`` and whose
     experiment under ``trained_experiment``."""
     from toolsense.utils.rundir import RunDir
 
     trained = RunDir(run).config() if run else {}
+    config = {**config, "model": evaluated_model(config, trained)}
     labels = run_labels(trained) if trained else run_labels({"model": config.get("model")})
     group = (trained.get("logger") or {}).get("group") or labels.get("experiment") or "evaluate"
     name = "-".join([*(labels[k] for k in ("experiment", "tuning") if k in labels), "eval"])
