@@ -54,7 +54,7 @@ def _retrieval(folder: Path, src: dict, system: str, skill: float, rng: random.R
                                                  for m in ("Rc", "Rf") for k in (1, 5)}})
 
 
-def _probe(folder: Path, src: dict, kind: str, skill: float, rng: random.Random) -> None:
+def _probe(folder: Path, src: dict, kind: str, skill: float, rng: random.Random, mode: str = "token") -> None:
     letters = ["A", "B", "C", "D"] if kind == "mcq" else ["Yes", "No"]
     rows = []
     for i in range(12):
@@ -65,7 +65,7 @@ def _probe(folder: Path, src: dict, kind: str, skill: float, rng: random.Random)
                      "permutation": list(range(len(letters)))})
     _samples(folder / "samples.jsonl", rows)
     acc = sum(r["correct"] for r in rows) / len(rows)
-    _write(folder / "results.json", {"benchmark": kind, "system": "token", "kind": kind, "source": src, "n": len(rows),
+    _write(folder / "results.json", {"benchmark": kind, "system": mode, "mode": mode, "kind": kind, "source": src, "n": len(rows),
                                      "chance": 0.25 if kind == "mcq" else 0.5,
                                      "metrics": {"accuracy": {"value": acc, "lo": 0.0, "hi": 1.0}}})
 
@@ -207,6 +207,51 @@ def test_side_by_side_filters_keep_exactly_the_right_items(compared):
     assert [i for _, i in dom.items] == want and 0 < len(want) < N
     dom = _dom(compared / "report.html", "bench=mcq&a=tg-lora&b=tg_h-lora&outcome=A+right%2C+B+wrong&k=1")
     assert [i for _, i in dom.items] == expect("mcq", "tg-lora", "tg_h-lora", "1")
+
+
+@pytest.fixture(scope="module")
+def three_modes(tmp_path_factory) -> Path:
+    """Two runs of tg (seeds 0, 1), each with the MCQ probe in three modes — token (skill 0.2), control (0.6), card
+    (1.0: every answer right) — and a retrieval benchmark; compared by compare.py."""
+    root = tmp_path_factory.mktemp("modes")
+    rng = random.Random(1)
+    for name, seed in (("0_tg", 0), ("1_tg", 1)):
+        run = root / "sweep" / name
+        run.mkdir(parents=True)
+        (run / "config.yaml").write_text(f"experiment: tg\ntuning:\n  method: lora\ntrainer:\n  seed: {seed}\n")
+        src = {"run": str(run), "stage": "stage2", "model": "tiny_random"}
+        _retrieval(run / "eval" / "realistic" / "model", src, "tiny_random:stage2", 0.5, rng)
+        for mode, skill in (("token", 0.2), ("control", 0.6), ("card", 1.0)):
+            _probe(run / "eval" / "mcq" / mode, src, "mcq", skill, rng, mode=mode)
+    run_compare(CompareConfig(roots=[str(root / "sweep")], metrics=["Rc@1"], resamples=200), root / "out")
+    return root / "out"
+
+
+def test_probe_cards_count_the_runs_of_one_mode(three_modes):
+    """2 runs × 3 modes: a probe item's card is per mode, and counts that mode's 2 runs (one card over all modes
+    read "hit in 0 of 6 seeds"); the page has a mode filter listing the three."""
+    comp = json.loads((three_modes / "comparison.json").read_text())
+    records = [r for r in query_records(source_folders(comp), [1]) if r["kind"] == "mcq"]
+    assert len(records) == 12 * 3 and sorted({r["mode"] for r in records}) == ["card", "control", "token"]
+    for r in records:
+        entry = r["sys"]["tg-lora"]
+        assert entry["seeds"] == 2 and len(entry["hits"]["1"]) == 2 and entry["run"] == "sweep/0_tg, sweep/1_tg"
+    assert all(r["sys"]["tg-lora"]["hits"]["1"] == [1, 1] for r in records if r["mode"] == "card")
+    page = (three_modes / "report.html").read_text()
+    assert re.search(r'<select id="f-mode"><option value="">all</option><option value="card">card</option>'
+                     r'<option value="control">control</option><option value="token">token</option></select>', page)
+
+
+@needs_chromium
+def test_the_mode_filter_keeps_one_modes_cards(three_modes):
+    """?mode=card: the 12 MCQ items once each, every card in card mode, each column "hit in 2 of 2 seeds"."""
+    dom = _dom(three_modes / "report.html", "bench=mcq&mode=card")
+    assert len(dom.items) == 12 and len(set(dom.items)) == 12
+    assert dom.raw.count('data-mode="card"') == 12 and 'data-mode="token"' not in dom.raw
+    assert re.findall(r'hit in (\d) of (\d) seeds?', dom.raw) == [("2", "2")] * 12
+    assert "mcq · card mode" in dom.raw
+    everything = _dom(three_modes / "report.html", "bench=mcq")
+    assert len(everything.items) == 36 and not re.search(r"of [3-9] seeds", everything.raw)
 
 
 @needs_chromium

@@ -7,8 +7,9 @@
   ``data-col`` and its exact ``data-value`` / ``data-lo`` / ``data-hi`` from comparison.json.
 - **The plots** compare.py rendered (plots.py's PNGs), embedded.
 - **A per-query side-by-side view**: query, gold, each configuration's top-k with gold hits marked
-  and the seeds that hit, filterable by benchmark, tier and "A right, B wrong" (right: every seed
-  of A hits at k; wrong: no seed of B does), searchable; the state in the URL fragment.
+  and the seeds that hit, filterable by benchmark, tier, probe mode and "A right, B wrong" (right: every
+  seed of A hits at k; wrong: no seed of B does), searchable; the state in the URL fragment. A probe
+  item gets one card per mode (token / control / card), each counting that mode's runs.
 
 Rendered from compare.comparison's dict and the results / samples files it names (``sources``),
 never from comparison code: significance markers, their legend and the Cohen's d line come in as
@@ -166,24 +167,36 @@ def _run_name(folder: Path, res: Mapping[str, Any]) -> str:
     return next((f"{p.parent.name}/{p.name}" for p in Path(folder).parents if (p / "config.yaml").is_file()), Path(folder).name)
 
 
+def probe_mode(res: Mapping[str, Any]) -> str:
+    """A probe evaluation's mode (token / control / card / options; results.json ``mode``, else its ``system``, which
+    names the mode), "" for a retrieval one: the runs of one configuration in one mode are its seeds; the modes of one
+    run are not."""
+    return "" if res.get("kind") == "retrieval" else str(res.get("mode") or res.get("system") or "")
+
+
 def query_records(sources: Mapping[tuple[str, str], list[tuple[Path, dict]]], ks: Sequence[int]) -> list[dict[str, Any]]:
-    """The items of every benchmark, each with every configuration's entry (:func:`_system_entry`);
-    ``sources``: :func:`source_folders`."""
-    items: dict[tuple[str, str], dict[str, Any]] = {}
+    """The items of every benchmark — a probe's once per mode — each with every configuration's entry
+    (:func:`_system_entry`: one hit per run in that mode); ``sources``: :func:`source_folders`."""
+    items: dict[tuple[str, str, str], dict[str, Any]] = {}
     for (row, bench), evals in sources.items():
-        per_item: dict[str, list[dict]] = {}
-        for folder, _ in evals:
-            for r in JsonlStore(folder / "samples.jsonl", key="item_id", repair=False).by_key.values():
-                per_item.setdefault(str(r.get("item_id")), []).append(r)
-        kind = evals[0][1]["kind"]
-        runs = ", ".join(dict.fromkeys(_run_name(folder, res) for folder, res in evals))
-        for ident, rows in per_item.items():
-            first = rows[0]
-            rec = items.setdefault((bench, ident), {
-                "bench": bench, "id": ident, "kind": kind, "tier": first.get("tier", kind if kind != "retrieval" else "—"),
-                "query": str(first.get("query", first.get("question", ""))), "tool": first.get("tool"),
-                "gold": first.get("gold") if isinstance(first.get("gold"), str) else list(first.get("gold") or []), "sys": {}})
-            rec["sys"][row] = {**_system_entry(rows, kind, ks), "seeds": len(rows), "run": runs}
+        by_mode: dict[str, list[tuple[Path, dict]]] = {}
+        for folder, res in evals:
+            by_mode.setdefault(probe_mode(res), []).append((folder, res))
+        for mode, runs_of_mode in by_mode.items():
+            per_item: dict[str, list[dict]] = {}
+            for folder, _ in runs_of_mode:
+                for r in JsonlStore(folder / "samples.jsonl", key="item_id", repair=False).by_key.values():
+                    per_item.setdefault(str(r.get("item_id")), []).append(r)
+            kind = runs_of_mode[0][1]["kind"]
+            runs = ", ".join(dict.fromkeys(_run_name(folder, res) for folder, res in runs_of_mode))
+            for ident, rows in per_item.items():
+                first = rows[0]
+                rec = items.setdefault((bench, ident, mode), {
+                    "bench": bench, "id": ident, "kind": kind, "mode": mode,
+                    "tier": first.get("tier", kind if kind != "retrieval" else "—"),
+                    "query": str(first.get("query", first.get("question", ""))), "tool": first.get("tool"),
+                    "gold": first.get("gold") if isinstance(first.get("gold"), str) else list(first.get("gold") or []), "sys": {}})
+                rec["sys"][row] = {**_system_entry(rows, kind, ks), "seeds": len(rows), "run": runs}
     return list(items.values())
 
 
@@ -204,13 +217,15 @@ def side_by_side(comp: Mapping[str, Any]) -> str:
     filters = ('<label>search <input id="f-q" type="search" placeholder="query, tool or id"></label>'
                + _select("f-bench", "benchmark", list(dict.fromkeys(r["bench"] for r in records)))
                + _select("f-tier", "tier", sorted({str(r["tier"]) for r in records}))
+               + _select("f-mode", "probe mode", sorted({r["mode"] for r in records if r["mode"]}))
                + _select("f-a", "A", rows, blank=None, chosen=rows[0] if rows else None)
                + _select("f-b", "B", rows, blank=None, chosen=rows[1] if len(rows) > 1 else None)
                + _select("f-outcome", "outcome", ["A right, B wrong", "A wrong, B right", "both right", "both wrong"])
                + _select("f-k", "at k", [str(k) for k in ks], blank=None)
                + f'<span><b id="shown">{len(records)}</b> of {len(records)} items</span>')
     return (f'<div id="filters">{filters}</div><p class="meta">Right at k: every seed of the configuration has a gold tool '
-            f'in its top k (a probe: answers correctly); wrong: no seed does. Lists show the first seed\'s top {MAX_BEAMS}; '
+            f'in its top k (a probe: answers correctly); wrong: no seed does. A probe item has a card per mode, each counting '
+            f'the runs evaluated in that mode. Lists show the first seed\'s top {MAX_BEAMS}; '
             f'gold tools are green.</p><div id="queries"></div>'
             f'<script type="application/json" id="query-data">{data}</script>')
 

@@ -80,7 +80,7 @@ COMPARE_JS = r"""
 (function(){
   const data = JSON.parse(document.getElementById('query-data').textContent);
   const box = document.getElementById('queries'), shown = document.getElementById('shown');
-  const ids = ['q', 'bench', 'tier', 'a', 'b', 'outcome', 'k'];
+  const ids = ['q', 'bench', 'tier', 'mode', 'a', 'b', 'outcome', 'k'];
   const f = Object.fromEntries(ids.map(n => [n, document.getElementById('f-' + n)]));
   const esc = s => String(s).replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
   const hits = (it, sys, k) => { const e = it.sys[sys]; return e ? e.hits[k] : null; };
@@ -109,7 +109,8 @@ COMPARE_JS = r"""
   }
   function card(it, k){
     const order = [f.a.value, f.b.value, ...data.systems.filter(s => s !== f.a.value && s !== f.b.value)];
-    return '<div class="item" data-id="' + esc(it.id) + '" data-bench="' + esc(it.bench) + '"><div class="head meta">' + esc(it.bench) +
+    return '<div class="item" data-id="' + esc(it.id) + '" data-bench="' + esc(it.bench) + '" data-mode="' + esc(it.mode) +
+      '"><div class="head meta">' + esc(it.bench) + (it.mode ? ' · ' + esc(it.mode) + ' mode' : '') +
       ' · tier ' + esc(it.tier) + ' · ' + esc(it.id) + '</div><div class="q">' + (it.tool ? esc(it.tool) + ': ' : '') + esc(it.query) +
       '</div><div>gold: ' + gold(it).map(g => '<span class="gold">' + esc(g) + '</span>').join(', ') + '</div><div class="side">' +
       order.filter((s, i) => order.indexOf(s) === i).map(s => column(it, s, k)).join('') + '</div></div>';
@@ -117,7 +118,7 @@ COMPARE_JS = r"""
   function render(){
     const q = f.q.value.trim().toLowerCase(), k = f.k.value;
     const keep = data.items.filter(it => (!f.bench.value || it.bench === f.bench.value) &&
-      (!f.tier.value || String(it.tier) === f.tier.value) &&
+      (!f.tier.value || String(it.tier) === f.tier.value) && (!f.mode.value || it.mode === f.mode.value) &&
       outcome(it, k) && (!q || (it.query + ' ' + it.id + ' ' + gold(it).join(' ') + ' ' + (it.tool || '')).toLowerCase().includes(q)));
     box.innerHTML = keep.slice(0, data.max).map(it => card(it, k)).join('');
     shown.textContent = keep.length;
