@@ -6,6 +6,7 @@
     python -m toolsense.export trec outputs/demo/eval           # run files + qrels of existing results
     python -m toolsense.export trec --cut-padding outputs/demo/eval    # ... without baselines' zero-score padding
     python -m toolsense.export lmeval run=<run> benchmark=demo_mcq output_dir=outputs/lmeval   # probes as lm-eval tasks
+    python -m toolsense.export lmeval --scored=outputs/demo/eval run=<run> suite=demo   # ... the items that evaluation scored
 
 ``beir`` composes ``conf/evaluate.yaml`` with the overrides given (the same ``catalog=`` /
 ``benchmark=`` / ``suite=`` groups and dotted keys as evaluate.py) and writes, per retrieval
@@ -16,7 +17,9 @@ folders given, every scored query in every file, baselines' zero-score padding k
 (reporting/export.py: export_tree); evaluations made now write them themselves. ``lmeval``
 loads the model under test as evaluate.py does (``run=`` or ``model=``) and writes each MCQ / QA
 benchmark, in each ``probe.modes``, as an lm-eval task into ``output_dir``, and the model with its
-virtual tokens into ``<output_dir>/model`` (interop/lmeval.py).
+virtual tokens into ``<output_dir>/model`` (interop/lmeval.py): only the items the evaluation in
+``--scored=<dir>`` scored (``<dir>/<benchmark>/<mode>/samples.jsonl``; default ``<run>/eval``, the
+folder of ``make demo`` and of train.py's evaluation; ``--scored=none``: every item configured).
 """
 
 from __future__ import annotations
@@ -80,18 +83,27 @@ def trec(args: Sequence[str]) -> list[Path]:
 def lmeval(overrides: Sequence[str]) -> list[Path]:
     from toolsense.evaluation.benchmarks import load_benchmarks
     from toolsense.evaluation.runner import load_model_under_test
-    from toolsense.interop.lmeval import write_lmeval_model, write_lmeval_task
+    from toolsense.interop.lmeval import scored_items, write_lmeval_model, write_lmeval_task
 
-    cfg, out = _compose(overrides, "outputs/lmeval")
+    scored_arg = [o.split("=", 1)[1] for o in overrides if o.startswith("--scored=")]
+    cfg, out = _compose([o for o in overrides if not o.startswith("--scored=")], "outputs/lmeval")
     probes = {label: b for label, b in load_benchmarks(cfg.benchmark, cfg.benchmarks).items() if b.kind in ("mcq", "qa")}
     if not probes:
         raise SystemExit("no MCQ / QA benchmark in the configuration; name one with benchmark=demo_mcq or suite=<name>")
+    default = Path(cfg.run) / "eval" / ("" if cfg.stage == "stage2" else cfg.stage) if cfg.run and cfg.checkpoint is None else None
+    scored = None if scored_arg[-1:] == ["none"] else Path(scored_arg[-1]) if scored_arg else default
     ev = load_model_under_test(cfg)
     written = []
-    for bench in probes.values():
+    for label, bench in probes.items():
         for mode in cfg.probe.modes:
-            written.append(write_lmeval_task(ev, bench, mode, cfg.probe, out))
-            print(f"wrote {written[-1]}")
+            items = scored_items(scored / label / mode, bench) if scored is not None else None
+            if items is None and scored_arg and scored is not None:
+                raise SystemExit(f"--scored={scored}: no {scored / label / mode / 'samples.jsonl'} (an evaluation of "
+                                 f"{label} in {mode} mode); --scored=none exports every item")
+            written.append(write_lmeval_task(ev, bench, mode, cfg.probe, out, items=items))
+            n = len(written[-1].with_suffix(".jsonl").read_text(encoding="utf-8").splitlines())
+            which = f"those scored in {scored / label / mode}" if items is not None else "every item configured"
+            print(f"wrote {written[-1]} ({n} of {len(bench.items)} items: {which})")
     model = write_lmeval_model(ev, out)
     print(f"wrote {model} (the model under test, with its virtual tokens)")
     print(f"run: lm_eval --model hf --model_args pretrained={model} --include_path {out} --tasks toolsense --apply_chat_template")

@@ -148,3 +148,39 @@ def test_export_lmeval_command_writes_the_tasks_and_the_model_and_says_when_it_l
     lmeval(["model=tiny_random", "benchmark=demo_mcq", "benchmark.limit=3", f"output_dir={tmp_path / 'bare'}"])
     assert "warning: tiny_random lacks the index's 126 virtual tokens" in capsys.readouterr().out
     assert (tmp_path / "bare" / "model" / "config.json").is_file()
+
+
+def test_export_lmeval_writes_only_the_items_the_evaluation_scored(tiny_run, tmp_path, capsys):
+    """An evaluation scored 5 of the 126 demo MCQ items (as ``make demo`` scores 64: suite=demo's
+    limit) into ``<run>/eval``: the export of ``benchmark=demo_mcq`` (no limit) writes exactly
+    those, read from ``<run>/eval`` by default or ``--scored=<dir>``; ``--scored=none`` writes all
+    126; samples the configured benchmark lacks, or no samples where named, are refused."""
+    import shutil
+
+    from toolsense.evaluation.runner import run
+    from toolsense.export import lmeval
+    from toolsense.utils.io import DataError
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run, run_dir)  # its eval/ folder is this test's
+    run({"run": str(run_dir), "device": "cpu", "task": "evaluate", "benchmarks": {"mcq": {"loader": "mcq", "limit": 5}},
+         "probe": {"modes": ["token"]}, "metrics": {"resamples": 10}, "logger": {"kind": "none"},
+         "output_dir": str(run_dir / "eval")})
+    scored = [r["item_id"] for r in map(json.loads, (run_dir / "eval" / "mcq" / "token" / "samples.jsonl").read_text().splitlines())]
+    assert len(scored) == 5
+    capsys.readouterr()
+
+    def exported(*args: str) -> list[str]:
+        out = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
+        lmeval([*args, f"run={run_dir}", "benchmark=demo_mcq", "probe.modes=[token]", f"output_dir={out}"])
+        return [json.loads(x)["id"] for x in (out / "toolsense_mcq.jsonl").read_text().splitlines()]
+
+    assert exported() == scored
+    assert f"(5 of 126 items: those scored in {run_dir / 'eval' / 'mcq' / 'token'})" in capsys.readouterr().out
+    assert exported(f"--scored={run_dir / 'eval'}") == scored
+    assert len(exported("--scored=none")) == 126
+    assert "(126 of 126 items: every item configured)" in capsys.readouterr().out
+    with pytest.raises(DataError, match=r"2 scored items are not in benchmark 'mcq' as configured \(3 items"):
+        exported("benchmark.limit=3")
+    with pytest.raises(SystemExit, match=r"--scored=.*elsewhere: no .*mcq/token/samples.jsonl"):
+        exported(f"--scored={tmp_path / 'elsewhere'}")

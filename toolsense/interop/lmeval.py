@@ -19,6 +19,11 @@ scores the raw text: another probe.
 base model, to which toolsense adds them in memory) is said at export, and the loader warns inside
 lm-eval when ``pretrained`` lacks the tokens its prompts name (they would be split into sub-tokens).
 
+Only the items an evaluation scored are exported when one is given (:func:`scored_items`, the
+ids in ``<eval dir>/<benchmark>/<mode>/samples.jsonl``; ``python -m toolsense.export lmeval``
+reads ``<run>/eval`` by default): ``make demo`` scores the first 64 of the 126 demo probe items,
+and lm-eval's accuracy is comparable to ours only over the same items.
+
 ``choices: letters`` (default) scores the answer letters (A/B/C/D, or Yes/No) after the prompt,
 as our probes do: lm-eval's ``acc`` is our accuracy. lm-eval moves the prompt's trailing newline
 into each continuation; that adds the same log-prob to every choice, so the argmax, and the
@@ -31,13 +36,15 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Collection, Literal
 
 from toolsense.data.prompts import probe_answers, with_system
 from toolsense.evaluation.benchmarks import Benchmark
 from toolsense.evaluation.config import ProbeConfig
 from toolsense.evaluation.context import EvalModel
 from toolsense.evaluation.probes import permutation, probe_prompt
+from toolsense.utils.io import DataError
+from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.paths import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -76,14 +83,38 @@ def load_docs(docs, tokens=None, pretrained=None, **_):
 '''
 
 
+def scored_items(folder: str | Path, bench: Benchmark) -> list[str] | None:
+    """The ids of the probe items an evaluation scored in ``folder`` (``<eval dir>/<benchmark>/<mode>``,
+    its samples.jsonl), in the benchmark's order; None when the folder holds no samples. Samples of
+    another benchmark file (results.json's hash) or with an id the benchmark, as configured, lacks
+    are a DataError naming the folder."""
+    folder = Path(folder)
+    if not (folder / "samples.jsonl").is_file():
+        return None
+    ids = set(JsonlStore(folder / "samples.jsonl", key="item_id", repair=False).by_key)
+    res = folder / "results.json"
+    sha = (json.loads(res.read_text(encoding="utf-8")).get("hashes") or {}).get("benchmark_sha256") if res.is_file() else None
+    if sha and bench.sha256 and sha != bench.sha256:
+        raise DataError(f"{folder}: scored on another file than benchmark {bench.name!r} ({bench.path}); "
+                        "export with the benchmark that evaluation used")
+    order = [it.item_id for it in bench.items]
+    if missing := sorted(ids - set(order)):
+        raise DataError(f"{folder}: {len(missing)} scored items are not in benchmark {bench.name!r} as configured "
+                        f"({len(order)} items; e.g. {missing[0]!r}): export with the evaluation's benchmark settings "
+                        "(its suite, or benchmark.limit)")
+    return [i for i in order if i in ids]
+
+
 def lmeval_docs(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig,
-                choices: Literal["letters", "options"] = "letters") -> list[dict[str, Any]]:
-    """One lm-eval doc per probe item whose tool is in the index: ``prompt`` (the raw user turn),
-    ``choices``, ``target`` (index of the gold answer in ``choices``), the item's id, tool and
-    options shown, and ``rendered_prompt`` (the chat-templated prompt our evaluation scores)."""
+                choices: Literal["letters", "options"] = "letters", items: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """One lm-eval doc per probe item whose tool is in the index (and whose id is in ``items``,
+    when given: :func:`scored_items`): ``prompt`` (the raw user turn), ``choices``, ``target``
+    (index of the gold answer in ``choices``), the item's id, tool and options shown, and
+    ``rendered_prompt`` (the chat-templated prompt our evaluation scores)."""
     docs = []
+    keep = None if items is None else set(items)
     for item in bench.items:
-        if item.tool not in ev.index.paths:
+        if item.tool not in ev.index.paths or (keep is not None and item.item_id not in keep):
             continue
         perm = permutation(item, bench.kind, cfg.seed)
         shown = [item.options[p] for p in perm]
@@ -117,10 +148,11 @@ def task_yaml(task: str, docs_file: str, tokens_file: str, choices: str, descrip
 
 
 def write_lmeval_task(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConfig, out_dir: str | Path,
-                      task: str | None = None, choices: Literal["letters", "options"] = "letters") -> Path:
+                      task: str | None = None, choices: Literal["letters", "options"] = "letters",
+                      items: Collection[str] | None = None) -> Path:
     """Write ``<task>.yaml``, ``<task>.jsonl``, ``<task>.tokens.json`` and the loader into
     ``out_dir``; returns the YAML. ``task`` defaults to ``toolsense_<benchmark>`` (``_<mode>``
-    added for a mode other than token)."""
+    added for a mode other than token); ``items``: only these item ids (the ones scored), None = all."""
     if bench.kind not in ("mcq", "qa"):
         raise ValueError(f"benchmark {bench.name!r} is a {bench.kind} benchmark; lm-eval tasks are written for mcq / qa probes")
     if choices not in ("letters", "options"):
@@ -128,7 +160,7 @@ def write_lmeval_task(ev: EvalModel, bench: Benchmark, mode: str, cfg: ProbeConf
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     task = task or f"toolsense_{bench.name}" + ("" if mode == "token" else f"_{mode}")
-    docs = lmeval_docs(ev, bench, mode, cfg, choices)
+    docs = lmeval_docs(ev, bench, mode, cfg, choices, items)
     if not docs:
         raise ValueError(f"benchmark {bench.name!r}: no probe item's tool is in the index; nothing to export")
     named = sorted({tok for d in docs for tok in ev.index.paths[d["tool"]] if tok in d["prompt"]})
