@@ -304,6 +304,35 @@ def test_tiers_get_columns_of_their_own_outside_the_statistics(tmp_path):
     assert d["flat"] == [0.9, 0.7] and d["hierarchical"] == [0.5, 0.3]  # the units: benchmarks, never tiers
 
 
+def test_seeded_tier_cells_get_the_pooled_interval_over_the_tiers_items(tmp_path):
+    """Two seeds of tg on 10 queries (tier easy: q0-q4, hard: q5-q9): each tier cell is the main cells' two-level
+    interval (seed_stats.seed_mean) over that tier's items — it was mean ± sd with no interval; a configuration of one
+    seed keeps its tier estimate as written; the tier columns stay out of the significance tests."""
+    from toolsense.comparison.seed_stats import seed_mean
+
+    hits = {("tg", 0): [1, 1, 1, 0, 0, 1, 0, 0, 0, 0], ("tg", 1): [1, 1, 0, 0, 0, 1, 1, 0, 0, 0], ("tg_h", 0): [1] * 3 + [0] * 7}
+    for n, ((exp, seed), h) in enumerate(hits.items()):
+        run = _run(tmp_path, f"{n}_{exp}", exp, "lora", sum(h) / 10, 0.3, seed=seed)
+        folder = run / "eval" / "standard" / "model"
+        _samples(folder / "samples.jsonl", [{"item_id": f"q{i}", "tier": "easy" if i < 5 else "hard",
+                                             "metrics": {"c_hit@1": float(v), "f_hit@1": float(v)}} for i, v in enumerate(h)])
+        res = json.loads((folder / "results.json").read_text())
+        res["tiers"] = {t: {"n": 5, "metrics": {"Rc@1": _est(sum(h[j:j + 5]) / 5)}} for t, j in (("easy", 0), ("hard", 5))}
+        _write(folder / "results.json", res)
+    comp = comparison(collect([tmp_path]), ["Rc@1"])
+    for tier, j in (("easy", 0), ("hard", 5)):
+        cell = comp["cells"]["tg-lora"][f"standard [{tier}] Rc@1"]
+        want = seed_mean({s: {f"q{i}": float(hits[("tg", s)][i]) for i in range(j, j + 5)} for s in (0, 1)})
+        assert cell["lo"] is not None and (cell["value"], cell["lo"], cell["hi"]) == pytest.approx((want["value"], want["lo"], want["hi"]))
+        assert cell["n_seeds"] == 2 and cell["n_items"] == 5 and "mean ± sd" not in cell["method"]
+    assert comp["cells"]["tg-lora"]["standard [easy] Rc@1"]["value"] == pytest.approx(0.5)
+    assert _est(0.6).items() <= comp["cells"]["tg_h-lora"]["standard [easy] Rc@1"].items()  # one seed: as written
+    tested = {t["column"] for t in comp["statistics"]["significance"]["tests"]}
+    assert tested == {"standard Rc@1"}
+    easy = comp["cells"]["tg-lora"]["standard [easy] Rc@1"]
+    assert f"50.0 [{100 * easy['lo']:.1f}, {100 * easy['hi']:.1f}] n=2 sd 14.1" in comparison_table(comp)
+
+
 def _fp(catalog, sha="b" * 64):
     return {"evaluation": "retrieval", "benchmark": {"sha256": sha, "loader": "toolbench", "split": "test", "style": None,
                                                      "missing": "count"},

@@ -17,7 +17,7 @@ from toolsense.metrics.registry import METRICS
 
 
 def combine_seeds(metric: str | None, entries: Sequence[tuple[dict | None, dict]], resamples: int, seed: int,
-                  min_hits: int = 10) -> dict | None:
+                  min_hits: int = 10, tier: str | None = None) -> dict | None:
     """One cell from the runs (seeds) of one configuration. Always: ``value``, ``lo``, ``hi``,
     ``n_seeds`` (1 for one run), ``sd`` (between-seed SD of the runs' own estimates; None for one),
     ``method`` (the interval's name) and ``one_seed``. Several runs with per-item samples: the pooled
@@ -27,7 +27,9 @@ def combine_seeds(metric: str | None, entries: Sequence[tuple[dict | None, dict]
     IS by metrics.is_ci), marked ``one_seed``: one run is not a configuration. Without samples: one
     run's estimate as written, several runs' mean ± sd with no interval. A system with no training
     run (a baseline, an untrained model) is deterministic: its estimate as written, ``deterministic``,
-    never ``one_seed``."""
+    never ``one_seed``. With ``tier`` (a tier column's cell: ``entries`` hold the tier's estimates), several
+    runs are pooled over the items of that tier alike; one run keeps the tier's estimate as written (its
+    interval already over those items alone)."""
     present = [(est, res) for est, res in entries if est and est.get("value") is not None]
     if not present:
         return None
@@ -40,7 +42,9 @@ def combine_seeds(metric: str | None, entries: Sequence[tuple[dict | None, dict]
     cell.update(n_seeds=n, sd=sd, one_seed=n == 1, method="one run (one seed), as results.json wrote it")
     if n > 1:
         cell.update(value=mean, lo=None, hi=None, method="mean ± sd over seeds (no per-item samples: no interval)")
-    per = [item_values(res["_path"], metric) for _, res in present] if metric else [None]
+    if tier is not None and n == 1:
+        return cell
+    per = [item_values(res["_path"], metric, tier) for _, res in present] if metric else [None]
     if any(p is None or not p for p in per):
         return cell
     if METRICS.is_ratio(metric):

@@ -180,14 +180,15 @@ def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tup
     return cols
 
 
-def tier_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple[None, dict | None]]:
-    """``<benchmark> [<tier>] <metric> -> (None, estimate)`` of a retrieval result whose benchmark has
-    several tiers (RRB easy / medium / hard; the demo's 1-tool / 2-tool), each as results.json wrote it:
-    per-item pooling over seeds, significance and Cohen's d stay with the whole benchmark's columns."""
+def tier_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple[tuple[str, str], dict | None]]:
+    """``<benchmark> [<tier>] <metric> -> ((metric, tier), estimate)`` of a retrieval result whose benchmark
+    has several tiers (RRB easy / medium / hard; the demo's 1-tool / 2-tool), each as results.json wrote it. A
+    configuration of several seeds gets the main cells' two-level interval over the tier's items
+    (cell_stats.combine_seeds' ``tier``); significance and Cohen's d stay with the whole benchmark's columns."""
     tiers = (res.get("tiers") or {}) if res["kind"] == "retrieval" else {}
     if len(tiers) < 2:
         return {}
-    return {f"{benchmark_label(res)} [{t}] {m}": (None, METRICS.find(v.get("metrics") or {}, m))
+    return {f"{benchmark_label(res)} [{t}] {m}": ((m, str(t)), METRICS.find(v.get("metrics") or {}, m))
             for t, v in tiers.items() for m in metrics}
 
 
@@ -201,14 +202,16 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
     keys = [row_key(r) for r in results]
     meta = row_labels(keys)
     entries: dict[tuple[str, str], list[tuple[dict | None, dict]]] = {}
-    col_metric: dict[str, str | None] = {}
+    col_metric: dict[str, str | None] = {}  # per-item values of a column's cells: significance tests them
+    col_tier: dict[str, tuple[str, str]] = {}  # a tier column's (metric, tier): its pooled seeds' interval, no test
     seen: dict[tuple[str, str, str | None], dict] = {}
     items: dict[str, dict[str, set]] = {}  # column -> row -> the item sets its cells rest on
     order: dict[str, list[str]] = {"retrieval": [], "tiers": [], "probe": [], "drift": []}
     for res, (key, is_baseline, run, stage) in zip(results, keys):
         label = meta[key]["label"]
         tiers = tier_columns(res, metrics)
-        for col, (metric, est) in {**result_columns(res, metrics), **tiers}.items():
+        col_tier.update((col, mt) for col, (mt, _) in tiers.items())
+        for col, (metric, est) in {**result_columns(res, metrics), **{c: (None, e) for c, (_, e) in tiers.items()}}.items():
             group = order["tiers"] if col in tiers else order.get(res["kind"], order["probe"])
             if col not in group:
                 group.append(col)
@@ -229,7 +232,8 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
             items.setdefault(col, {}).setdefault(label, set()).add(item_set(res))
     cells: dict[str, dict[str, Any]] = {}
     for (label, col), ents in entries.items():
-        cells.setdefault(label, {})[col] = combine_seeds(col_metric[col], ents, resamples, seed, min_hits)
+        metric, tier = col_tier.get(col) or (col_metric[col], None)
+        cells.setdefault(label, {})[col] = combine_seeds(metric, ents, resamples, seed, min_hits, tier=tier)
     rows_meta = {m["label"]: m for m in meta.values()}
     retention_cols = retention(entries, rows_meta, order["probe"], cells, resamples, seed)
     baselines = sorted(lb for lb, m in rows_meta.items() if m["baseline"])

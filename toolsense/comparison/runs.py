@@ -236,17 +236,20 @@ def _samples(path: str) -> dict[str, dict]:
     return rows
 
 
-def item_values(result_path: str | Path, metric: str) -> dict[str, tuple[float, float] | float] | None:
+def item_values(result_path: str | Path, metric: str, tier: str | None = None) -> dict[str, tuple[float, float] | float] | None:
     """Per-item values of ``metric`` from the ``samples.jsonl`` beside ``result_path``, keyed by
     item id: probe ``accuracy`` → 0/1 correctness; a debiased probe metric (:data:`DEBIASED`) →
     the item's credit under it; a registered mean metric (``Rc@k``, recall, NDCG, ...;
     metrics/registry.py) → the item's value; a ratio (``IS@k``) → (free-form, constrained) pairs of
-    its base metric (IS is a ratio of means). None when the file is absent or the metric has no
-    per-item value (the caller then has no interval)."""
+    its base metric (IS is a ratio of means). With ``tier``, the items of that tier only (a sample's
+    ``tier``). None when the file is absent or the metric has no per-item value (the caller then has no
+    interval)."""
     path = Path(result_path).with_name("samples.jsonl")
     if not path.exists():
         return None
     rows = _samples(str(path))
+    if tier is not None:
+        rows = {i: r for i, r in rows.items() if str(r.get("tier")) == tier}
     parsed = METRICS.parse(metric)
     try:
         if metric == "accuracy":
