@@ -453,11 +453,11 @@ def check_rankings_tiny(args, device) -> dict:
             "free_equal_up_to_near_ties": sum(rankings_agree(x.free, y.free, 1e-4, key="text") for x, y in zip(a, b)) / len(a)}
 
 
-SLURM_ONE_TASK = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NTASKS": "1", "SLURM_JOB_NUM_NODES": "1",
-                  "SLURM_NODEID": "0", "SLURM_JOB_NODELIST": "127.0.0.1"}
+SLURM_ONE_TASK = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
+                  "SLURM_NTASKS": "1", "SLURM_JOB_NUM_NODES": "1", "SLURM_NODEID": "0", "SLURM_JOB_NODELIST": "127.0.0.1"}
 """A Slurm job of one task on this machine, as ``launcher=slurm_gpu`` with ``tasks_per_node=1`` starts it (submitit
-marks its jobs with SUBMITIT_EXECUTOR): the
-environment :func:`toolsense.utils.ranks.export_slurm_ranks` (the launcher's rank setup) reads."""
+marks its jobs with SUBMITIT_EXECUTOR): the environment :func:`toolsense.utils.ranks.export_slurm_ranks` (the
+launcher's rank setup) reads."""
 RANK_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 

@@ -169,3 +169,16 @@ def train_and_evaluate(cfg: TrainConfig, run_dir: str, prepared: Prepared | None
             evaluate(ev_cfg)
     last = summary.get("stage2") or summary.get("stage1") or {}
     return last.get("train_loss")
+
+
+def evaluate(cfg, output_dir: str | Path | None = None) -> dict[str, Any]:
+    """evaluate.py's work once its config is checked (an ``EvaluateConfig``): with ``checkpoint=<N>`` that
+    Trainer checkpoint of ``stage`` becomes a model folder first (training/snapshot.py: the evaluation room
+    does not import training), then the evaluation (evaluation/runner.py). Returns its summary."""
+    from toolsense.evaluation.runner import run as run_evaluation
+
+    if cfg.checkpoint is not None:
+        from toolsense.training.snapshot import export_checkpoint
+
+        export_checkpoint(cfg.run, cfg.stage or "stage2", cfg.checkpoint)
+    return run_evaluation(cfg, output_dir=output_dir)

@@ -34,12 +34,12 @@ def test_a_flash_attention_run_loads_under_the_given_implementation(fa2_run):
 
 
 def test_the_override_reaches_load_run_from_the_command_line(monkeypatch, tiny_run):
+    import inspect
+
     import toolsense.evaluation.runner as runner
     from tests.evaluation.test_evaluate_config import _compose
     from toolsense.evaluation.config import EvaluateConfig
     from toolsense.utils.config import to_config
-
-    import inspect
 
     seen = {}
     bind = inspect.signature(runner.load_run).bind  # by name: load_run's later parameters (checkpoint) move positions

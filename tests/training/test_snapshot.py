@@ -55,7 +55,7 @@ def test_a_missing_checkpoint_is_refused_naming_the_saved_ones(tiny_lora_run):
 
 def test_evaluate_scores_a_checkpoint_under_its_own_name_and_fingerprint(tiny_lora_run, tmp_path):
     from toolsense.evaluation.config import EvaluateConfig, register_configs
-    from toolsense.evaluation.runner import run as evaluate
+    from toolsense.pipeline import evaluate  # evaluate.py's path: the checkpoint is exported, then evaluated
     from toolsense.utils.compose import compose
     from toolsense.utils.config import to_config
 

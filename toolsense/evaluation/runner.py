@@ -190,17 +190,12 @@ def run(cfg: EvaluateConfig | DictConfig | Mapping, output_dir: str | Path | Non
     """Entry point of ``evaluate.py``: evaluation (default) or ``task=drift``; writes
     ``results.json`` and ``table.md`` under
     ``output_dir`` (default ``cfg.output_dir``, else outputs/evaluate), prints the table,
-    returns the summary. With ``checkpoint=<N>`` that Trainer checkpoint is exported to a model folder first
-    (training/snapshot.py). A mapping is converted by the one converter. The folder is held by
+    returns the summary. A mapping is converted by the one converter. The folder is held by
     one process at a time (``utils.rundir.holding``; ``TOOLSENSE_BUSY=fail|skip|wait``); a skipped run
     returns ``{"skipped": <output_dir>}``."""
     cfg = to_config(EvaluateConfig, cfg)
     if cfg.task == Task.evaluate:  # the catalog made explicit (a run's own), so results.json records the one ranked
         cfg = dataclasses.replace(cfg, catalog=catalog_section(cfg.catalog, cfg.run))
-    if cfg.checkpoint is not None:  # a Trainer checkpoint becomes a model folder first (training/snapshot.py)
-        from toolsense.training.snapshot import export_checkpoint
-
-        export_checkpoint(cfg.run, cfg.stage or "stage2", cfg.checkpoint)
     out = Path(output_dir or cfg.output_dir or "outputs/evaluate")
     out.mkdir(parents=True, exist_ok=True)
     shard = init_shard()

@@ -27,11 +27,11 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
 def job(dict_cfg: DictConfig) -> None:
-    from toolsense.evaluation.runner import run  # the model code loads once the config is checked (--help stays fast)
+    from toolsense.pipeline import evaluate  # the model code loads once the config is checked (--help stays fast)
 
     with user_errors(), scrubbed_job(["OPENAI_API_KEY"]):  # baseline=openai; an endpoint may echo the key in its error
         cfg = to_config(EvaluateConfig, dict_cfg)
-        run(cfg, output_dir=shared_output_dir(cfg.output_dir))
+        evaluate(cfg, output_dir=shared_output_dir(cfg.output_dir))
 
 
 def main() -> None:
