@@ -205,3 +205,50 @@ def test_a_full_disk_names_the_file_it_was_writing(tmp_path, monkeypatch):
     monkeypatch.setattr("builtins.open", lambda *a, **k: full())
     with pytest.raises(OSError, match=rf"No space left on device: '{tmp_path / 'samples.jsonl'}'"):
         store.append({"id": 1})
+
+
+# Hydra's composition errors (issue 49): one line naming the override and the fix, exit 2; before any model loads.
+# (job, override, what the one line after "<job>.py: error: " starts with); model=tiny_random trainer.seed=-5 are a
+# safety net: were the override accepted, the seed is refused before anything trains.
+COMPOSITION = [
+    ("train", "trainer.lrr=1", "trainer.lrr: no such field; trainer has effective_batch, per_device_batch, "),
+    ("train", "model.name_or_pth=x", "model.name_or_pth: no such field; did you mean model.name_or_path?"),
+    ("train", "experiment=tg_3f", "experiment=tg_3f: experiment has no option 'tg_3f'; did you mean experiment=tg_3fm"),
+    ("train", "model=tiny_randm", "model=tiny_randm: model has no option 'tiny_randm'; did you mean model=tiny_random? "
+                                  "choose from "),
+    ("train", "trainer.seed=[1", "trainer.seed=[1: Hydra cannot parse this override (no viable alternative at input '[1'); "
+                                 "quote a value"),
+    ("evaluate", "metrics.kss=[1]", "metrics.kss: no such field; did you mean metrics.ks?"),
+    ("evaluate", "benchmark=nope", "benchmark=nope: benchmark has no option 'nope'; choose from demo_mcq, "),
+    ("evaluate", "metrics.ks=[1", "metrics.ks=[1: Hydra cannot parse this override"),
+]
+
+
+@pytest.mark.parametrize("job, override, start", COMPOSITION, ids=[f"{o} ({j})" for j, o, _ in COMPOSITION])
+def test_a_command_line_hydra_cannot_compose_is_one_line_exit_2(tmp_path, job, override, start):
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), DEBUG_ENV: "", "HYDRA_FULL_ERROR": ""}
+    args = [sys.executable, str(root / f"{job}.py"), "model=tiny_random", "trainer.seed=-5" if job == "train" else "metrics.seed=-5",
+            override]
+    proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+    assert lines[0].startswith(f"{job}.py: error: {start}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_debug_true_or_hydra_full_error_keeps_a_composition_error_s_traceback(monkeypatch, tmp_path, capfd):
+    from hydra.errors import ConfigCompositionException
+
+    code = _run(monkeypatch, tmp_path, "train", "trainer.lrr=1", "debug=true")
+    err = capfd.readouterr().err
+    assert code == 1 and "Traceback" in err and "ConfigCompositionException: Could not override 'trainer.lrr'" in err
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    monkeypatch.setenv(DEBUG_ENV, "")
+    monkeypatch.setattr(sys, "argv", ["train.py", "trainer.lrr=1"])
+    with pytest.raises(ConfigCompositionException, match="Could not override 'trainer.lrr'"):
+        importlib.import_module("toolsense.jobs.train").main()

@@ -7,8 +7,9 @@ naming the config field that points at it). Its message names that place and the
 Every job's Hydra task runs inside :func:`toolsense.utils.hydra.user_errors`: a user error is
 printed as one line on stderr and the process exits 2, after removing the log folder Hydra made
 for this run, so that a refused command writes nothing. ``debug=true`` on the command line (or ``TOOLSENSE_DEBUG=1``, or
-Hydra's ``HYDRA_FULL_ERROR=1``) lets it through with its traceback instead. Anything else is a bug:
-it keeps Hydra's traceback and exit 1.
+Hydra's ``HYDRA_FULL_ERROR=1``) lets it through with its traceback instead. A command line Hydra cannot
+compose (an unknown field or group option, an override it cannot parse) is reported the same way
+(:func:`toolsense.utils.hydra.composition_errors`). Anything else is a bug: it keeps Hydra's traceback and exit 1.
 
 All are ``ValueError``s (``MissingFile`` also a ``FileNotFoundError``), so callers that catch
 those, and tests that expect them, are unchanged.

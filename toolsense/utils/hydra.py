@@ -14,7 +14,7 @@ from typing import Iterator, Sequence
 
 from hydra.core.config_store import ConfigStore
 
-from toolsense.utils.errors import UserError, environment_error
+from toolsense.utils.errors import ConfigError, UserError, environment_error
 
 USER_ERROR_EXIT = 2
 """The exit status of a refused command (argparse's); a bug exits 1 (Hydra's)."""
@@ -144,6 +144,7 @@ def user_errors() -> Iterator[None]:
     the line is printed and the error passes on too, so the sweep's other jobs still run and Hydra
     marks this one failed."""
     try:
+        check_choices()
         yield
     except (UserError, OSError) as e:
         line = str(e) if isinstance(e, UserError) else environment_error(e)
@@ -162,3 +163,118 @@ def _multirun() -> bool:
         return hydra_value("mode").endswith("MULTIRUN")
     except Exception:  # noqa: BLE001 - not inside a Hydra app
         return False
+
+
+@contextmanager
+def composition_errors() -> Iterator[None]:
+    """Around a job's ``@hydra.main`` call (its ``main()``): a command line Hydra cannot compose (a field no
+    section has, a group option that does not exist, an override it cannot parse) is one line naming the
+    override and the fix, exit 2, as a user error is (:func:`composition_line`); ``debug=true`` prints its
+    traceback (exit 1) and ``HYDRA_FULL_ERROR=1`` lets it through. Hydra reports these from inside its
+    ``run_and_report`` (several lines, exit 1) before any hook of its runs, so that is what is wrapped, for
+    this call only."""
+    import traceback
+
+    import hydra._internal.utils as internal
+    from hydra.errors import ConfigCompositionException, OverrideParseException
+
+    original = internal.run_and_report
+
+    def run_and_report(func):
+        def reported():
+            try:
+                return func()
+            except (ConfigCompositionException, OverrideParseException) as e:
+                if os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0"):
+                    raise
+                if debugging():
+                    traceback.print_exc()
+                    sys.exit(1)
+                print(f"{os.path.basename(sys.argv[0])}: error: {composition_line(e)}", file=sys.stderr, flush=True)
+                sys.exit(USER_ERROR_EXIT)
+
+        return original(reported)
+
+    internal.run_and_report = run_and_report
+    try:
+        yield
+    finally:
+        internal.run_and_report = original
+
+
+def composition_line(e: Exception) -> str:
+    """The one line for an error of Hydra's composition: the override and the fix."""
+    from hydra.errors import MissingConfigException, OverrideParseException
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+    cause = e.__cause__
+    if isinstance(e, OverrideParseException):
+        why = "; ".join(x for x in str(e).splitlines() if x and not x.startswith(("See https:", "Error parsing")))
+        return (f"{e.override}: Hydra cannot parse this override ({why}); quote a value holding , [ ] {{ }} = or "
+                "spaces (\"key='a,b'\"); the grammar: https://hydra.cc/docs/advanced/override_grammar/basic")
+    if isinstance(e, MissingConfigException) and e.missing_cfg_file and e.options:
+        group, _, option = e.missing_cfg_file.rpartition("/")
+        return no_such_option(group, option, e.options)
+    if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key and cause.parent_node is not None:
+        return _no_such_field(cause.full_key, cause.parent_node)
+    if isinstance(cause, OmegaConfBaseException) and cause.full_key:
+        value = "" if cause.value is None else f"={cause.value!r}"
+        return f"{cause.full_key}{value}: {str(cause.msg).splitlines()[0]}"
+    if "No match in the defaults list" in str(e):  # group=option where the job has no such group
+        key = str(e).split("'")[1]
+        return (f"{key}: no such group or field here; {os.path.basename(sys.argv[0])} --info defaults lists the groups, "
+                "--cfg job the fields")
+    return "; ".join(x.strip() for x in str(e).split("Config search path")[0].splitlines() if x.strip())
+
+
+def no_such_option(group: str, option: str, options: Sequence[str]) -> str:
+    """``group=option`` refused: the nearest options, then all of them."""
+    import difflib
+
+    near = difflib.get_close_matches(option, options, 3, 0.6)
+    guess = f"did you mean {' or '.join(f'{group}={n}' for n in near)}? " if near else ""
+    return f"{group}={option}: {group} has no option {option!r}; {guess}choose from {', '.join(options)}"
+
+
+def _no_such_field(key: str, parent) -> str:
+    """``key`` refused: a sibling or a field elsewhere with a close name, else the section's fields."""
+    import difflib
+
+    from omegaconf import OmegaConf
+
+    def paths(node, prefix=""):
+        for k, v in node.items():
+            yield f"{prefix}{k}"
+            if isinstance(v, dict):
+                yield from paths(v, f"{prefix}{k}.")
+
+    section, _, leaf = key.rpartition(".")
+    siblings = [str(k) for k in parent.keys() if k != "hydra"]
+    fields = [p for p in paths(OmegaConf.to_container(parent._get_root(), resolve=False)) if not p.startswith("hydra")]
+    near = [f"{section}.{k}" if section else k for k in difflib.get_close_matches(leaf, siblings, 3, 0.7)]
+    near += [p for p in fields if difflib.get_close_matches(leaf, [p.rpartition(".")[2]], 1, 0.8) and p not in near]
+    if near:
+        return f"{key}: no such field; did you mean {' or '.join(near[:3])}?"
+    return (f"{key}: no such field; {section or 'the top level'} has {', '.join(siblings)} "
+            f"({os.path.basename(sys.argv[0])} --cfg job shows every field)")
+
+
+def check_choices() -> None:
+    """A group option named on the command line that exists nowhere is refused (:func:`no_such_option`):
+    Hydra skips a missing option of an ``optional`` group silently (``experiment=nope`` trained the default)."""
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    try:
+        overrides, choices = (OmegaConf.create({"v": "${hydra:" + k + "}"}).v for k in ("overrides.task", "runtime.choices"))
+    except Exception:  # noqa: BLE001 - not inside a running Hydra app
+        return
+    if not GlobalHydra.instance().is_initialized():
+        return
+    for override in overrides:
+        group, sep, option = override.lstrip("+").partition("=")
+        group = group.split("@")[0]
+        if sep and group in choices and option != "null":
+            options = GlobalHydra.instance().config_loader().get_group_options(group)
+            if option not in options:
+                raise ConfigError(no_such_option(group, option, options))
