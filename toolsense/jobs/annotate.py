@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 from toolsense.comparison.annotate import AnnotateJobConfig, register_configs, run
 from toolsense.utils.config import to_config
-from toolsense.utils.hydra import composition_errors, shared_output_dir, take_debug, user_errors
+from toolsense.utils.hydra import hydra_errors, shared_output_dir, take_debug, user_errors
 
 register_configs()
 
@@ -25,7 +25,7 @@ def job(dict_cfg: DictConfig) -> None:
 
 def main() -> None:
     sys.argv[1:] = take_debug(sys.argv[1:])
-    with composition_errors():
+    with hydra_errors():
         job()
 
 

@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from toolsense.audit.config import AuditConfig, register_configs
 from toolsense.utils.config import to_config
-from toolsense.utils.hydra import composition_errors, take_debug, user_errors
+from toolsense.utils.hydra import hydra_errors, take_debug, user_errors
 from toolsense.utils.secrets import scrubbed_job
 
 register_configs()
@@ -28,7 +28,7 @@ def job(cfg: DictConfig) -> float:
 
 def main() -> None:
     sys.argv[1:] = take_debug(sys.argv[1:])
-    with composition_errors():
+    with hydra_errors():
         job()
 
 

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from toolsense.evaluation.config import EvaluateConfig, catalog_group, register_configs
 from toolsense.utils.config import to_config
-from toolsense.utils.hydra import composition_errors, shared_output_dir, take_debug, user_errors
+from toolsense.utils.hydra import hydra_errors, shared_output_dir, take_debug, user_errors
 from toolsense.utils.secrets import scrubbed_job
 
 register_configs()
@@ -36,7 +36,7 @@ def job(dict_cfg: DictConfig) -> None:
 
 def main() -> None:
     sys.argv[1:] = catalog_group(take_debug(sys.argv[1:]))
-    with composition_errors():
+    with hydra_errors():
         job()
 
 

@@ -17,7 +17,7 @@ from toolsense.generation.outputs import nothing_made
 from toolsense.generation.runner import run
 from toolsense.tracking import log_job_summary
 from toolsense.utils.config import as_plain, to_config
-from toolsense.utils.hydra import composition_errors, take_debug, user_errors
+from toolsense.utils.hydra import hydra_errors, take_debug, user_errors
 
 register_configs()
 
@@ -42,7 +42,7 @@ def main() -> None:
     with user_errors():
         check_judge_overrides(sys.argv[1:])
     sys.argv[1:] = take_debug(sys.argv[1:])
-    with composition_errors():
+    with hydra_errors():
         job()
 
 

@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 from toolsense.study.config import StudyConfig, register_configs
 from toolsense.study.run import run_study
 from toolsense.utils.config import to_config
-from toolsense.utils.hydra import composition_errors, take_debug, user_errors
+from toolsense.utils.hydra import hydra_errors, take_debug, user_errors
 
 register_configs()
 
@@ -26,7 +26,7 @@ def job(dict_cfg: DictConfig) -> None:
 
 def main() -> None:
     sys.argv[1:] = take_debug(sys.argv[1:])
-    with composition_errors():
+    with hydra_errors():
         job()
 
 

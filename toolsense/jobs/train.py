@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 from toolsense.training.config import TrainConfig, register_configs
 from toolsense.utils.config import to_config
-from toolsense.utils.hydra import composition_errors, take_debug, user_errors
+from toolsense.utils.hydra import hydra_errors, take_debug, user_errors
 
 register_configs()
 
@@ -31,7 +31,7 @@ def job(dict_cfg: DictConfig) -> float | None:
 
 def main() -> None:
     sys.argv[1:] = take_debug(sys.argv[1:])
-    with composition_errors():
+    with hydra_errors():
         job()
 
 

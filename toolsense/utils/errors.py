@@ -9,7 +9,7 @@ printed as one line on stderr and the process exits 2, after removing the log fo
 for this run, so that a refused command writes nothing. ``debug=true`` on the command line (or ``TOOLSENSE_DEBUG=1``, or
 Hydra's ``HYDRA_FULL_ERROR=1``) lets it through with its traceback instead. A command line Hydra cannot
 compose (an unknown field or group option, an override it cannot parse) is reported the same way
-(:func:`toolsense.utils.hydra.composition_errors`). Anything else is a bug: it keeps Hydra's traceback and exit 1.
+(:func:`toolsense.utils.hydra.hydra_errors`). Anything else is a bug: it keeps Hydra's traceback and exit 1.
 
 All are ``ValueError``s (``MissingFile`` also a ``FileNotFoundError``), so callers that catch
 those, and tests that expect them, are unchanged.

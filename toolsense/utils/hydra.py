@@ -9,10 +9,14 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from omegaconf import OmegaConf
 
 from toolsense.utils.errors import ConfigError, UserError, environment_error
 
@@ -35,8 +39,6 @@ def register_schema(name: str, node: type) -> None:
     the converter (:func:`toolsense.utils.config.to_config`) checks it. A mapping field declared
     with ``metadata={"open": True}`` takes new keys on the command line without Hydra's ``+``
     (``evaluate.settings.metrics.resamples=100``): the converter checks what lands there."""
-    from omegaconf import OmegaConf
-
     from toolsense.utils.config import defaults_of, omegaconf_can_type
 
     SCHEMAS[name] = node
@@ -63,8 +65,6 @@ def open_fields(cls: type, prefix: str = "") -> list[str]:
 
 def hydra_value(key: str) -> str:
     """``${hydra:<key>}`` of the running app, e.g. ``runtime.output_dir``, ``mode``, ``sweep.dir``."""
-    from omegaconf import OmegaConf
-
     return str(OmegaConf.create({"v": "${hydra:" + key + "}"}).v)
 
 
@@ -112,14 +112,14 @@ HYDRA_FILES = (".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml
 
 
 def forget_hydra_dir() -> None:
-    """Remove the folder Hydra made for this run (``.hydra/`` and ``<job>.log``) when it holds
+    """Remove the folder Hydra made for this run (``.hydra/``, ``<job>.log``, a released ``.lock``) when it holds
     nothing else, and its parents left empty below the working directory: a refused command
     leaves no trace. A folder holding anything more (a run's own files) is left as it is."""
     try:
         folder, job = Path(hydra_value("runtime.output_dir")).resolve(), hydra_value("job.name")
     except Exception:  # noqa: BLE001 - outside a running Hydra app there is no such folder
         return
-    ours = {folder / f for f in HYDRA_FILES} | {folder / f"{job}.log"}
+    ours = {folder / f for f in HYDRA_FILES} | {folder / f"{job}.log", folder / ".lock"}  # the lock: released by now
     present = {p for p in folder.rglob("*") if p.is_file()} if folder.is_dir() else set()
     if not present or not present <= ours:
         return
@@ -141,21 +141,27 @@ def user_errors() -> Iterator[None]:
     (``<command>: error: <message>``, the command as typed: ``evaluate.py``, ``toolsense-evaluate``)
     and the process exits 2, as is an OSError the machine caused (a full disk, a dangling symlink:
     :func:`~toolsense.utils.errors.environment_error`); a bug passes on to Hydra. In a ``-m`` sweep
-    the line is printed and the error passes on too, so the sweep's other jobs still run and Hydra
-    marks this one failed."""
+    the line is printed and the error passes on to :class:`RefusedJobs`, so the sweep's other jobs still run."""
     try:
         check_choices()
         yield
     except (UserError, OSError) as e:
-        line = str(e) if isinstance(e, UserError) else environment_error(e)
+        line = refusal_line(e)
         if line is None or debugging():
             raise
         sys.stderr.flush()
         print(f"{os.path.basename(sys.argv[0])}: error: {line}", file=sys.stderr, flush=True)
-        if _multirun():  # the sweep's other jobs still run; Hydra marks this one failed and reports it at the end
-            raise
         forget_hydra_dir()
+        if _multirun():  # the sweep's other jobs still run (RefusedJobs); the sweep ends with a line per refused job
+            raise
         sys.exit(USER_ERROR_EXIT)
+
+
+def refusal_line(e: BaseException) -> str | None:
+    """The one line of a user error (or of an OSError the machine caused); None for a bug."""
+    if isinstance(e, UserError):
+        return str(e)
+    return environment_error(e) if isinstance(e, OSError) else None
 
 
 def _multirun() -> bool:
@@ -166,13 +172,14 @@ def _multirun() -> bool:
 
 
 @contextmanager
-def composition_errors() -> Iterator[None]:
-    """Around a job's ``@hydra.main`` call (its ``main()``): a command line Hydra cannot compose (a field no
-    section has, a group option that does not exist, an override it cannot parse) is one line naming the
-    override and the fix, exit 2, as a user error is (:func:`composition_line`); ``debug=true`` prints its
-    traceback (exit 1) and ``HYDRA_FULL_ERROR=1`` lets it through. Hydra reports these from inside its
-    ``run_and_report`` (several lines, exit 1) before any hook of its runs, so that is what is wrapped, for
-    this call only."""
+def hydra_errors() -> Iterator[None]:
+    """Around a job's ``@hydra.main`` call (its ``main()``), what Hydra itself reports: a command line it cannot
+    compose (a field no section has, a group option that does not exist, an override it cannot parse) is one
+    line naming the override and the fix, exit 2, as a user error is (:func:`composition_line`); ``debug=true``
+    prints its traceback (exit 1) and ``HYDRA_FULL_ERROR=1`` lets it through. A ``-m`` sweep whose jobs a user
+    error stopped (:class:`RefusedJobs`) ends with one line per such job (:func:`sweep_refusals`) and exit 2.
+    Hydra reports composition errors from inside its ``run_and_report`` (several lines, exit 1) before any hook
+    of its runs, so that is what is wrapped, for this call only."""
     import traceback
 
     import hydra._internal.utils as internal
@@ -183,7 +190,7 @@ def composition_errors() -> Iterator[None]:
     def run_and_report(func):
         def reported():
             try:
-                return func()
+                result = func()
             except (ConfigCompositionException, OverrideParseException) as e:
                 if os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0"):
                     raise
@@ -192,6 +199,12 @@ def composition_errors() -> Iterator[None]:
                     sys.exit(1)
                 print(f"{os.path.basename(sys.argv[0])}: error: {composition_line(e)}", file=sys.stderr, flush=True)
                 sys.exit(USER_ERROR_EXIT)
+            refused = sweep_refusals(result)
+            for line in refused:
+                print(f"{os.path.basename(sys.argv[0])}: error: {line}", file=sys.stderr, flush=True)
+            if refused:
+                sys.exit(USER_ERROR_EXIT)
+            return result
 
         return original(reported)
 
@@ -240,8 +253,6 @@ def _no_such_field(key: str, parent) -> str:
     """``key`` refused: a sibling or a field elsewhere with a close name, else the section's fields."""
     import difflib
 
-    from omegaconf import OmegaConf
-
     def paths(node, prefix=""):
         for k, v in node.items():
             yield f"{prefix}{k}"
@@ -263,8 +274,6 @@ def check_choices() -> None:
     """A group option named on the command line that exists nowhere is refused (:func:`no_such_option`):
     Hydra skips a missing option of an ``optional`` group silently (``experiment=nope`` trained the default)."""
     from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-
     try:
         overrides, choices = (OmegaConf.create({"v": "${hydra:" + k + "}"}).v for k in ("overrides.task", "runtime.choices"))
     except Exception:  # noqa: BLE001 - not inside a running Hydra app
@@ -278,3 +287,42 @@ def check_choices() -> None:
             options = GlobalHydra.instance().config_loader().get_group_options(group)
             if option not in options:
                 raise ConfigError(no_such_option(group, option, options))
+
+
+@dataclass(frozen=True)
+class Refused:
+    """What a ``-m`` job a user error stopped returns (:class:`RefusedJobs`): its one line."""
+
+    line: str
+
+
+class RefusedJobs(Callback):
+    """Hydra callback (``hydra.callbacks.refused`` in every job's YAML): a sweep job that a user error stopped
+    returns :class:`Refused` instead of failing, so Hydra's sweeper goes on with the other jobs (it stops at the
+    first failed one) and the sweep's end (the comparison table, CompareAfterSweep) still comes; the sweep then
+    ends with a line per refused job (:func:`hydra_errors`). It runs where the job ran (a Slurm task too) and
+    the return travels back as any job's. A bug, or ``debug=true``, still fails the job and the sweep."""
+
+    def on_job_end(self, config, job_return: JobReturn, **kwargs) -> None:
+        line = refusal_line(job_return._return_value) if job_return.status == JobStatus.FAILED else None
+        if line is not None and not debugging():
+            job_return.status, job_return.return_value = JobStatus.COMPLETED, Refused(line)
+
+
+def sweep_refusals(result) -> list[str]:
+    """A sweep's refused jobs (what ``hydra.multirun`` returned: batches of JobReturns), one line each naming the
+    job's number and the overrides that set it apart from the sweep's other jobs; all refused alike, one line."""
+    jobs = [r for batch in result for r in batch if isinstance(r, JobReturn)] if isinstance(result, list) else []
+    refused = [r for r in jobs if isinstance(r._return_value, Refused)]
+    if not refused:
+        return []
+    lines = {r._return_value.line for r in refused}
+    if len(refused) == len(jobs) > 1 and len(lines) == 1:
+        return [f"all {len(jobs)} jobs of the sweep: {lines.pop()}"]
+    common = set.intersection(*(set(r.overrides or ()) for r in jobs))
+    out = []
+    for r in refused:
+        num = OmegaConf.select(r.hydra_cfg, "hydra.job.num") if r.hydra_cfg is not None else jobs.index(r)
+        own = " ".join(o for o in r.overrides or () if o not in common)
+        out.append(f"job {num} of {len(jobs)}{f' ({own})' if own else ''}: {r._return_value.line}")
+    return out
