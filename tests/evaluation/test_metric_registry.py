@@ -5,6 +5,7 @@ tests it per item and puts it on the comparison page — nothing else names it (
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -73,3 +74,24 @@ def test_a_registered_metric_reaches_results_table_comparison_and_both_pages(mrr
     assert test["n"] == 8 and abs(test["diff"]) == pytest.approx(abs(np.mean(expect) - np.mean(model_expect)))
     assert "| realistic mrr_c@5 |" in (tmp_path / "cmp" / "comparison.md").read_text().splitlines()[0]
     assert 'data-col="realistic mrr_c@5"' in (tmp_path / "cmp" / "report.html").read_text()
+
+
+def test_results_json_carries_ndcg_at_5_the_mean_of_each_items_ndcg_by_hand(tmp_path):
+    """NDCG@k is a registered per-item metric (ndcg_{c,f}@k): an evaluation's results.json holds ndcg_c@5 with its
+    bootstrap interval, the mean of each item's NDCG@5 recomputed here from the samples' constrained rankings."""
+    out = tmp_path / "eval"
+    run({"parametric": False, "run": None, "catalog": {"path": None}, "baselines": {"bm25": {"kind": "bm25"}},
+         "benchmarks": {"realistic": {"loader": "demo", "split": "test", "style": "short", "limit": 8}},
+         "decoding": {"beam_width": 5}, "metrics": {"ks": [1, 5], "resamples": 100}, "output_dir": str(out),
+         "logger": {"kind": "none"}})
+    folder = out / "realistic" / "bm25"
+    rows = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+
+    def ndcg(tools, gold, k):
+        dcg = sum(1 / math.log2(i + 2) for i, t in enumerate(tools[:k]) if t in gold)
+        return dcg / sum(1 / math.log2(i + 2) for i in range(min(k, len(gold))))
+
+    expect = [ndcg([b["tool"] for b in r["constrained"]], set(r["gold"]), 5) for r in rows]
+    assert [r["metrics"]["c_ndcg@5"] for r in rows] == pytest.approx(expect) and 0 < np.mean(expect) < 1
+    est = json.loads((folder / "results.json").read_text())["metrics"][METRICS.key("ndcg_c", 5)]
+    assert est["value"] == pytest.approx(np.mean(expect)) and est["lo"] < est["value"] < est["hi"]

@@ -25,6 +25,19 @@ def test_known_ranking_gives_known_hits_recall_ndcg():
     assert ndcg_at(["g1", "g1"], ["g1", "g2"], 2) == pytest.approx(1 / (1 + 1 / math.log2(3)))
 
 
+def test_ndcg_by_hand_per_item_and_over_items():
+    """ToolGen reports NDCG@1/3/5; ours is NDCG@k with binary gains and the ideal over min(k, |gold|) gold tools.
+    Gold {a, b}, ranking [b, x, a] at k = 3: DCG = 1 + 1/log2(4) = 1.5, IDCG = 1 + 1/log2(3) = 1.63093, NDCG = 0.91972;
+    at k = 2 only b is found: 1 / 1.63093 = 0.61315; at k = 1: 1."""
+    assert ndcg_at(["b", "x", "a"], ["a", "b"], 3) == pytest.approx(0.919721, abs=1e-6)
+    assert ndcg_at(["b", "x", "a"], ["a", "b"], 2) == pytest.approx(0.613147, abs=1e-6)
+    assert ndcg_at(["b", "x", "a"], ["a", "b"], 1) == 1.0
+    rows = [item_metrics(r, ["a", "b"], [3], "c_") for r in (["b", "x", "a"], ["x", "y", "a"])]
+    assert [r["c_ndcg@3"] for r in rows] == pytest.approx([0.919721, 0.5 / 1.630930], abs=1e-6)
+    est = aggregate(rows, [3], resamples=200, with_free=False)["ndcg_c@3"]  # a registered mean: bootstrap interval
+    assert est["value"] == pytest.approx((0.919721 + 0.306574) / 2, abs=1e-6) and est["lo"] < est["value"] < est["hi"]
+
+
 def test_is_degenerate_cases():
     assert internalization_score(0.0, 0.0) == 0.0
     assert internalization_score(0.3, 0.0) == 0.0

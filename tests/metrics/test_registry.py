@@ -85,3 +85,22 @@ def test_a_renamed_metric_reads_old_files_through_its_alias_and_leaves_cleanly()
         METRICS.remove("free_top")
     with pytest.raises(ValueError, match=r"metric 'hit' is the base of \['is'\]"):
         METRICS.remove("hit")
+
+
+def test_keys_are_derived_from_the_registry_under_their_current_spelling():
+    assert [METRICS.key("Rc", 5), METRICS.key("IS", 50), METRICS.key("COMPf", 10), METRICS.key("ndcg_c", 5)] == [
+        "Rc@5", "IS@50", "COMPf@10", "ndcg_c@5"]
+    assert METRICS.key("Rprec_c") == "Rprec_c"
+    assert [METRICS.item_key("Rc", 5), METRICS.item_key("Rf", 1), METRICS.item_key("Rprec_f")] == ["c_hit@5", "f_hit@1", "f_rprec"]
+    assert METRICS.item_key("Rc", 5, prefix="") == "hit@5"
+    with pytest.raises(ValueError, match=r"metric key: 'Rx@5' is no registered metric; registered: R\{c,f\}@k"):
+        METRICS.key("Rx", 5)
+    with pytest.raises(ValueError, match=r"'Rprec_c@5' is no registered metric"):  # no cut-off: the key is the whole stem
+        METRICS.key("Rprec_c", 5)
+    with pytest.raises(ValueError, match=r"'IS@5' is a ratio \('is'\): it has no per-item value"):
+        METRICS.item_key("IS", 5)
+    register(Metric("top", "TOP{mode}@{k}", hit_at, aliases=("top_{mode}@{k}",)))
+    try:  # a renamed metric: its old stem gives the current key
+        assert METRICS.key("top_c", 3) == "TOPc@3" and METRICS.item_key("top_f", 3) == "f_top@3"
+    finally:
+        METRICS.remove("top")

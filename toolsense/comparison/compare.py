@@ -48,7 +48,7 @@ from toolsense.utils.progress import progress
 from toolsense.utils.publish import load_published_json, publish
 from toolsense.utils.rundir import holding
 
-HEADLINE = ["Rc@50", "Rf@50", "IS@50"]
+HEADLINE = [METRICS.key(stem, 50) for stem in ("Rc", "Rf", "IS")]
 """The paper's retrieval columns (beam 50); probes always show accuracy, chance and majority rate."""
 
 
@@ -67,7 +67,7 @@ class CompareConfig:
     """Bootstrap resamples of the pooled-seed and retention intervals."""
     seed: Seed = 0
     """Bootstrap seed."""
-    effect_metric: str = "IS@50"
+    effect_metric: str = METRICS.key("IS", 50)
     """Cohen's d between flat and hierarchical configurations is taken over this metric."""
     min_hits: int = 10
     """An IS on fewer constrained hits is flagged and left out of Cohen's d (as evaluate.py's metrics.min_hits)."""
@@ -193,7 +193,7 @@ def tier_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple
 
 
 def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamples: int = 1000, seed: int = 0,
-               effect_metric: str = "IS@50", min_hits: int = 10) -> dict[str, Any]:
+               effect_metric: str = METRICS.key("IS", 50), min_hits: int = 10) -> dict[str, Any]:
     """Rows and columns of the ablation table, the estimates per cell and the statistics.
     Columns: retrieval benchmarks × metrics, probe accuracies, retention (when Stage-1 and
     Stage-2 probes of the same runs exist), embedding drift; each in order of first appearance.

@@ -178,6 +178,28 @@ class MetricRegistry(Registry[Metric]):
                                  f"(k = a cut-off, e.g. Rc@5; docs/evaluation.md, 'Adding a metric')")
         return keys
 
+    def _stem(self, stem: str, k: Optional[int]) -> Parsed:
+        key = stem if k is None else f"{stem}@{k}"
+        parsed = self.parse(self.check_keys([key], "metric key")[0])
+        assert parsed is not None
+        return parsed
+
+    def key(self, stem: str, k: Optional[int] = None) -> str:
+        """The results.json key of ``stem`` at cut-off ``k``: ``key("Rc", 5)`` → ``Rc@5``, ``key("IS", 50)``,
+        ``key("Rprec_c")``. ``stem`` is a key without its ``@k`` (as ``analysis.findings.<n>.metric``); an
+        alias's stem gives the current spelling; an unregistered one is a ValueError naming the registered ones.
+        Code outside this room derives every key here, never spells one (tests/test_metric_literals.py)."""
+        m, mode, k = self._stem(stem, k)
+        return m.result_key(mode, k)
+
+    def item_key(self, stem: str, k: Optional[int] = None, prefix: Optional[str] = None) -> str:
+        """The samples.jsonl key of one item's value of :meth:`key` ``(stem, k)``: ``item_key("Rc", 5)`` →
+        ``c_hit@5`` (``prefix`` replaces ``{mode}_``: Metric.item_key); a ratio (IS) has none: ValueError."""
+        m, mode, k = self._stem(stem, k)
+        if m.per_item is None:
+            raise ValueError(f"{m.result_key(mode, k)!r} is a ratio ({m.name!r}): it has no per-item value")
+        return m.item_key(mode or m.modes[0], k, prefix)
+
     def find(self, metrics: Mapping[str, dict], key: str) -> Optional[dict]:
         """The estimate of ``key`` in a results.json ``metrics`` dict, under its current spelling or,
         in a file written before a rename, under an alias."""

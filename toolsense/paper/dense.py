@@ -26,6 +26,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from toolsense.paper.format import RC
+
 log = logging.getLogger(__name__)
 
 DOCUMENTS = {"dense": "tool_text", "dense_toolgen": "toolgen"}
@@ -69,7 +71,7 @@ def encode(data_dir: str, templates: Sequence[str]) -> None:
         encode_progressively(catalog, encoder(), tpl, gold, chunk=ENCODE_CHUNK)
 
 
-METRICS = ("Rc@1", "Rc@5", "Rc@50", "ToolGen NDCG@5")
+METRICS = (RC[1], RC[5], RC[50], "ToolGen NDCG@5")
 
 
 def per_query(ranker, queries: Sequence, window: int) -> dict[str, list[float]]:
@@ -81,7 +83,7 @@ def per_query(ranker, queries: Sequence, window: int) -> dict[str, list[float]]:
     for rec in ranker.run(queries):
         ranked = [x["tool"] for x in rec.constrained]
         for k in (1, 5, 50):
-            out[f"Rc@{k}"].append(hit_at(ranked, rec.query.tools, k))
+            out[RC[k]].append(hit_at(ranked, rec.query.tools, k))
         out["ToolGen NDCG@5"].append(toolgen_ndcg(rec.constrained, rec.query.tools, 5, window))
     return out
 
@@ -122,7 +124,7 @@ def size_curve(catalog, benches: Mapping[str, Sequence], names: list[str], emb: 
         for s, ranker in (("dense", dense_ranker(sub, prefix, emb[: len(prefix)], 50, embed_queries)),
                           ("bm25", build_baseline(sub, BaselineConfig(), 50))):
             log.info("size curve: %s with %d non-gold tools", s, n_d // div)
-            row[s] = {b: float(np.mean(per_query(ranker, benches[b], 5)["Rc@50"])) for b in CURVE_BENCHES}
+            row[s] = {b: float(np.mean(per_query(ranker, benches[b], 5)[RC[50]])) for b in CURVE_BENCHES}
         out.append(row)
     return out
 
@@ -237,7 +239,7 @@ def curve_points(sample: Mapping[str, Any], setting: str, system: str, bench: st
     """(non-gold tools, Rc@50) of ``system`` on ``bench``: the size curve's prefixes, then the whole sample."""
     s = sample[setting]
     pts = [(r["n_distractors"], r[system][bench]) for r in s.get("curve", [])]
-    return pts + [(s["n_distractors"], float(np.mean(s["cells"][bench][system]["Rc@50"])))]
+    return pts + [(s["n_distractors"], float(np.mean(s["cells"][bench][system][RC[50]])))]
 
 
 def extrapolated_rc50(sample: Mapping[str, Any], setting: str, system: str, bench: str) -> float | None:
@@ -296,17 +298,17 @@ def sample_section(sample: Mapping[str, Any], full_bm25: Mapping[tuple[str, str]
         rows = []
         for b in sample[setting]["cells"]:
             full = [full_bm25.get((s, b)) for s in ("bm25", "bm25_toolgen")]
-            rows.append([BENCH_TITLES.get(b, b), pct(sample_est(sample, setting, b, "dense", "Rc@50")),
-                         pct(sample_est(sample, setting, b, "dense", "Rc@5")),
+            rows.append([BENCH_TITLES.get(b, b), pct(sample_est(sample, setting, b, "dense", RC[50])),
+                         pct(sample_est(sample, setting, b, "dense", RC[5])),
                          pct(sample_est(sample, setting, b, "dense", "ToolGen NDCG@5")),
-                         pct(sample_est(sample, setting, b, "bm25", "Rc@50")) + f" (full: {pct(full[0])})",
-                         pct(sample_est(sample, setting, b, "bm25_toolgen", "Rc@50")) + f" (full: {pct(full[1])})",
-                         signed(sample_est(sample, setting, b, "dense", "Rc@50", minus="bm25"))])
+                         pct(sample_est(sample, setting, b, "bm25", RC[50])) + f" (full: {pct(full[0])})",
+                         pct(sample_est(sample, setting, b, "bm25_toolgen", RC[50])) + f" (full: {pct(full[1])})",
+                         signed(sample_est(sample, setting, b, "dense", RC[50], minus="bm25"))])
         same = "catalog" if is_full(sample) else "sample"
         parts.append(f"`{setting}` (MiniLM over `{sample[setting]['document']}`), on {sample_label(sample, setting)}:\n\n"
-                     + markdown_table(["benchmark", "dense Rc@50", "dense Rc@5", "dense ToolGen NDCG@5",
-                                       f"`bm25` Rc@50, same {same}", f"`bm25_toolgen` Rc@50, same {same}",
-                                       "dense − `bm25` Rc@50 (paired)"], rows))
+                     + markdown_table(["benchmark", f"dense {RC[50]}", f"dense {RC[5]}", "dense ToolGen NDCG@5",
+                                       f"`bm25` {RC[50]}, same {same}", f"`bm25_toolgen` {RC[50]}, same {same}",
+                                       f"dense − `bm25` {RC[50]} (paired)"], rows))
         if len(sample[setting].get("curve", [])) >= 2:
             parts.append(("How the catalog's size moves Rc@50 (a quarter, a half and all of its non-gold tools, nested; "
                           "the last row is the full catalog, measured):\n\n" if is_full(sample) else
@@ -323,7 +325,7 @@ def dense_reasons(sample: Mapping[str, Any], full_bm25: Mapping[tuple[str, str],
         return ""
     lines = ["Why the dense rows differ from the paper's te3l (G1 47.0, RRB part 55.6), cause by cause:\n"]
     for b, paper in (("G1", 47.0), ("rrb", 55.6)):
-        rc, nd = (sample_est(sample, setting, b, "dense", m) for m in ("Rc@50", "ToolGen NDCG@5"))
+        rc, nd = (sample_est(sample, setting, b, "dense", m) for m in (RC[50], "ToolGen NDCG@5"))
         x, xb = extrapolated_rc50(sample, setting, "dense", b), extrapolated_rc50(sample, setting, "bm25", b)
         full = full_bm25.get(("bm25", b))
         size = (f"catalog size: measured on the full catalog (Rc@50 {100 * rc.value:.1f}; no extrapolation)" if is_full(sample) else
@@ -339,7 +341,7 @@ def dense_reasons(sample: Mapping[str, Any], full_bm25: Mapping[tuple[str, str],
     return "\n".join(lines)
 
 
-def sample_direction(sample: Mapping[str, Any], setting: str, system: str = "dense", metric: str = "Rc@50") -> str:
+def sample_direction(sample: Mapping[str, Any], setting: str, system: str = "dense", metric: str = RC[50]) -> str:
     g1, rrb = (sample_est(sample, setting, b, system, metric) for b in ("G1", "rrb"))
     if g1 is None or rrb is None:
         return f"`{setting}` ({system}): not run"

@@ -23,6 +23,8 @@ from typing import Any, Mapping, Optional, Sequence
 from toolsense.catalog import Catalog
 from toolsense.metrics.intervals import Estimate, bootstrap_indices, mean_ci
 from toolsense.metrics.ranking import hit_at
+from toolsense.metrics.registry import METRICS
+from toolsense.paper.format import RC
 from toolsense.utils.paths import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -55,7 +57,7 @@ def score(ranker, queries: Sequence, resamples: int = 1000) -> dict[str, Any]:
         for k in KS:
             hits[k].append(hit_at(ranked, rec.query.tools, k))
     idx = bootstrap_indices(len(queries), resamples, 0)
-    return {f"Rc@{k}": mean_ci(v, idx).to_dict() for k, v in hits.items()}
+    return {METRICS.key("Rc", k): mean_ci(v, idx).to_dict() for k, v in hits.items()}
 
 
 def density_curve(out: Path, catalog: Catalog, benches: Mapping[str, Sequence], settings: Mapping[str, Any]) -> dict:
@@ -107,7 +109,7 @@ def density_section(curve: Optional[dict]) -> str:
     names = [n for n in ("all", "documented", "documented_half", "documented_quarter") if n in curve]
     cols = [(s, b) for s in ("bm25", "bm25_toolgen") for b in ("G1", "rrb")]
     rows = [[f"`{n}`", f"{curve[n]['n_tools']:,}", f"{curve[n]['n_documented_distractors']:,}",
-             *(pct(Estimate(**curve[n][s][b]["Rc@50"])) for s, b in cols)] for n in names]
+             *(pct(Estimate(**curve[n][s][b][RC[50]])) for s, b in cols)] for n in names]
     table = markdown_table(["catalog", "tools", "documented distractors",
                             *(f"`{s}` {BENCH_TITLES[b].split(' (')[0]} Rc@50" for s, b in cols)], rows)
     lines = []
@@ -115,7 +117,7 @@ def density_section(curve: Optional[dict]) -> str:
         steps = math.log2(46984 / max(curve["documented"]["n_tools"], 1))
         for s, b in cols:
             _, v, x = extrapolated(curve, s, b)
-            h = curve["documented_half"][s][b]["Rc@50"]["value"]
+            h = curve["documented_half"][s][b][RC[50]]["value"]
             lines.append(f"- `{s}` {BENCH_TITLES[b]}: {100 * h:.1f} → {100 * v:.1f} when the documented distractors double; "
                          f"{steps:.2f} more doublings (to 46,984 documented tools) → about {100 * x:.1f}.")
     return table + "\n" + "\n".join(lines) + "\n"
@@ -123,9 +125,9 @@ def density_section(curve: Optional[dict]) -> str:
 
 def extrapolated(curve: dict, setting: str, bench: str) -> tuple[float, float, float]:
     """(Rc@50 on ``all``, on ``documented``, extrapolated to 46,984 documented tools), fractions."""
-    full, half = curve["documented"][setting][bench]["Rc@50"]["value"], curve["documented_half"][setting][bench]["Rc@50"]["value"]
+    full, half = curve["documented"][setting][bench][RC[50]]["value"], curve["documented_half"][setting][bench][RC[50]]["value"]
     steps = math.log2(46984 / max(curve["documented"]["n_tools"], 1))
-    return curve["all"][setting][bench]["Rc@50"]["value"], full, full - steps * (half - full)
+    return curve["all"][setting][bench][RC[50]]["value"], full, full - steps * (half - full)
 
 
 def documentation(curve: Optional[dict]) -> str:

@@ -7,6 +7,11 @@ from __future__ import annotations
 from typing import Optional
 
 from toolsense.metrics.intervals import Estimate
+from toolsense.metrics.registry import METRICS
+
+RC = {k: METRICS.key("Rc", k) for k in (1, 5, 50)}
+"""The pages' hit-rate columns by cut-off (``RC[50]`` = ``Rc@50``, metrics/registry.py); ``recall@50``, ``NDCG@5``
+and ``ToolGen NDCG@5`` are the paper page's own labels (paper/page.py)."""
 
 DENSE_WINDOW = 5
 """ToolGen's encoder evaluation keeps only its top 5 (``indexer.search(query_embeddings, top_n=5)``)."""

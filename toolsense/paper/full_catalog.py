@@ -25,6 +25,7 @@ from toolsense.catalog import Catalog
 from toolsense.catalog.config import CatalogConfig, load_from_config
 from toolsense.metrics.intervals import bootstrap_indices, mean_ci
 from toolsense.metrics.ranking import hit_at
+from toolsense.metrics.registry import METRICS
 from toolsense.reporting.tables import markdown_table, pct
 from toolsense.utils.io import sha256_file
 from toolsense.utils.paths import atomic_write_text, cache_root, local_path
@@ -65,10 +66,10 @@ def dense_cached(catalog: Catalog, baseline: Mapping[str, Any]) -> bool:
 def study_benchmarks(grid: Cells, k: int, baseline: str = "bm25") -> dict[str, dict[str, Any]]:
     """Label -> {benchmark section, baseline section, sha256, the study catalog's cell, its tools} of each
     benchmark the grid's ``baseline`` was evaluated on."""
-    row = grid.baseline(baseline)
+    row, rc = grid.baseline(baseline), METRICS.key("Rc", k)
     out = {}
     for label in BENCHES:
-        path = next(iter(grid.sources(row, f"{label} Rc@{k}").values()), None) if row else None
+        path = next(iter(grid.sources(row, f"{label} {rc}").values()), None) if row else None
         if not path:
             continue
         res = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -77,7 +78,7 @@ def study_benchmarks(grid: Cells, k: int, baseline: str = "bm25") -> dict[str, d
         if bench and base:
             sha = (res.get("hashes") or {}).get("benchmark_sha256")
             out[label] = {"benchmark": bench, "baseline": base, "sha256": sha,
-                          "study": grid.cell(row, f"{label} Rc@{k}"), "n": res.get("n")}
+                          "study": grid.cell(row, f"{label} {rc}"), "n": res.get("n")}
     return out
 
 
@@ -170,7 +171,7 @@ def _unscorable(b: Mapping[str, Any]) -> str | None:
 def _summary(b: Mapping[str, Any], res: Mapping[str, Any], ks: Sequence[int], resamples: int) -> dict[str, Any]:
     ids = sorted(res["hits"])
     idx = bootstrap_indices(len(ids), resamples, 0)
-    full = {f"Rc@{k}": mean_ci([res["hits"][i][res["ks"].index(k)] for i in ids], idx).to_dict()
+    full = {METRICS.key("Rc", k): mean_ci([res["hits"][i][res["ks"].index(k)] for i in ids], idx).to_dict()
             for k in ks} if ids else {}
     return {**b, "full": full, "scored": len(ids), "dropped": res["dropped"], "tools": res["tools"],
             "gold_tools": res["gold_tools"]}
@@ -179,19 +180,19 @@ def _summary(b: Mapping[str, Any], res: Mapping[str, Any], ks: Sequence[int], re
 def full_catalog_section(by_baseline: Mapping[str, Mapping[str, Mapping[str, Any]]], k: int) -> str:
     """A row per (baseline, benchmark): the study catalog's Rc@k beside the full catalog's Rc@k and Rc@50,
     then the full catalog's composition; a baseline not computed says why (dense: "not encoded")."""
-    table, comp, lines = [], {}, []
+    table, comp, lines, rc, rc50 = [], {}, [], METRICS.key("Rc", k), METRICS.key("Rc", 50)
     for name, rows in by_baseline.items():
         for label, r in rows.items():
             if "why" in r:
                 lines.append(f"{name} on {label}: {r['why']}")
                 continue
-            table.append([name, label, pct(r["study"]), pct(r["full"].get(f"Rc@{k}")), pct(r["full"].get("Rc@50")),
+            table.append([name, label, pct(r["study"]), pct(r["full"].get(rc)), pct(r["full"].get(rc50)),
                           f"{r['scored']} of {r['scored'] + r['dropped']}"])
             comp[label] = (r["tools"], r["gold_tools"])
     if not table and not lines:
         return "No baseline evaluation of the grid to set beside the full catalog.\n"
     tools = next((t for t, _ in comp.values()), None)
-    header = ["baseline", "benchmark", f"Rc@{k}, study catalog", f"Rc@{k}, full catalog", "Rc@50, full catalog",
+    header = ["baseline", "benchmark", f"{rc}, study catalog", f"{rc}, full catalog", f"{rc50}, full catalog",
               "queries scored (gold in the full catalog)"]
     text = [markdown_table(header, table) if table else ""]
     if tools:

@@ -15,8 +15,9 @@ from typing import Optional, Sequence
 import numpy as np
 
 from toolsense.metrics.intervals import Estimate, bootstrap_indices, mean_ci
+from toolsense.metrics.registry import METRICS
 from toolsense.paper.density import density_section, documentation
-from toolsense.paper.format import BENCH_TITLES, DENSE_WINDOW, contains, pct, signed
+from toolsense.paper.format import BENCH_TITLES, DENSE_WINDOW, RC, contains, pct, signed
 from toolsense.paper.release import release_direction, release_section
 from toolsense.paper.tables import WINDOW, Setting, toolgen_ndcg
 from toolsense.reporting.tables import markdown_table
@@ -50,7 +51,10 @@ class Cell:
         return mean_ci(self.values[metric], bootstrap_indices(len(self.ids), resamples, seed))
 
 
-METRICS = ("Rc@1", "Rc@5", "Rc@50", "recall@50", "NDCG@5", "ToolGen NDCG@5")
+CELL_METRICS = (RC[1], RC[5], RC[50], "recall@50", "NDCG@5", "ToolGen NDCG@5")
+SAMPLE_KEYS = {**{RC[k]: METRICS.item_key("Rc", k) for k in (1, 5, 50)},
+               "recall@50": METRICS.item_key("recall_c", 50), "NDCG@5": METRICS.item_key("ndcg_c", 5)}
+"""A cell's metrics read from samples.jsonl -> each one's per-item key there; ToolGen's NDCG is recomputed (toolgen_ndcg)."""
 
 
 def load_cell(out: Path, setting: Setting, bench: str) -> Optional[Cell]:
@@ -60,13 +64,10 @@ def load_cell(out: Path, setting: Setting, bench: str) -> Optional[Cell]:
         return None
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     window = DENSE_WINDOW if setting.dense else WINDOW
-    vals: dict[str, list[float]] = {m: [] for m in METRICS}
+    vals: dict[str, list[float]] = {m: [] for m in CELL_METRICS}
     for r in rows:
-        m = r["metrics"]
-        for k in (1, 5, 50):
-            vals[f"Rc@{k}"].append(m[f"c_hit@{k}"])
-        vals["recall@50"].append(m["c_recall@50"])
-        vals["NDCG@5"].append(m["c_ndcg@5"])
+        for label, key in SAMPLE_KEYS.items():
+            vals[label].append(r["metrics"][key])
         vals["ToolGen NDCG@5"].append(toolgen_ndcg(r["constrained"], r["gold"], 5, window))
     return Cell([r["item_id"] for r in rows], {k: np.asarray(v, dtype=np.float64) for k, v in vals.items()},
                 [str(r.get("tier")) for r in rows])
@@ -91,7 +92,7 @@ def reweighted(cell: Cell, metric: str, mix: dict[str, int], resamples: int = 10
     return Estimate(float(point), float(lo), float(hi))
 
 
-def rrb_mix_table(grid: Grid, names: Sequence[str], metrics: Sequence[str] = ("Rc@5", "Rc@50", "ToolGen NDCG@5")) -> str:
+def rrb_mix_table(grid: Grid, names: Sequence[str], metrics: Sequence[str] = (RC[5], RC[50], "ToolGen NDCG@5")) -> str:
     rows = []
     for n in grid.present(names):
         c = grid.get(n, "rrb")
@@ -137,7 +138,7 @@ class Grid:
 
 def _nearest(grid: Grid, row: PaperRow, settings: Sequence[str]) -> str:
     """The (setting, metric) cells whose interval holds the paper's number."""
-    hits = [f"{s} {m} {pct(e)}" for s in settings for m in METRICS
+    hits = [f"{s} {m} {pct(e)}" for s in settings for m in CELL_METRICS
             if (e := grid.est(s, row.bench, m)) is not None and contains(e, row.value)]
     return "; ".join(hits[:4]) if hits else "none of ours"
 
@@ -148,20 +149,20 @@ def _sample_cells(sample: dict, row: PaperRow) -> tuple[str, str, str]:
     from toolsense.paper.dense import DOCUMENTS, extrapolated_rc50, sample_est, sample_share
 
     def cell(setting: str) -> str:
-        e = sample_est(sample, setting, row.bench, "dense", "Rc@50")
+        e = sample_est(sample, setting, row.bench, "dense", RC[50])
         if e is None:
             return "—"
         x = extrapolated_rc50(sample, setting, "dense", row.bench)
         return (f"{pct(e)} with {sample_share(sample[setting]):.0f}% of the non-gold tools"
                 + (f"; ≈ {100 * x:.1f} extrapolated to all" if x is not None else ""))
 
-    hits = [f"{s} (sample) {m} {pct(e)}" for s in DOCUMENTS for m in ("Rc@1", "Rc@5", "Rc@50", "ToolGen NDCG@5")
+    hits = [f"{s} (sample) {m} {pct(e)}" for s in DOCUMENTS for m in (RC[1], RC[5], RC[50], "ToolGen NDCG@5")
             if (e := sample_est(sample, s, row.bench, "dense", m)) is not None and contains(e, row.value)]
     return cell("dense"), cell("dense_toolgen"), "; ".join(hits[:4]) or "none of ours"
 
 
-SEARCH_NOTE = (f"\nThe last column is a search, not a fit: per row it tries up to {3 * len(METRICS)} (setting, metric) cells "
-               f"(3 settings × {len(METRICS)} metrics), so some 95% interval holding the paper's number was nearly certain "
+SEARCH_NOTE = (f"\nThe last column is a search, not a fit: per row it tries up to {3 * len(CELL_METRICS)} (setting, metric) cells "
+               f"(3 settings × {len(CELL_METRICS)} metrics), so some 95% interval holding the paper's number was nearly certain "
                "whatever setting the paper used; a match there is no evidence that it is the paper's setting.\n")
 """Said under the paper's rows: how many cells the last column searched, so a match reads as what it is."""
 
@@ -173,7 +174,7 @@ def paper_rows_table(grid: Grid, sample: Optional[dict] = None) -> str:
     rows = []
     for r in PAPER_ROWS:
         toolgen = "bm25_toolgen" if r.setting == "bm25" else "dense_toolgen"
-        ours, tg = grid.est(r.setting, r.bench, "Rc@50"), grid.est(toolgen, r.bench, "Rc@50")
+        ours, tg = grid.est(r.setting, r.bench, RC[50]), grid.est(toolgen, r.bench, RC[50])
         pool = grid.present([toolgen, f"{toolgen}_clean", r.setting])
         if ours is None and sample and r.setting in sample:
             rows.append([r.system, BENCH_TITLES.get(r.bench, r.bench), f"{r.value:.1f}", *_sample_cells(sample, r)])
@@ -181,9 +182,9 @@ def paper_rows_table(grid: Grid, sample: Optional[dict] = None) -> str:
         rows.append([r.system, BENCH_TITLES.get(r.bench, r.bench), f"{r.value:.1f}", pct(ours), pct(tg),
                      _nearest(grid, r, pool) if ours is not None else "not run"])
     for b in ("G2", "G3"):
-        if grid.est("bm25", b, "Rc@50") is not None:
-            rows.append(["BM25", BENCH_TITLES[b], "–", pct(grid.est("bm25", b, "Rc@50")),
-                         pct(grid.est("bm25_toolgen", b, "Rc@50")), "the paper reports none"])
+        if grid.est("bm25", b, RC[50]) is not None:
+            rows.append(["BM25", BENCH_TITLES[b], "–", pct(grid.est("bm25", b, RC[50])),
+                         pct(grid.est("bm25_toolgen", b, RC[50])), "the paper reports none"])
     return markdown_table(["system", "benchmark", "paper", "ours Rc@50 (default)", "ours Rc@50 (ToolGen's setting)",
                            "our cells whose 95% interval holds the paper's number (a search: below)"], rows) + SEARCH_NOTE
 
@@ -202,12 +203,12 @@ def movers_table(grid: Grid, metric: str, base: str, names: Sequence[str]) -> st
 
 
 def metric_table(grid: Grid, names: Sequence[str]) -> str:
-    rows = [[f"`{n}`", BENCH_TITLES.get(b, b), *(pct(grid.est(n, b, m)) for m in METRICS)]
+    rows = [[f"`{n}`", BENCH_TITLES.get(b, b), *(pct(grid.est(n, b, m)) for m in CELL_METRICS)]
             for n in grid.present(names) for b in grid.benches if grid.get(n, b) is not None]
-    return markdown_table(["setting", "benchmark", *METRICS], rows)
+    return markdown_table(["setting", "benchmark", *CELL_METRICS], rows)
 
 
-def direction(grid: Grid, setting: str, metric: str = "Rc@50") -> str:
+def direction(grid: Grid, setting: str, metric: str = RC[50]) -> str:
     g1, rrb = grid.est(setting, "G1", metric), grid.est(setting, "rrb", metric)
     if g1 is None or rrb is None:
         return f"`{setting}`: not run"
@@ -237,7 +238,7 @@ gold = each query's `relevant APIs` | `../shared/data/README.md` |
 def falls_everywhere(grid: Grid) -> str:
     """Whether every BM25 (setting, metric) cell run on both G1 and the RRB part falls from G1 to the RRB."""
     pairs = [(grid.est(s, "G1", m), grid.est(s, "rrb", m)) for s in grid.present(list(grid.settings))
-             if not grid.settings[s].dense for m in METRICS]
+             if not grid.settings[s].dense for m in CELL_METRICS]
     pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
     if not pairs:
         return ""
@@ -252,7 +253,7 @@ def dense_direction(grid: Grid, sample: Optional[dict]) -> str:
 
     out = []
     for s in ("dense", "dense_toolgen"):
-        if grid.est(s, "G1", "Rc@50") is not None:
+        if grid.est(s, "G1", RC[50]) is not None:
             out.append(direction(grid, s))
         elif sample and s in sample:
             x = [extrapolated_rc50(sample, s, "dense", b) for b in ("G1", "rrb")]
@@ -268,7 +269,7 @@ def dense_direction(grid: Grid, sample: Optional[dict]) -> str:
 
 def reading(grid: Grid, curve: Optional[dict], sample: Optional[dict] = None) -> str:
     """The bullets under the paper's rows: each number computed from the grid or the density curve."""
-    def d(other: str, bench: str, base: str = "bm25", metric: str = "Rc@50") -> str:
+    def d(other: str, bench: str, base: str = "bm25", metric: str = RC[50]) -> str:
         e = grid.delta(base, other, bench, metric)
         return signed(e) if e is not None else "(not run)"
 
@@ -277,7 +278,7 @@ def reading(grid: Grid, curve: Optional[dict], sample: Optional[dict] = None) ->
         return "not run for" if e is None else ("its interval holds" if contains(e, value) else "its interval excludes")
 
     def alone_sum(bench: str) -> str:
-        ds = [grid.delta("bm25", n, bench, "Rc@50") for n in ("bm25_words", "bm25_doc_toolgen", "bm25_okapi")]
+        ds = [grid.delta("bm25", n, bench, RC[50]) for n in ("bm25_words", "bm25_doc_toolgen", "bm25_okapi")]
         return f"{100 * sum(e.value for e in ds):+.1f}" if all(ds) else "(not run)"
 
     return f"""
@@ -309,7 +310,7 @@ Read with the tables below:
 def clean_text(grid: Grid) -> str:
     """What leaving the test-query descriptions out moves (paired Rc@50 differences)."""
     def d(other: str, bench: str, base: str = "bm25") -> str:
-        e = grid.delta(base, other, bench, "Rc@50")
+        e = grid.delta(base, other, bench, RC[50])
         return signed(e) if e is not None else "(not run)"
 
     return f"""## Descriptions taken from the ToolBench test queries
@@ -332,7 +333,7 @@ def render(grid: Grid, curve: Optional[dict] = None, sample: Optional[dict] = No
     movers = ["bm25", "bm25_doc_toolgen", "bm25_doc_api_text", "bm25_doc_names", "bm25_words", "bm25_okapi", "bm25_toolgen"]
     from toolsense.paper.dense import intro, is_full, sample_section
 
-    full_bm25 = {(s, b): grid.est(s, b, "Rc@50") for s in ("bm25", "bm25_toolgen") for b in grid.benches}
+    full_bm25 = {(s, b): grid.est(s, b, RC[50]) for s in ("bm25", "bm25_toolgen") for b in grid.benches}
     parts = [HEADER, "## The paper's rows\n", paper_rows_table(grid, sample),
              reading(grid, curve, sample),
              f"## Dense retrieval (MiniLM) on {'the full catalog' if is_full(sample or {}) else 'a sample of the catalog'}\n",
@@ -347,15 +348,15 @@ def render(grid: Grid, curve: Optional[dict] = None, sample: Optional[dict] = No
              "the full benchmark does gives what the part predicts for the full RRB:\n\n",
              rrb_mix_table(grid, ["bm25", "bm25_toolgen", "dense", "dense_toolgen"]),
              "## The RRB part over the release catalog (released, part)\n", release_section(grid),
-             "## What moves BM25: Rc@50 (paired difference to `bm25`)\n", movers_table(grid, "Rc@50", "bm25", movers),
-             "\n## What moves BM25: Rc@5\n", movers_table(grid, "Rc@5", "bm25", movers),
+             "## What moves BM25: Rc@50 (paired difference to `bm25`)\n", movers_table(grid, RC[50], "bm25", movers),
+             "\n## What moves BM25: Rc@5\n", movers_table(grid, RC[5], "bm25", movers),
              "\n## One ranking, six metrics\n",
              "Rc@k = a gold tool in the top k (hit); recall@50 = the share of gold tools in the top 50; NDCG@5 with the "
              "ideal DCG over all gold tools (ours); ToolGen NDCG@5 = ToolGen's computation (ideal DCG over the gold tools "
              f"retrieved in its window: top {WINDOW} for BM25, top {DENSE_WINDOW} for dense).\n\n",
              metric_table(grid, ["bm25", "bm25_toolgen", "dense", "dense_toolgen"]),
-             clean_text(grid), movers_table(grid, "Rc@50", "bm25", ["bm25", "bm25_clean"]),
-             movers_table(grid, "Rc@50", "bm25_toolgen", ["bm25_toolgen", "bm25_toolgen_clean"]),
+             clean_text(grid), movers_table(grid, RC[50], "bm25", ["bm25", "bm25_clean"]),
+             movers_table(grid, RC[50], "bm25_toolgen", ["bm25_toolgen", "bm25_toolgen_clean"]),
              "\n## Where this comes from\n\n", SOURCES]
     return "\n".join(p.rstrip("\n") + "\n" for p in parts)
 

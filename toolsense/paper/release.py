@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolsense.paper.format import pct, signed
+from toolsense.paper.format import RC, pct, signed
 from toolsense.reporting.tables import markdown_table
 
 PAIRS = (("bm25", "bm25_release"), ("bm25_toolgen", "bm25_toolgen_release"))
 """(setting over ToolBench's 46,984 tools, the same baseline over the release catalog)."""
-METRICS = ("Rc@5", "Rc@50", "ToolGen NDCG@5")
+METRICS = (RC[5], RC[50], "ToolGen NDCG@5")
 
 
 def _moves(a, b) -> str:
@@ -46,9 +46,9 @@ def release_section(grid: Any) -> str:
             delta = grid.delta(full, rel, "rrb", m)
             rows.append([f"`{full}` / `{rel}`", m, pct(g1), pct(rrb), pct(rrb_rel), signed(delta) if delta else "—",
                          _moves(g1, rrb) if g1 and rrb else "—", _moves(g1, rrb_rel) if g1 else "—"])
-        g1, rrb_rel = grid.est(full, "G1", "Rc@50"), grid.est(rel, "rrb", "Rc@50")
+        g1, rrb_rel = grid.est(full, "G1", RC[50]), grid.est(rel, "rrb", RC[50])
         if g1 is not None and rrb_rel is not None:
-            lines.append(f"`{rel}` Rc@50: G1 (full catalog) {pct(g1)} → RRB part over the release catalog "
+            lines.append(f"`{rel}` {RC[50]}: G1 (full catalog) {pct(g1)} → RRB part over the release catalog "
                          f"{pct(rrb_rel)} ({_moves(g1, rrb_rel)}).")
     if not rows:
         return ("The RRB part over the 5,348-tool release catalog: not run (`python -m toolsense.paper --only "

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from toolsense.metrics.registry import METRICS
 from toolsense.reporting.html_report import collect_evaluations, ks_of, sample_records
 
 BASE_COLUMNS = ["benchmark", "system", "kind", "item_id", "tier", "query", "gold", "constrained", "free", "tool", "pred", "correct"]
@@ -25,7 +26,7 @@ def samples_table(evaluations: Sequence[tuple[Path, dict[str, Any]]]) -> tuple[l
     """``(columns, rows)`` over ``(folder, result)`` pairs (html_report.collect_evaluations): one
     row per sample, rankings as the top :data:`MAX_BEAMS` tools joined by `` | ``."""
     ks = ks_of([r for _, r in evaluations]) or [1]
-    columns = BASE_COLUMNS + [f"hit@{k}" for k in ks] + [f"f_hit@{k}" for k in ks]
+    columns = BASE_COLUMNS + [METRICS.item_key("Rc", k, prefix="") for k in ks] + [METRICS.item_key("Rf", k) for k in ks]
     rows = []
     for folder, res in evaluations:
         for rec in sample_records(folder, res, ks):

@@ -15,6 +15,13 @@ import yaml
 from toolsense.comparison.compare import collect, comparison
 from toolsense.comparison.runs import item_values, run_dir_of
 from toolsense.comparison.verdicts import Arms, arms_diff
+from toolsense.metrics.registry import METRICS
+
+
+def metric_column(bench: str, stem: str, k: int) -> str:
+    """A sweep's column of a retrieval metric on a benchmark, as compare.result_columns names it:
+    ``metric_column("standard", "Rc", 5)`` → ``standard Rc@5`` (the key from metrics/registry.py)."""
+    return f"{bench} {METRICS.key(stem, k)}"
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,7 @@ class Sweep:
     def __init__(self, name: str, path: Path, k: int, resamples: int, min_hits: int = 10):
         self.name, self.path = name, path
         results = [r for r in collect([path]) if _finished(r)]
-        self.comp = comparison(results, [f"Rc@{k}", f"Rf@{k}", f"IS@{k}"], resamples, min_hits=min_hits) if results else None
+        self.comp = comparison(results, [METRICS.key(m, k) for m in ("Rc", "Rf", "IS")], resamples, min_hits=min_hits) if results else None
 
     def cell(self, row: str, col: str) -> dict | None:
         return ((self.comp or {}).get("cells", {}).get(row) or {}).get(col)
@@ -114,7 +121,7 @@ def _run_seed(run: str) -> int:
 def below_floor(g: Sweep, rows: Sequence[str], floor: float, k: int) -> list[str]:
     """The ``rows`` that do not retrieve: constrained standard Rc@``k`` below ``floor`` (a row with no
     such cell is not judged here); findings and their sensitivity tables report them, not average them in."""
-    values = {r: (g.cell(r, f"standard Rc@{k}") or {}).get("value") for r in rows}
+    values = {r: (g.cell(r, metric_column("standard", "Rc", k)) or {}).get("value") for r in rows}
     return [r for r, v in values.items() if v is not None and v < floor]
 
 

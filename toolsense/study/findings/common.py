@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from toolsense.comparison.runs import item_values
+from toolsense.metrics.registry import METRICS
 from toolsense.reporting.tables import pct
-from toolsense.study.sweep import Finding, Settings, Sweep, below_floor
+from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, metric_column
 from toolsense.utils.io import DataError
 
 
@@ -21,7 +22,7 @@ def finding_rows(g: Sweep, n: int, s: Settings) -> tuple[list[str], list[str]]:
 
 
 def left_out(g: Sweep, below: list[str], s: Settings) -> str:
-    return "; ".join(f"left out: {r} (standard Rc@{s.k} {pct(g.cell(r, f'standard Rc@{s.k}'))} below the retrieval floor "
+    return "; ".join(f"left out: {r} (standard Rc@{s.k} {pct(g.cell(r, metric_column('standard', 'Rc', s.k)))} below the retrieval floor "
                      f"{100 * s.retrieval_floor:.0f}%: it does not retrieve; reported, not averaged in)" for r in below)
 
 
@@ -48,7 +49,7 @@ def seeds_prose(est: dict | None) -> str:
 
 def runs_at(g: Sweep, row: str, col: str, k: int) -> dict[int, dict]:
     """A row's runs in ``col`` at cut-off ``k``: seed -> item id -> hit (DataError: no hits at k)."""
-    out = {s: v for s, p in g.sources(row, col).items() if (v := item_values(p, f"Rc@{k}")) is not None}
+    out = {s: v for s, p in g.sources(row, col).items() if (v := item_values(p, METRICS.key("Rc", k))) is not None}
     if out and any(not v for v in out.values()):
         raise DataError(f"{row} | {col}: no per-item Rc@{k}")
     return out

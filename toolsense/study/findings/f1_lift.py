@@ -11,11 +11,12 @@ from typing import Any, Sequence
 
 from toolsense.comparison.scales import gain_contrast
 from toolsense.comparison.verdicts import Arms, arms_contrast, arms_diff, arms_gain, verdict
+from toolsense.metrics.registry import METRICS
 from toolsense.reporting.tables import pct, value_range
 from toolsense.study.findings.base import FindingSpec, TableInput, register
 from toolsense.study.findings.common import cell_values, finding_rows, floor_only, left_out, seeds_prose
 from toolsense.study.findings.tables import depends_on, flips
-from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, seed_arms, seed_gate
+from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, metric_column, seed_arms, seed_gate
 from toolsense.utils.io import DataError
 
 NUMBER = 1
@@ -37,8 +38,9 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     if not rows:
         return floor_only(f, g, below, s) if below else replace(f, why="no Stage-2 rows")
     benches = ("standard", "realistic")
+    cols = {b: metric_column(b, "Rc", k) for b in benches}
     arms = {b: {name.partition(":stage1")[0]: v for name, v in seed_arms([(g, f"{r}:stage1", g, r) for r in rows],
-                                                                            f"{b} Rc@{k}", f"Rc@{k}", same_runs=True).items()}
+                                                                            cols[b], METRICS.key("Rc", k), same_runs=True).items()}
             for b in benches}
     if not all(arms.values()):
         f.why = "no Stage-1 evaluations of the same runs (evaluate.stages=[stage1,stage2])"
@@ -50,14 +52,14 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     f.ours = (f"Stage-2 gain as the share of Stage 1's misses recovered (net): standard {pct(norm and norm['first'])}, "
               f"realistic {pct(norm and norm['second'])}, difference {pct(norm, True)} (mean over {len(rows)} "
               f"configurations; per {unit}: {runs or '—'}); in pp: standard {pct(std, True)}, realistic {pct(real, True)}, "
-              f"difference {pct(diff, True)} (standard Rc@{k} after Stage 2 {value_range(cell_values(g, rows, f'standard Rc@{k}'))}; "
+              f"difference {pct(diff, True)} (standard Rc@{k} after Stage 2 {value_range(cell_values(g, rows, cols['standard']))}; "
               f"paired per query and run; {seeds_prose(norm)})")
     f.verdict = verdict(diff if s.gain_scale == "pp" else norm)
     f.ours += f"; the verdict rests on the difference {'in pp' if s.gain_scale == 'pp' else 'of the normalized gains'}"
     f.ours += f"; {left_out(g, below, s)}" if below else ""
     f.details = {"lift_standard": std, "lift_realistic": real, "lift_difference": diff, "normalized_gain": norm,
                  f"per_{unit}": runs, "absolute_rule_verdict": verdict(diff), "rule": RULE,
-                 "per_configuration": {r: {b: (g.cell(r, f"{b} Rc@{k}") or {}).get("value") for b in benches} for r in rows + below},
+                 "per_configuration": {r: {b: (g.cell(r, cols[b]) or {}).get("value") for b in benches} for r in rows + below},
                  "below_floor": below}
     return seed_gate(f, {r: len(a) for r, (a, _) in arms["standard"].items()}, s.min_seeds)
 
@@ -79,7 +81,7 @@ def _per_run_gains(arms: dict[str, Arms], resamples: int, most: int = 4) -> tupl
 
 def _stage_runs(g: Sweep, row: str, col: str, k: int) -> dict[int, tuple[dict, dict]]:
     """A row's runs in ``col`` by seed: (Stage 1's, Stage 2's) per-item hits at ``k``, the seeds both evaluations hold."""
-    arms = seed_arms([(g, f"{row}:stage1", g, row)], col, f"Rc@{k}", same_runs=True)
+    arms = seed_arms([(g, f"{row}:stage1", g, row)], col, METRICS.key("Rc", k), same_runs=True)
     return {s: (a[s], b[s]) for a, b in arms.values() for s in a}
 
 
@@ -95,7 +97,7 @@ def lift_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: S
     not_evaluated = []
     for k in ks:
         try:
-            per_row = {b: {r: _stage_runs(g, r, f"{b} Rc@{k_table}", k) for r in rows} for b in ("standard", "realistic")}
+            per_row = {b: {r: _stage_runs(g, r, metric_column(b, "Rc", k_table), k) for r in rows} for b in ("standard", "realistic")}
         except DataError:  # the samples hold no hit at this k (metrics.ks did not list it)
             not_evaluated.append(k)
             continue
@@ -115,7 +117,7 @@ def lift_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scales: S
 def lift_table(t: TableInput) -> dict[str, Any] | None:
     """The table over the plan's arms, where the grid has Stage-1 evaluations of them."""
     rows = t.arms(NUMBER)
-    if not rows or not any(t.grid.cell(f"{r}:stage1", f"standard Rc@{t.k_table}") for r in rows):
+    if not rows or not any(t.grid.cell(f"{r}:stage1", metric_column("standard", "Rc", t.k_table)) for r in rows):
         return None
     return lift_sensitivity(t.grid, rows, t.ks, t.scales, t.plan.retrieval_floor, t.k_table)
 

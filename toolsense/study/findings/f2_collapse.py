@@ -10,11 +10,12 @@ from typing import Any, Sequence
 from toolsense.comparison.runs import item_values
 from toolsense.comparison.scales import rate_contrast
 from toolsense.comparison.verdicts import arms_contrast, arms_diff, verdict
+from toolsense.metrics.registry import METRICS
 from toolsense.reporting.tables import pct
 from toolsense.study.findings.base import FindingSpec, TableInput, register
 from toolsense.study.findings.common import finding_rows, floor_only, left_out, runs_at, seeds_prose
 from toolsense.study.findings.tables import table_of
-from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, seed_gate
+from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, metric_column, seed_gate
 from toolsense.utils.io import DataError
 
 NUMBER = 2
@@ -40,13 +41,13 @@ def realistic_collapse(sw: dict[str, Sweep], s: Settings) -> Finding:
     if not rows or not dense:
         f.why = "no Stage-2 rows or no dense baseline"
         return f
-    col, metric = f"realistic Rc@{k}", f"Rc@{k}"
+    col, metric = metric_column("realistic", "Rc", k), METRICS.key("Rc", k)
     best = max(rows, key=lambda r: (g.cell(r, col) or {}).get("value") or -1)
     d_path = next(iter(g.sources(dense, col).values()), None)
     d_items = item_values(d_path, metric) if d_path else None
     # a mean as a "difference from 0": each run of a row against zeros on its own items (the same seeds: paired)
-    per = {b: {r: ({x: {i: 0.0 for i in v} for x, v in runs.items()}, runs) for r in rows if (runs := _runs(g, r, f"{b} Rc@{k}", metric))}
-           for b in ("standard", "realistic")}
+    per = {b: {r: ({x: {i: 0.0 for i in v} for x, v in runs.items()}, runs) for r in rows
+               if (runs := _runs(g, r, metric_column(b, "Rc", k), metric))} for b in ("standard", "realistic")}
     collapse = arms_contrast(per["standard"], per["realistic"], s.resamples)
     best_runs = _runs(g, best, col, metric)
     # dense − best: the deterministic baseline stands beside every run of the best row (one seed draw moves both)
@@ -72,13 +73,13 @@ def collapse_sensitivity(g: Sweep, rows: Sequence[str], ks: Sequence[int], scale
         return None
     below = below_floor(g, rows, floor, k_table)
     keep = [r for r in rows if r not in below]
-    best = max(keep or rows, key=lambda r: (g.cell(r, f"realistic Rc@{k_table}") or {}).get("value") or -1)
+    best = max(keep or rows, key=lambda r: (g.cell(r, metric_column("realistic", "Rc", k_table)) or {}).get("value") or -1)
     dense = g.baseline("dense")
     cells, not_evaluated = {}, []
     for k in ks:
         try:
-            real, std = ({r: runs_at(g, r, f"{b} Rc@{k_table}", k) for r in rows} for b in ("realistic", "standard"))
-            d_runs = runs_at(g, dense, f"realistic Rc@{k_table}", k) if dense else {}
+            real, std = ({r: runs_at(g, r, metric_column(b, "Rc", k_table), k) for r in rows} for b in ("realistic", "standard"))
+            d_runs = runs_at(g, dense, metric_column("realistic", "Rc", k_table), k) if dense else {}
         except DataError:
             not_evaluated.append(k)
             continue

@@ -9,10 +9,11 @@ from typing import Any
 
 from toolsense.comparison.cell_stats import EFFECT_UNIT, d_power, effect_size, is_difference
 from toolsense.comparison.verdicts import verdict
+from toolsense.metrics.registry import METRICS
 from toolsense.reporting.tables import value_range
 from toolsense.study.findings.base import FindingSpec, TableInput, register
 from toolsense.study.findings.tables import depends_on
-from toolsense.study.sweep import Finding, Settings, Sweep, seed_gate
+from toolsense.study.sweep import Finding, Settings, Sweep, metric_column, seed_gate
 
 NUMBER = 3
 RULE = (f"sign rule on Cohen's d of realistic IS@k, flat − hierarchical, over {EFFECT_UNIT}, with a bootstrap interval over "
@@ -26,13 +27,13 @@ def flat_vs_hierarchical_is(sw: dict[str, Sweep], s: Settings) -> Finding:
     f = Finding(NUMBER, "Flat configurations keep a higher Internalization Score on realistic queries than hierarchical ones",
                 "IS 0.75–0.85 flat vs 0.33–0.79 hierarchical; Cohen's d = 1.45")
     g, k = sw.get("grid"), s.k
-    col = f"realistic IS@{k}"
+    col = metric_column("realistic", "IS", k)
     rows = g.rows() if g else []
     schemes = {r: g.comp["schemes"].get(r) for r in rows if g.comp["schemes"].get(r) in ("flat", "hierarchical")} if g else {}
     if not all(sum(v == sc for v in schemes.values()) for sc in ("flat", "hierarchical")):
         f.why = "needs a flat and a hierarchical configuration"
         return f
-    d = effect_size(g.comp["cells"], schemes, [col], f"IS@{k}", s.resamples)
+    d = effect_size(g.comp["cells"], schemes, [col], METRICS.key("IS", k), s.resamples)
     flat, hier = d["flat"], d["hierarchical"]
     f.details = {**d, "rule": RULE}
     gate = {r: (g.cell(r, col) or {}).get("n_seeds") or 1 for r in schemes}

@@ -12,10 +12,11 @@ from toolsense.comparison.runs import item_values
 from toolsense.comparison.scales import rate_contrast
 from toolsense.comparison.verdicts import Arms, arms_diff, conjunction, verdict
 from toolsense.evaluation.coverage import item_coverage
+from toolsense.metrics.registry import METRICS
 from toolsense.reporting.tables import pct
 from toolsense.study.findings.base import FindingSpec, TableInput, register
 from toolsense.study.findings.tables import table_of
-from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, seed_arms, seed_gate
+from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, metric_column, seed_arms, seed_gate
 from toolsense.utils.io import DataError
 
 NUMBER = 7
@@ -54,9 +55,9 @@ def appendix_e(sw: dict[str, Sweep], s: Settings) -> Finding:
     pairs = [(g, a, e, b) for b in e.rows() for a in g.rows(experiment="tg", tuning=b.rpartition("-")[2])]
     est, cov, arms = {}, {}, {}
     for b in ("realistic", "standard"):
-        col = f"{b} Rc@{k}"
-        arms[b] = seed_arms(pairs, col, f"Rc@{k}", same_runs=True)  # the seeds both sweeps hold, paired as covered is
-        covered, cov[b] = _covered_arms(pairs, col, f"Rc@{k}")
+        col = metric_column(b, "Rc", k)
+        arms[b] = seed_arms(pairs, col, METRICS.key("Rc", k), same_runs=True)  # the seeds both sweeps hold, paired as covered is
+        covered, cov[b] = _covered_arms(pairs, col, METRICS.key("Rc", k))
         est[b] = {"all": arms_diff(arms[b], s.resamples), "covered": arms_diff(covered, s.resamples)}
     if not est["realistic"]["all"] or not est["standard"]["all"]:
         f.why = "no TG run of the grid with the same tuning and seeds"
@@ -114,9 +115,9 @@ def appendix_e_sensitivity(g: Sweep, e: Sweep, ks: Sequence[int], scales: Sequen
         try:
             arms = {}
             for b in ("realistic", "standard"):
-                col = f"{b} Rc@{k_table}"
-                covered, _ = _covered_arms(pairs, col, f"Rc@{k}")
-                arms[b] = covered or seed_arms(pairs, col, f"Rc@{k}")
+                col = metric_column(b, "Rc", k_table)
+                covered, _ = _covered_arms(pairs, col, METRICS.key("Rc", k))
+                arms[b] = covered or seed_arms(pairs, col, METRICS.key("Rc", k))
         except DataError:
             not_evaluated.append(k)
             continue
