@@ -28,15 +28,16 @@ ALLOWED_OVERSIZE: set[str] = set()
 # stand on catalog and models only (generation also logs its gen/ counts through tracking); utils on nothing.
 ALLOWED_IMPORTS: dict[str, set[str]] = {
     "utils": set(),
+    "endpoints": {"utils"},  # an OpenAI-compatible server: the writer, the judge and baseline=openai's embeddings
     "catalog": {"utils"},
     "index": {"catalog", "utils"},
-    "models": {"catalog", "utils"},
+    "models": {"catalog", "endpoints", "utils"},
     "tracking": {"utils"},
     "metrics": {"utils"},
     "data": {"catalog", "index", "models", "utils"},
     "decoding": {"catalog", "index", "models", "data", "utils"},
     "training": {"catalog", "index", "models", "data", "tracking", "utils"},
-    "baselines": {"catalog", "models", "decoding", "utils"},
+    "baselines": {"catalog", "models", "decoding", "endpoints", "utils"},
     "reporting": {"catalog", "data", "metrics", "utils"},
     "evaluation": {"catalog", "index", "models", "data", "decoding", "baselines", "reporting", "tracking", "metrics",
                    "utils"},
@@ -46,7 +47,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "curves": {"comparison", "reporting", "utils"},  # learning curves from checkpoints; the pilot's regime section
     "paper": {"catalog", "models", "baselines", "evaluation", "reporting", "metrics", "utils"},
     "interop": {"catalog", "data", "evaluation", "metrics", "utils"},
-    "generation": {"catalog", "models", "tracking", "utils"},
+    "generation": {"catalog", "models", "tracking", "endpoints", "utils"},
     "audit": {"catalog", "models", "utils"},
     "conf": set(),  # the shipped configs (a package only so that Hydra finds it as pkg://toolsense.conf)
 }
@@ -70,6 +71,8 @@ CONCEPTS: dict[str, str] = {
     "LLM_BACKENDS": "generation/llm.py",
     "SERVER_FORMATS": "generation/structured.py",
     "Scrubber": "utils/secrets.py",
+    "Endpoint": "endpoints/client.py",
+    "OpenAIEmbedder": "models/encoders/remote.py",
     "MEMORIZATION_FORMATS": "data/memorization/base.py",
     "make_probes": "generation/probe_gen.py",
     "JsonlStore": "utils/jsonl.py",

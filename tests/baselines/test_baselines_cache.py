@@ -1,5 +1,6 @@
-"""Embedding baselines encode the catalog once: a rerun of dense or openai sends nothing for the
-tools (only the queries), ranks identically, and te3l is the OpenAI default."""
+"""Embedding baselines encode the catalog once: a rerun of dense sends nothing for the tools (only the
+queries), a rerun of openai sends nothing at all (its query batches are cached too), both rank identically,
+and te3l is the OpenAI default."""
 
 from pathlib import Path
 from types import SimpleNamespace
@@ -47,15 +48,16 @@ class FakeOpenAI:
     calls: list[tuple[str, int]] = []
 
     def __init__(self, **client_kw):
+        self.base_url = "https://api.openai.com/v1/"
         self.embeddings = SimpleNamespace(create=self._create)
 
-    def _create(self, model, input):
+    def _create(self, model, input, encoding_format):
         FakeOpenAI.calls.append((model, len(input)))
         vecs = [[t.lower().count(c) + 0.01 for c in "abcdefghijklmnopqrstuvwxyz"] for t in input]
         return SimpleNamespace(data=[SimpleNamespace(embedding=v) for v in vecs])
 
 
-def test_openai_defaults_to_te3l_and_rerun_sends_no_catalog_request(cache, monkeypatch):
+def test_openai_defaults_to_te3l_and_rerun_sends_no_request(cache, monkeypatch):
     import openai
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-from-env")
@@ -70,7 +72,7 @@ def test_openai_defaults_to_te3l_and_rerun_sends_no_catalog_request(cache, monke
     second = build_baseline(cat, cfg, 5)
     assert FakeOpenAI.calls == []  # zero embedding calls for the catalog
     assert _rank(second, queries) == ranked
-    assert {m for m, _ in FakeOpenAI.calls} == {"text-embedding-3-large"} and sum(n for _, n in FakeOpenAI.calls) == len(queries)
+    assert FakeOpenAI.calls == []  # nor for the queries: each batch is cached
     small = build_baseline(cat, BaselineConfig(kind="openai", encoder="text-embedding-3-small", encode_batch_size=50), 5)
     assert small is not None and FakeOpenAI.calls[-1] == ("text-embedding-3-small", len(cat))  # keyed by model
     assert "sk-test" not in "".join(p.read_text() for p in cache.glob("*.json"))
@@ -79,8 +81,8 @@ def test_openai_defaults_to_te3l_and_rerun_sends_no_catalog_request(cache, monke
 def test_openai_cache_key_names_a_foreign_server_but_never_the_key():
     from toolsense.models.encoders import OpenAIEmbedder
 
-    own = OpenAIEmbedder(SimpleNamespace(base_url="https://api.openai.com/v1/", api_key="sk-secret"), "text-embedding-3-large")
-    local = OpenAIEmbedder(SimpleNamespace(base_url="http://127.0.0.1:8000/v1", api_key="sk-secret"), "text-embedding-3-large")
+    own = OpenAIEmbedder(SimpleNamespace(url="https://api.openai.com/v1/", api_key="sk-secret"), "text-embedding-3-large")
+    local = OpenAIEmbedder(SimpleNamespace(url="http://127.0.0.1:8000/v1", api_key="sk-secret"), "text-embedding-3-large")
     assert own.identity == "openai:text-embedding-3-large"
     assert local.identity == "openai:text-embedding-3-large@http://127.0.0.1:8000/v1"
 

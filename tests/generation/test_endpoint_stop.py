@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from toolsense.generation.endpoint import Breaker, EndpointStop, retry_after
+from toolsense.endpoints.client import Breaker, EndpointStop, retry_after
 from toolsense.generation.llm import LLMConfig, OpenAIChatLLM
 
 ROOT = Path(__file__).resolve().parents[2]

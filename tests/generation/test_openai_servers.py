@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.generation.scripted import FakeOpenAIServer, api_title
+from toolsense.endpoints.client import EndpointStop
 from toolsense.generation import prompts
 from toolsense.generation.config import GenerateConfig
-from toolsense.generation.endpoint import EndpointStop
 from toolsense.generation.llm import LLMConfig, ask_json, build_llm, unparsed_reason
 from toolsense.generation.outputs import nothing_made
 from toolsense.generation.runner import run

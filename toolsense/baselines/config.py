@@ -15,7 +15,22 @@ class BaselineConfig:
     """bm25 (bm25s over the tools' text), dense (sentence-transformers), openai (embeddings API)."""
     encoder: Optional[str] = None
     """dense: a local SentenceTransformer path (None = embedded all-MiniLM-L6-v2);
-    openai: the embedding model name (None = text-embedding-3-large, the paper's te3l)."""
+    openai: the embedding model name sent to the endpoint (None = text-embedding-3-large, the paper's te3l),
+    checked against the ids its ``GET /v1/models`` lists where it lists any."""
+    base_url: Optional[str] = None
+    """openai only: an OpenAI-compatible endpoint serving embeddings (llama.cpp's server with ``--embedding``, vLLM,
+    Ollama: ``http://127.0.0.1:8080/v1``); None = OpenAI (or ``$OPENAI_BASE_URL``). Part of the cache key and of the
+    fingerprint."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """openai only: NAME of the environment variable holding the key (the key itself never goes in config); unset is
+    fine for a server on loopback or a private network (toolsense/utils/secrets.py)."""
+    max_retries: int = 6
+    """openai only: retries of a request on rate limits (after its Retry-After), server errors and time-outs."""
+    timeout_s: float = 120.0
+    """openai only: seconds before one request times out (then it is retried)."""
+    max_connection_failures: int = 4
+    """openai only: requests in a row that cannot reach the endpoint before the job stops in one line (the batches
+    embedded so far are cached: a rerun resumes)."""
     backend: Literal["torch", "int8", "onnx"] = "torch"
     """dense only: torch = exact fp32; int8 = dynamic int8 quantisation of the Linear layers
     (CPU, faster, slightly different scores); onnx = sentence-transformers' ONNX backend
@@ -47,16 +62,21 @@ class BaselineConfig:
             raise ValueError(f"baseline.backend must be torch, int8 or onnx, got {self.backend!r}")
         if self.backend != "torch" and self.kind != "dense":
             raise ValueError(f"baseline.backend={self.backend} applies to kind=dense only, not kind={self.kind}")
+        if self.kind != "openai" and (self.base_url, self.api_key_env) != (None, "OPENAI_API_KEY"):
+            raise ValueError(f"baseline.base_url and baseline.api_key_env apply to kind=openai only, not kind={self.kind}")
+        if self.timeout_s <= 0 or self.max_connection_failures < 1:
+            raise ValueError(f"baseline.timeout_s must be > 0 and baseline.max_connection_failures >= 1, "
+                             f"got {self.timeout_s}, {self.max_connection_failures}")
         if self.batch_size < 1 or self.encode_batch_size < 1:
             raise ValueError(f"baseline.batch_size and baseline.encode_batch_size must be >= 1, "
                              f"got {self.batch_size}, {self.encode_batch_size}")
 
     def identity(self) -> dict[str, Optional[str]]:
         """What the baseline's rankings depend on (its fingerprint): kind and encoder, plus the
-        document, tokenizer and scorer where they differ from the defaults (so folders written
+        document, tokenizer, scorer and endpoint where they differ from the defaults (so folders written
         before these settings existed still resume)."""
         out: dict[str, Optional[str]] = {"kind": self.kind, "encoder": self.encoder}
-        for name, default in (("document", "tool_text"), ("tokenizer", "bm25s_en"), ("scorer", "bm25s")):
+        for name, default in (("document", "tool_text"), ("tokenizer", "bm25s_en"), ("scorer", "bm25s"), ("base_url", None)):
             if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out

@@ -1,8 +1,8 @@
 """Non-parametric baselines over the tools' text (a registry): BM25 (bm25s or Okapi), dense retrieval
-with sentence-transformers (default: the embedded MiniLM; any local model path), and OpenAI
-embeddings (key from ``OPENAI_API_KEY`` only); the catalog side of the embedding baselines is
-encoded once and cached on disk by ``toolsense.models.encoders``. Each ranks the whole catalog for a query and
-yields the same :class:`Retrieved` records as parametric retrieval, so outputs line up.
+with sentence-transformers (default: the embedded MiniLM; any local model path), and embeddings from OpenAI
+or any OpenAI-compatible server (``baseline.base_url``; the key from ``$baseline.api_key_env`` only); the
+catalog side of the embedding baselines is encoded once and cached on disk by ``toolsense.models.encoders``.
+Each ranks the whole catalog for a query and yields the same :class:`Retrieved` records as parametric retrieval, so outputs line up.
 
 What a baseline indexes is its config: ``baseline.document`` (a text template,
 ``toolsense/models/encoders/documents.py``), and for BM25 ``baseline.tokenizer`` and
@@ -10,7 +10,6 @@ What a baseline indexes is its config: ``baseline.document`` (a text template,
 
 from __future__ import annotations
 
-import os
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -55,7 +54,7 @@ def _unit(x) -> np.ndarray:
 
 
 def embedding_ranker(catalog: Catalog, top: int, batch_size: int, embedder, document: str = "tool_text") -> Ranker:
-    """Cosine similarity between query embeddings (encoded per batch, not cached) and the
+    """Cosine similarity between query embeddings (encoded per batch; an endpoint's cached) and the
     catalog's ``document`` embeddings (from the encoder service's disk cache, keyed by the
     template too: encoded once per document format)."""
     from toolsense.models.encoders import catalog_embeddings
@@ -85,26 +84,19 @@ def dense(catalog: Catalog, cfg: BaselineConfig, top: int) -> Ranker:
                             cfg.document)
 
 
-def openai_client():
-    """An ``openai.OpenAI`` client; the key comes from OPENAI_API_KEY (and OPENAI_BASE_URL if set) only.
-    A local OPENAI_BASE_URL (llama.cpp, vLLM, Ollama serving embeddings) needs no key
-    (:func:`toolsense.utils.secrets.api_key`)."""
-    from openai import OpenAI
-
-    from toolsense.utils.secrets import api_key
-
-    base_url = os.environ.get("OPENAI_BASE_URL") or None
-    return OpenAI(api_key=api_key("OPENAI_API_KEY", base_url, None), base_url=base_url)
-
-
 @BASELINES.register("openai")
 def openai_embeddings(catalog: Catalog, cfg: BaselineConfig, top: int) -> Ranker:
-    """OpenAI embeddings (default text-embedding-3-large); the catalog's are cached on disk
-    keyed by (catalog, model), so a rerun sends requests for the queries only."""
+    """Embeddings from OpenAI (default text-embedding-3-large) or any OpenAI-compatible server at ``cfg.base_url``
+    (the key from ``$cfg.api_key_env`` only), ``cfg.encode_batch_size`` texts a request; every batch is cached keyed
+    by (URL, model, texts), so a rerun sends nothing it has sent before (``models/encoders/remote.py``: also the
+    mean pooling of a server's per-token replies)."""
+    from toolsense.endpoints.client import Endpoint
     from toolsense.models.encoders import OpenAIEmbedder
 
-    embedder = OpenAIEmbedder(openai_client(), cfg.encoder or OPENAI_DEFAULT_MODEL, cfg.encode_batch_size)
-    return embedding_ranker(catalog, top, cfg.batch_size, embedder, cfg.document)
+    endpoint = Endpoint("baseline", cfg.base_url, cfg.api_key_env, cfg.max_retries, cfg.timeout_s, cfg.max_connection_failures)
+    model = cfg.encoder or OPENAI_DEFAULT_MODEL
+    endpoint.served_model(model, "baseline.encoder")
+    return embedding_ranker(catalog, top, cfg.batch_size, OpenAIEmbedder(endpoint, model, cfg.encode_batch_size), cfg.document)
 
 
 def build_baseline(catalog: Catalog, cfg: BaselineConfig, top: int) -> Ranker:

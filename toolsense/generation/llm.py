@@ -17,20 +17,18 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Protocol
 
-from toolsense.generation.endpoint import Breaker, EndpointStop, send
+from toolsense.endpoints.client import Endpoint
 from toolsense.generation.structured import SERVER_FORMATS, refuses_format, response_format, schema_error
 from toolsense.models.config import ModelConfig
-from toolsense.utils.errors import EndpointError
 from toolsense.utils.io import sha256_text
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.registry import Registry
-from toolsense.utils.secrets import PLACEHOLDER_KEY, Scrubber, api_key
+from toolsense.utils.secrets import PLACEHOLDER_KEY
 
 log = logging.getLogger(__name__)
 
@@ -178,53 +176,19 @@ class OpenAIChatLLM:
     ``judge``), named by the missing-key error."""
 
     def __init__(self, cfg: LLMConfig, section: str = "llm", server=None):
-        from openai import OpenAI
-
         base_url = server.base_url if server is not None else cfg.base_url
-        where = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        key = PLACEHOLDER_KEY if server is not None else api_key(cfg.api_key_env, where, f"{section}.api_key_env")
-        self.client = OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=cfg.timeout_s)  # retries: _send
-        self.url, self.key_env, self.section, self.max_retries = str(self.client.base_url), cfg.api_key_env, section, cfg.max_retries
-        self.key_sent = key != PLACEHOLDER_KEY
-        self.breaker = Breaker(cfg.max_connection_failures, self.url, f"{section}.max_connection_failures")
-        self.scrub = Scrubber([key])
+        self.endpoint = Endpoint(section, base_url, cfg.api_key_env, cfg.max_retries, cfg.timeout_s, cfg.max_connection_failures,
+                                 PLACEHOLDER_KEY if server is not None else None)
+        self.client, self.url = self.endpoint.client, self.endpoint.url
         self.model = cfg.openai_model
         self.max_new_tokens = cfg.max_new_tokens
         # llama-cpp-python's server (backend=local) answers json_schema with a 500: start below it
         self.start = "text" if not cfg.structured_output else "json_object" if server is not None else "json_schema"
         self.server = server
         self.name = f"local:{server.model.name}" if server is not None else f"openai:{cfg.openai_model}@{cfg.base_url or 'default'}"
-        self.served = self._served_model(server is None)
+        self.served = self.endpoint.served_model(self.model, f"{section}.openai_model", check=server is None)
         """The id the endpoint serves this client's requests under (its ``GET /v1/models``; None where it lists
-        none): recorded in the data card."""
-
-    def _served_model(self, check: bool) -> str | None:
-        """The configured model among the ids ``GET /v1/models`` lists (``check``; else the first listed: our own
-        llama.cpp server answers to any name); an id it does not list is refused naming ``<section>.openai_model``
-        (llama.cpp would answer any name with its one model). A server that lists none, or cannot be asked, is not
-        checked; one that refuses the key stops the job here, before any item."""
-        import openai
-
-        try:
-            ids = [m.id for m in self.client.models.list()]
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
-            raise self._key_refused(e) from None
-        except (openai.APIError, ValueError, TypeError, AttributeError):
-            return None
-        if not ids or not check:
-            return ids[0] if ids else None
-        if self.model not in ids:
-            shown = ", ".join(repr(i) for i in ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
-            raise EndpointError(f"{self.section}.openai_model={self.model!r}: {self.url} does not serve that model (GET /models "
-                                f"lists {shown}); set {self.section}.openai_model to one of them")
-        return self.model
-
-    def _key_refused(self, e) -> "EndpointStop":
-        """The one line for a 401 / 403: which ``<section>.api_key_env`` and whether a key was sent."""
-        sent = f"the key in ${self.key_env} was sent" if self.key_sent else f"no key was sent (${self.key_env} is unset)"
-        return EndpointStop(f"{self.section}.api_key_env={self.key_env!r}: {self.url} refused the request (HTTP "
-                            f"{e.status_code}: {self._short(e, 120)}); {sent}. Set ${self.key_env} to a key this "
-                            f"endpoint accepts, or point {self.section}.base_url at another")
+        none): recorded in the data card. Our own llama.cpp server (``server``) answers to any name: not checked."""
 
     def close(self) -> None:
         if self.server is not None:
@@ -236,8 +200,7 @@ class OpenAIChatLLM:
         import openai
 
         try:
-            return send(lambda: self.client.chat.completions.create(**kw), 0 if probe else self.max_retries, self.breaker,
-                        self.url, lambda e: self._short(e, 80))
+            return self.endpoint.send(lambda: self.client.chat.completions.create(**kw), 0 if probe else None)
         except openai.APIStatusError as e:
             if "response_format" in kw and refuses_format(e.status_code, str(e)):
                 raise _FormatRefused(f"HTTP {e.status_code}: {self._short(e)}") from None
@@ -246,7 +209,7 @@ class OpenAIChatLLM:
             if isinstance(e, (openai.BadRequestError, openai.UnprocessableEntityError)):
                 raise RequestRejected(f"HTTP {e.status_code}: {self._short(e)}") from None
             if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
-                raise self._key_refused(e) from None
+                raise self.endpoint.key_refused(e) from None
             if isinstance(e, (openai.RateLimitError, openai.InternalServerError)):
                 raise ServiceUnavailable(f"{type(e).__name__}: {self._short(e)}") from None
             raise RuntimeError(f"HTTP {e.status_code} from {self.url}: {self._short(e)}") from None
@@ -278,8 +241,7 @@ class OpenAIChatLLM:
         return Reply((choice.message.content or "").strip(), choice.finish_reason, usage, None if schema is None else rung)
 
     def _short(self, e: Exception, n: int = 200) -> str:
-        """The error's text on one line, cut, without this client's key (an endpoint may echo it)."""
-        return self.scrub.text(" ".join(str(e).split()))[:n]
+        return self.endpoint.short(e, n)
 
 
 class _FormatRefused(Exception):

@@ -27,12 +27,13 @@ from tqdm import tqdm
 from toolsense.catalog import Catalog, Tool
 from toolsense.catalog.config import load_from_config
 from toolsense.catalog.tool import fold_text
+from toolsense.endpoints.client import EndpointStop
 from toolsense.generation import outputs
 from toolsense.generation.checks import catalog_names
 from toolsense.generation.config import GenerateConfig
 from toolsense.generation.dedupe import Encode, QuestionDeduper, minilm_encoder
 from toolsense.generation.guard import HeldOut
-from toolsense.generation.llm import CachedLLM, ChatLLM, EndpointStop, RequestRejected, ServiceUnavailable, build_llm
+from toolsense.generation.llm import CachedLLM, ChatLLM, RequestRejected, ServiceUnavailable, build_llm
 from toolsense.generation.pools import Neighbourhoods
 from toolsense.generation.probes import make_mcq_item, make_qa_item
 from toolsense.generation.prompts import usable_description

@@ -1,5 +1,5 @@
 """Embedders: one interface (``identity`` + ``encode(texts) -> float32 [n, d]``) over local
-sentence-transformers models and the OpenAI embeddings API, so one cache serves both."""
+sentence-transformers models and OpenAI-compatible embedding endpoints (``remote.py``), so one cache serves both."""
 
 from __future__ import annotations
 
@@ -74,23 +74,3 @@ class SentenceEncoder:
 
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
         return self.model.encode(batch, batch_size=len(batch), show_progress_bar=False, convert_to_numpy=True)
-
-
-class OpenAIEmbedder:
-    """OpenAI's embeddings endpoint (``client.embeddings.create``), ``batch_size`` texts per
-    request. The client is built by the caller (key from the environment only); the identity
-    is the model name (plus the base URL when it is not OpenAI's), never the key."""
-
-    def __init__(self, client: Any, model: str, batch_size: int = 256):
-        self.client, self.model, self.batch_size = client, model, batch_size
-        base = str(getattr(client, "base_url", "") or "").rstrip("/")
-        # another OpenAI-compatible server may serve a model of the same name: key it apart
-        self.identity = f"openai:{model}" + (f"@{base}" if base and "api.openai.com" not in base else "")
-
-    def encode(self, texts: Sequence[str], progress: bool = False, chunk_done=None, skip=None) -> np.ndarray:
-        return encode_batched(texts, self._embed_batch, self.batch_size, [len(t) for t in texts], progress, f"embed {self.model}",
-                              chunk_done, skip)
-
-    def _embed_batch(self, batch: list[str]) -> np.ndarray:
-        resp = self.client.embeddings.create(model=self.model, input=batch)
-        return np.asarray([d.embedding for d in resp.data], dtype=np.float32)
