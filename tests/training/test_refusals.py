@@ -140,6 +140,7 @@ def test_unknown_tools_skipped_are_counted_in_the_stage2_summary(tmp_path):
     summary = run(cfg)
     assert summary["stage2"]["skipped_unknown_tools"] == {
         "tools": 2, "queries": 1, "sample": [f"{rows[0]['query_id']}: Nowhere&&api", f"{rows[1]['query_id']}: Nowhere&&other"]}
-    with pytest.raises(ValueError, match=rf"stage2: query '{rows[0]['query_id']}' names a tool not in the catalog \('Nowhere&&api'\)"):
+    with pytest.raises(ValueError, match=rf"stage2.sources.0 \(.*q.jsonl\): query '{rows[0]['query_id']}' names a tool not in the "
+                                         r"catalog \('Nowhere&&api'\)"):
         run(compose_train([*TINY, "experiment=tg", f"stage2.sources.0.path={queries}", f"output_dir={tmp_path / 'run2'}"]))
     assert not (tmp_path / "run2").exists()  # refused before anything was written

@@ -30,6 +30,7 @@ from toolsense.audit.pt2d import FEATURES, PT2DConfig, fit_score
 from toolsense.audit.stats import UNDEFINED, auroc_ci, json_safe, value
 from toolsense.audit.traces import TraceSet
 from toolsense.utils.config import NON_EMPTY, Seed
+from toolsense.utils.errors import ConfigError
 from toolsense.utils.jsonl import JsonlStore
 
 ORDER_RULES = {"auto": "the probe tool, then the other tools in trace order (the paper's order)",
@@ -94,13 +95,13 @@ def resolve_real_order(spec, probe: str, tools: Sequence[str], ranking: Sequence
     for x in spec:
         if isinstance(x, int):
             if x > len(tools):
-                raise ValueError(f"dilution.real_order: position {x} is past the {len(tools)} tools {list(tools)}")
+                raise ConfigError(f"dilution.real_order: position {x} is past the {len(tools)} tools {list(tools)}")
             x = tools[x - 1]
         if x not in tools:
-            raise ValueError(f"dilution.real_order names unknown tool {x!r}; tools are {list(tools)}")
+            raise ConfigError(f"dilution.real_order names unknown tool {x!r}; tools are {list(tools)}")
         order.append(x)
     if len(set(order)) < len(order):
-        raise ValueError(f"dilution.real_order repeats a tool: {order}")
+        raise ConfigError(f"dilution.real_order repeats a tool: {order}")
     return order
 
 
@@ -111,7 +112,7 @@ def select_pool(cfg: DilutionConfig, probe: str, tools: Sequence[str], tool_auro
     if not isinstance(cfg.synthetic_pool, str):
         unknown = [t for t in cfg.synthetic_pool if t not in tools]
         if unknown:
-            raise ValueError(f"dilution.synthetic_pool names unknown tool(s) {unknown}; tools are {list(tools)}")
+            raise ConfigError(f"dilution.synthetic_pool names unknown tool(s) {unknown}; tools are {list(tools)}")
         return {"rule": f"listed: {list(cfg.synthetic_pool)}", "tools": list(cfg.synthetic_pool),
                 "excluded": {t: "not listed" for t in others if t not in cfg.synthetic_pool}}
     rule = POOL_RULES[cfg.synthetic_pool].format(features=cfg.features, gap=cfg.pool_max_gap)
@@ -128,8 +129,8 @@ def select_pool(cfg: DilutionConfig, probe: str, tools: Sequence[str], tool_auro
         else:
             excluded[t] = f"leaky: AUROC {a['auroc']:.3f} [{value(a['lo']):.3f}, {value(a['hi']):.3f}]"
     if not pool:
-        raise ValueError(f"dilution.synthetic_pool=non_leaky: no tool other than {probe!r} is near chance ({excluded}); "
-                         "raise dilution.pool_max_gap or set dilution.synthetic_pool=all_other")
+        raise ConfigError(f"dilution.synthetic_pool=non_leaky: no tool other than {probe!r} is near chance ({excluded}); "
+                          "raise dilution.pool_max_gap or set dilution.synthetic_pool=all_other")
     return {"rule": rule, "tools": pool, "excluded": excluded}
 
 
@@ -214,7 +215,7 @@ def run_dilution(traces: TraceSet, fit, ev, cfg: DilutionConfig, pt2d: PT2DConfi
     rule (with each excluded tool's AUROC), and the length matching with its target in characters."""
     probe = cfg.tool or ranking[0]
     if probe not in traces.tools:
-        raise ValueError(f"dilution.tool={probe!r} is not a tool of the traces {traces.tools}")
+        raise ConfigError(f"dilution.tool={probe!r} is not a tool of the traces {traces.tools}")
     order = resolve_real_order(cfg.real_order, probe, traces.tools, ranking)
     pool = select_pool(cfg, probe, traces.tools,
                        tool_aurocs(traces, fit, ev, cfg.features, pt2d, stats, pt2d_rows)

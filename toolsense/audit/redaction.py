@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, Optional
 
 from toolsense.audit.traces import ToolResult, TraceRecord, TraceSet
+from toolsense.utils.errors import ConfigError
 
 
 @dataclass
@@ -83,7 +84,7 @@ def collect_values(traces: TraceSet, fields: list[str], cls_name: str) -> set[st
             vals = val if isinstance(val, list) else [val]
             out.update(str(v) for v in vals if str(v).strip())
         if not found:
-            raise ValueError(f"redaction.classes[{cls_name}].value_fields: field {f!r} is in no record of {traces.source}")
+            raise ConfigError(f"redaction.classes[{cls_name}].value_fields: field {f!r} is in no record of {traces.source}")
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from toolsense.utils.errors import ConfigError
 from toolsense.utils.io import DataError, iter_jsonl, write_jsonl
 
 
@@ -74,7 +75,7 @@ class TraceSet:
         else:
             ev = {str(p) for p in evaluate}
             if ev & fit_set:
-                raise ValueError(f"data.eval_partitions overlaps data.fit_partitions: {sorted(ev & fit_set)}")
+                raise ConfigError(f"data.eval_partitions overlaps data.fit_partitions: {sorted(ev & fit_set)}")
             eval_mask = np.isin(parts, list(ev))
         for name, mask in (("fit", fit_mask), ("eval", eval_mask)):
             if len(set(self.labels[mask].tolist())) < 2:

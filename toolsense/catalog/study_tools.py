@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from toolsense.catalog.builders import CATALOG_BUILDERS, build_command, coverage_path
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import ConfigError, MissingFile
 from toolsense.utils.io import DataError, iter_jsonl, sha256_file, sha256_text
 from toolsense.utils.paths import atomic_write_text
 
@@ -73,7 +73,7 @@ def select_tools(rrb: list[dict], probe_tools: set[str], n_tools: Optional[int],
     ``n_tools=None`` keeps the probe tools alone (``catalog=study_probe_tools``)."""
     n_tools = len(probe_tools) if n_tools is None else n_tools
     if len(probe_tools) > n_tools:
-        raise ValueError(f"catalog study_tools: n_tools={n_tools} is below the {len(probe_tools)} probe tools")
+        raise ConfigError(f"catalog study_tools: n_tools={n_tools} is below the {len(probe_tools)} probe tools")
     roles = {t: "probe" for t in sorted(probe_tools)}
     rank = {k: i for i, k in enumerate(_order((str(i) for i in range(len(rrb))), seed, "items"))}
     left, covered = set(range(len(rrb))), []

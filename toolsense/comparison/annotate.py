@@ -33,7 +33,7 @@ from toolsense.evaluation.probes import permutation
 from toolsense.reporting.tables import markdown_table
 from toolsense.utils.choices import StrEnum, choice
 from toolsense.utils.config import Seed, to_config
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import ConfigError, MissingFile
 from toolsense.utils.io import DataError
 from toolsense.utils.rundir import holding
 
@@ -225,7 +225,7 @@ def _agreement(bench: str, items: dict[str, list[str]], key: dict[tuple[str, str
 
 def run_kappa(cfg: AnnotateConfig, out_dir: str | Path) -> dict[str, Any]:
     if not cfg.sheets:
-        raise ValueError("task=kappa needs annotate.sheets=[<filled sheet.csv>, ...]")
+        raise ConfigError("task=kappa needs annotate.sheets=[<filled sheet.csv>, ...]")
     res = kappas(cfg.sheets, cfg.keys)
     out = Path(out_dir)
     table = markdown_table(["benchmark", "Fleiss κ", "items", "raters", "agreement with key %"],

@@ -42,7 +42,7 @@ from toolsense.reporting.compare_report import render_comparison
 from toolsense.reporting.tables import ONE_SEED_LEGEND, SEED_LEGEND, benchmark_label, comparison_cell, flag_text, markdown_table
 from toolsense.tracking import LoggerConfig, job_tracker
 from toolsense.utils.config import Seed, to_config
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import ConfigError, MissingFile
 from toolsense.utils.io import DataError
 from toolsense.utils.progress import progress
 from toolsense.utils.publish import load_published_json, publish
@@ -329,7 +329,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path) -> dict[str, Any]:
     (``cfg.plots``) the PNG plots of plots.py as ``comparison_<plot>.png`` under ``out_dir`` (a
     sweep directory keeps run folders as its only folders)."""
     if not cfg.roots:
-        raise ValueError("python compare.py needs roots=[<dir>, ...] (sweep or run directories)")
+        raise ConfigError("python compare.py needs roots=[<dir>, ...] (sweep or run directories)")
     results = collect(cfg.roots)
     if not results:
         raise MissingFile(f"roots: no results.json with metrics under {cfg.roots}")

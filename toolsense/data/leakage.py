@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from toolsense.catalog import Query
+from toolsense.utils.errors import UserError
 
 _WORD = re.compile(r"\w+")
 
@@ -72,6 +73,6 @@ def refuse_leakage(train_sets: Sequence[QuerySet], test_sets: Sequence[QuerySet]
     with the files and the count; return quietly when none does."""
     found = [o for tr in train_sets for te in test_sets if (o := overlap(tr, te)) is not None]
     if found:
-        raise ValueError("Stage 2 would train on queries the run is evaluated on: " + "; ".join(o.describe() for o in found)
-                         + ". Train on a split disjoint from the evaluation suite (stage2.sources.N.split=train, or "
+        raise UserError("Stage 2 would train on queries the run is evaluated on: " + "; ".join(o.describe() for o in found)
+                        + ". Train on a split disjoint from the evaluation suite (stage2.sources.N.split=train, or "
                            "a training file of your own), or evaluate on other benchmarks")

@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from toolsense.utils.errors import DataError
+
 G1_FILES = ("G1_instruction.json", "G1_category.json", "G1_tool.json")
 _STOP = frozenset("a an the of to for and or in on with by from is are be this that it its as at api get returns return "
                   "use using your you can will all any".split())
@@ -103,10 +105,10 @@ def _pairs(paths: Sequence[Path]) -> Iterable[tuple[int, str, str, str, dict | N
         try:
             items = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
-            raise ValueError(f"{path}: not a ToolBench query file (a JSON list of queries): {e}") from e
+            raise DataError(f"{path}: not a ToolBench query file (a JSON list of queries): {e}") from e
         for i, item in enumerate(items):
             if not isinstance(item, dict) or "query" not in item or "relevant APIs" not in item:
-                raise ValueError(f"{path}: item {i} lacks 'query' or 'relevant APIs'")
+                raise DataError(f"{path}: item {i} lacks 'query' or 'relevant APIs'")
             docs = {(a.get("tool_name"), a.get("api_name")): a for a in item.get("api_list", [])}
             for tool, api in item["relevant APIs"]:
                 yield n, item["query"], tool, api, docs.get((tool, api))
@@ -133,7 +135,7 @@ def measure(paths: Sequence[str | Path], source: str = "") -> NamingRates:
             overlaps.append(len(desc & content_words(query)) / len(desc))
     n = sum(counts.values())
     if not n:
-        raise ValueError(f"{', '.join(map(str, paths))}: no (query, relevant API) pair to measure")
+        raise DataError(f"{', '.join(map(str, paths))}: no (query, relevant API) pair to measure")
     r = {k: round(v / n, 4) for k, v in counts.items()}
     return NamingRates(r[(True, True)], r[(True, False)], r[(False, True)], r[(False, False)],
                        round(named_params / max(with_params, 1), 4), round(sum(overlaps) / max(len(overlaps), 1), 4),

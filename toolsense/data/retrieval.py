@@ -10,6 +10,7 @@ from toolsense.catalog import Query
 from toolsense.data.examples import Example
 from toolsense.data.prompts import PromptConfig, retrieval_messages
 from toolsense.index import ToolIndex
+from toolsense.utils.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def retrieval_examples(
         if len(known) < len(q.tools):
             missing = [t for t in q.tools if t not in index.paths]
             if on_unknown_tool == "error":
-                raise ValueError(
+                raise DataError(
                     f"stage2: query {q.query_id!r} names tools not in the catalog ({missing[:3]}); "
                     "set stage2.on_unknown_tool=skip to drop them"
                 )

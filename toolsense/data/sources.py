@@ -46,7 +46,7 @@ class QuerySource:
 
 def _paths(src: QuerySource) -> list[str]:
     if not src.path:
-        raise ValueError(f"stage2.sources: a {str(src.kind)!r} source needs a path")
+        raise ConfigError(f"stage2.sources: a {str(src.kind)!r} source needs a path")
     found = sorted(glob.glob(src.path)) if any(c in src.path for c in "*?[") else [src.path]
     if not found:
         raise MissingFile(f"stage2.sources: no file matches {src.path!r}")
@@ -167,9 +167,9 @@ def load_query_sets(sources: list[QuerySource]) -> list[QuerySet]:
     """Each source's queries with its files, named ``stage2.sources.<i>`` (for leakage checks)."""
     for i, src in enumerate(sources):
         if src.kind not in ("demo", "verbose", "realistic_template") and (not src.path or src.path == "???"):
-            raise ValueError(f"stage2.sources.{i}.path is required for a {str(src.kind)!r} source: point it at a training "
-                             f"query file (not the test queries of a benchmark the run is evaluated on), e.g. "
-                             f"stage2.sources.{i}.path=/data/{src.kind}/train.json")
+            raise ConfigError(f"stage2.sources.{i}.path is required for a {str(src.kind)!r} source: point it at a training "
+                              f"query file (not the test queries of a benchmark the run is evaluated on), e.g. "
+                              f"stage2.sources.{i}.path=/data/{src.kind}/train.json")
     return [QuerySet(f"stage2.sources.{i}", tuple(files := source_files(src)), checked_queries(src, f"stage2.sources.{i}", files))
             for i, src in enumerate(sources)]
 

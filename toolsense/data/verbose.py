@@ -54,7 +54,7 @@ from typing import Callable, Iterable, Optional
 from toolsense.catalog import Query, Tool, load_catalog, load_demo_catalog, load_query_jsonl
 from toolsense.catalog.tool import fold_text
 from toolsense.data.naming import TOOLBENCH_G1, NamingRates, naming_shares
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import ConfigError, MissingFile
 from toolsense.utils.paths import atomic_write_text, cache_root
 
 log = logging.getLogger(__name__)
@@ -274,7 +274,7 @@ def ensure_written(catalog_path: Optional[str | Path], out: Optional[str | Path]
 def load_verbose(catalog_path: Optional[str | Path], split: Optional[str], version: int = 2) -> list[Query]:
     """The ``split`` queries (None: all) of ``catalog_path``'s verbose query file of generator ``version``."""
     if split is not None and split not in SPLITS:
-        raise ValueError(f"stage2.sources.split={split!r}: a verbose source has splits {list(SPLITS)} (or null)")
+        raise ConfigError(f"stage2.sources.split={split!r}: a verbose source has splits {list(SPLITS)} (or null)")
     return load_query_jsonl(ensure_written(catalog_path, version=version), split=split)
 
 

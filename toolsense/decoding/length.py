@@ -19,6 +19,7 @@ from typing import Any, Optional, Sequence
 from toolsense.catalog import Query
 from toolsense.decoding.config import QueryLengthConfig
 from toolsense.decoding.retrieval import Retriever, encode
+from toolsense.utils.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +48,9 @@ def fit_queries(retriever: Retriever, queries: Sequence[Query], cfg: QueryLength
               "truncated": 0, "longest": max(lengths, default=0), "items": [queries[i].query_id for i in over[:10]]}
     if over and cfg.policy == "refuse":
         shown = ", ".join(f"{queries[i].query_id!r} ({lengths[i]} tokens)" for i in over[:5])
-        raise ValueError(f"{where}: {len(over)} of {len(queries)} queries are longer than the model can read "
-                         f"({budget} prompt tokens: {why}); the longest: {shown}. Set query_length.policy=truncate to cut "
-                         "them to fit (counted in results.json), or leave them out of the benchmark")
+        raise UserError(f"{where}: {len(over)} of {len(queries)} queries are longer than the model can read "
+                        f"({budget} prompt tokens: {why}); the longest: {shown}. Set query_length.policy=truncate to cut "
+                        "them to fit (counted in results.json), or leave them out of the benchmark")
     out = list(queries)
     for i in over:
         out[i] = _truncated(retriever, queries[i], lengths[i] - budget, budget, where)
@@ -70,5 +71,5 @@ def _truncated(retriever: Retriever, q: Query, excess: int, budget: int, where: 
         if len(encode(retriever.tok, [retriever.prompt(cut)])[0]) <= budget:
             return cut
         keep -= 1
-    raise ValueError(f"{where}: query {q.query_id!r}: the prompt template alone is longer than {budget} tokens; "
-                     "raise query_length.max_tokens or shorten the retrieval template")
+    raise UserError(f"{where}: query {q.query_id!r}: the prompt template alone is longer than {budget} tokens; "
+                    "raise query_length.max_tokens or shorten the retrieval template")

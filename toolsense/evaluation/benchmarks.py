@@ -273,9 +273,9 @@ def load_benchmark(cfg: BenchmarkConfig, where: str = "benchmark") -> Benchmark:
     """Load with the configured loader, apply ``limit`` and ``label``, and hash the file(s).
     ``where`` is the config key of ``cfg`` (``benchmarks.<label>`` in a suite), for errors."""
     if cfg.requires_path and not cfg.path:
-        raise ValueError(f"{where}.path is required: point it at {cfg.requires_path} "
-                         f"(e.g. {where}.path=/data/toolsense/{cfg.loader}.jsonl); the small sample of the "
-                         f"released file is its own config, benchmark={cfg.loader}_sample")
+        raise ConfigError(f"{where}.path is required: point it at {cfg.requires_path} "
+                          f"(e.g. {where}.path=/data/toolsense/{cfg.loader}.jsonl); the small sample of the "
+                          f"released file is its own config, benchmark={cfg.loader}_sample")
     bench = BENCHMARKS.get(cfg.loader)(cfg)
     if not bench.items:
         raise DataError(f"benchmark {cfg.label or bench.name!r} ({bench.path}) has no items after filtering")

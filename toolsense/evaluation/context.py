@@ -23,7 +23,7 @@ from toolsense.index import ToolIndex, add_index_tokens, build_trie
 from toolsense.index.config import IndexConfig, index_from_config
 from toolsense.models import ModelConfig, load_model_and_tokenizer
 from toolsense.models.encoders import encoder_embeddings
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import ConfigError, MissingFile
 from toolsense.utils.io import sha256_text
 from toolsense.utils.rundir import RunDir
 
@@ -114,9 +114,9 @@ def _index_tokens_state(index: ToolIndex, tokenizer, name: str) -> str:
         return "checkpoint"
     if have:
         missing = next(t for t in tokens if t not in vocab)
-        raise ValueError(f"model.name_or_path={name}: its tokenizer holds {len(have)} of the {len(tokens)} index tokens "
-                         f"(missing e.g. {missing!r}); a checkpoint with tool tokens must hold them all: set catalog= / "
-                         "index= to the ones it was trained on (catalog=toolbench_tokens index=flat for ToolGen)")
+        raise ConfigError(f"model.name_or_path={name}: its tokenizer holds {len(have)} of the {len(tokens)} index tokens "
+                          f"(missing e.g. {missing!r}); a checkpoint with tool tokens must hold them all: set catalog= / "
+                          "index= to the ones it was trained on (catalog=toolbench_tokens index=flat for ToolGen)")
     return "untrained"
 
 

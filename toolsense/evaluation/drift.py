@@ -22,7 +22,7 @@ from toolsense.evaluation.outputs import json_text
 from toolsense.index import ToolIndex, add_index_tokens
 from toolsense.models import ModelConfig, load_model_and_tokenizer, read_embeddings
 from toolsense.models.loading import load_tokenizer
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import MissingFile, UserError
 from toolsense.utils.modeling import embeddings_tied
 from toolsense.utils.progress import progress
 from toolsense.utils.publish import publish
@@ -135,7 +135,7 @@ def run_drift(run_dir: str | Path, cfg: DriftConfig, out_dir: str | Path) -> dic
     index = ToolIndex.load(rd.index_path, load_from_config(rd.section("catalog", CatalogConfig)))
     mats, virt_ids, n_base = {}, None, None
     if not index.tokens():
-        raise ValueError(f"{rd.index_path}: the index adds no tokens, so there are no virtual rows to measure drift on")
+        raise UserError(f"{rd.index_path}: the index adds no tokens, so there are no virtual rows to measure drift on")
     for name in progress(cfg.checkpoints, desc="drift: checkpoints", unit="ckpt"):
         model, tok = load_checkpoint(run, name, mcfg, index)
         ids = torch.as_tensor(tok.convert_tokens_to_ids(index.tokens()))

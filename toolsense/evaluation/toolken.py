@@ -27,7 +27,7 @@ from toolsense.decoding.retrieval import Retrieved
 from toolsense.evaluation.fingerprint import checkpoint_sha256
 from toolsense.models import ModelConfig, load_model_and_tokenizer
 from toolsense.models.toolken import ToolkenHead, answer_states, vocab_rows
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import ConfigError, MissingFile
 from toolsense.utils.rundir import RunDir
 
 STAGE = "toolken"
@@ -41,7 +41,7 @@ PROBES = ("not applicable: the MCQ / QA probes feed a tool's row as an input emb
 def toolken_run(run: str | None) -> RunDir:
     """The training run of ``system.run``, refused naming the field unless it holds a finished head."""
     if not run:
-        raise ValueError("system.kind=toolken needs system.run=<a run trained with train.py experiment=toolken>")
+        raise ConfigError("system.kind=toolken needs system.run=<a run trained with train.py experiment=toolken>")
     rd = RunDir(run)
     if not (rd.path / STAGE / "head.pt").exists():
         raise MissingFile(f"system.run={run}: no {STAGE}/head.pt there (train it with "

@@ -27,6 +27,7 @@ from typing import Any
 
 from toolsense.catalog import Catalog
 from toolsense.utils.config import as_plain
+from toolsense.utils.errors import UserError
 from toolsense.utils.io import sha256_text
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.paths import atomic_write_text
@@ -101,8 +102,8 @@ def claim_output_dir(out: Path, ident: dict, write: bool = True) -> None:
         if not diff:
             return
         if produced(out):
-            raise ValueError(f"{out} holds a generation made with another configuration; differing fields: "
-                             + "; ".join(diff) + ". Use another output_dir (or the default, derived from the config).")
+            raise UserError(f"{out} holds a generation made with another configuration; differing fields: "
+                            + "; ".join(diff) + ". Use another output_dir (or the default, derived from the config).")
     if write:
         atomic_write_text(path, json.dumps(ident, indent=2, sort_keys=True, default=str))
 

@@ -39,6 +39,7 @@ from toolsense.generation.probes import make_mcq_item, make_qa_item
 from toolsense.generation.prompts import usable_description
 from toolsense.generation.rrb import make_rrb_item, plan_rrb
 from toolsense.generation.sampling import stratified_sample
+from toolsense.utils.errors import ConfigError
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.rundir import RunDir, busy_policy, holding
 from toolsense.utils.secrets import Scrubber, scrubbed_job
@@ -259,7 +260,7 @@ def run(cfg: GenerateConfig, writer: ChatLLM | None = None, judge: ChatLLM | Non
 def check_against_catalog(cfg: GenerateConfig, catalog: Catalog) -> None:
     """What only the catalog can tell, checked before any folder is touched."""
     if "rrb" in cfg.tasks and sum(cfg.rrb_per_tier.values()) and len(catalog) <= cfg.pool_k:
-        raise ValueError(f"pool_k={cfg.pool_k}: the catalog holds only {len(catalog)} tools (a pool is the anchor + pool_k others)")
+        raise ConfigError(f"pool_k={cfg.pool_k}: the catalog holds only {len(catalog)} tools (a pool is the anchor + pool_k others)")
 
 
 def _generate(cfg: GenerateConfig, out: Path, ident: dict, catalog: Catalog, writer: ChatLLM | None, judge: ChatLLM | None,

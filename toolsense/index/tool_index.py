@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolsense.catalog import Catalog
+from toolsense.utils.errors import UserError
 from toolsense.utils.paths import atomic_write_text
 
 Scheme = Literal["flat", "hierarchical"]
@@ -83,7 +84,7 @@ class ToolIndex:
 
     def check_catalog(self, catalog: Catalog, where: str = "index") -> None:
         if catalog.content_hash() != self.catalog_hash or list(self.paths) != catalog.names:
-            raise ValueError(
+            raise UserError(
                 f"{where} was built for a different catalog (index catalog_hash={self.catalog_hash}, "
                 f"catalog content_hash={catalog.content_hash()}, {len(self.paths)} vs {len(catalog)} tools)"
             )
@@ -107,7 +108,7 @@ class ToolIndex:
         """Read an index file; with ``catalog``, refuse one built for different tools."""
         d = json.loads(Path(path).read_text())
         if d.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{path}: unsupported index format_version {d.get('format_version')!r}")
+            raise UserError(f"{path}: unsupported index format_version {d.get('format_version')!r}")
         idx = cls(
             scheme=d["scheme"],
             builder=d["builder"],

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Literal, Mapping, Optional, Sequence
 
 from toolsense.metrics.ranking import Ranking, complete_at, hit_at, ndcg_at, r_precision, recall_at
+from toolsense.utils.errors import ConfigError
 from toolsense.utils.registry import Registry
 
 Mode = Literal["c", "f"]
@@ -174,8 +175,8 @@ class MetricRegistry(Registry[Metric]):
         keys = list(keys)
         for key in keys:
             if self.parse(key) is None:
-                raise ValueError(f"{field}: {key!r} is no registered metric; registered: {', '.join(self.spellings())} "
-                                 f"(k = a cut-off, e.g. Rc@5; docs/evaluation.md, 'Adding a metric')")
+                raise ConfigError(f"{field}: {key!r} is no registered metric; registered: {', '.join(self.spellings())} "
+                                  f"(k = a cut-off, e.g. Rc@5; docs/evaluation.md, 'Adding a metric')")
         return keys
 
     def _stem(self, stem: str, k: Optional[int]) -> Parsed:

@@ -9,6 +9,7 @@ import torch
 
 from toolsense.models.config import ModelConfig
 from toolsense.models.embedded import EMBEDDED, embedded_dir
+from toolsense.utils.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +48,12 @@ def load_tokenizer(cfg: ModelConfig, path: str | None = None):
         tok.chat_template = cfg.chat_template
     if cfg.eos_token:
         if tok.convert_tokens_to_ids(cfg.eos_token) in (None, tok.unk_token_id):
-            raise ValueError(f"model.eos_token={cfg.eos_token!r} is not a token of {cfg.name_or_path}")
+            raise ConfigError(f"model.eos_token={cfg.eos_token!r} is not a token of {cfg.name_or_path}")
         tok.eos_token = cfg.eos_token
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     if not tok.chat_template:
-        raise ValueError(f"{cfg.name_or_path} has no chat template; set model.chat_template in its config")
+        raise ConfigError(f"{cfg.name_or_path} has no chat template; set model.chat_template in its config")
     return tok
 
 

@@ -8,7 +8,7 @@ from typing import Literal, Optional
 
 from toolsense.curves.config import RegimeRule
 from toolsense.metrics.registry import METRICS
-from toolsense.utils.errors import MissingFile
+from toolsense.utils.errors import ConfigError, MissingFile
 
 Scale = Literal["pp", "normalized", "log_odds", "drift_absolute", "drift_base_normalized", "balanced"]
 
@@ -207,8 +207,8 @@ class StudyConfig:
 def check_input(name: str, inp: StudyInput) -> None:
     """Refuse a study input that is not given or matches no file, naming the override that sets it."""
     if inp.path in (None, "", "???", "None"):
-        raise ValueError(f"inputs.{name}.path is required ({inp.about or 'a file this study reads'}); it is not in our data: "
-                         f"set inputs.{name}.path=<file or glob>")
+        raise ConfigError(f"inputs.{name}.path is required ({inp.about or 'a file this study reads'}); it is not in our data: "
+                          f"set inputs.{name}.path=<file or glob>")
     if not glob.glob(inp.path):
         raise MissingFile(f"inputs.{name}.path={inp.path!r} matches no file ({inp.about or 'a file this study reads'})")
 

@@ -116,8 +116,9 @@ def prepare(cfg: TrainConfig) -> Prepared:
     if cfg.stage2.on_unknown_tool == "error":
         unknown = next(((q, t) for q in queries for t in q.tools if t not in catalog), None)
         if unknown is not None:
-            raise ValueError(f"stage2: query {unknown[0].query_id!r} names a tool not in the catalog ({unknown[1]!r}); "
-                             "set stage2.on_unknown_tool=skip to drop such tools")
+            src = next((f"{s.name} ({', '.join(s.files)})" for s in sources if unknown[0] in s.queries), "stage2")
+            raise DataError(f"{src}: query {unknown[0].query_id!r} names a tool not in the catalog ({unknown[1]!r}); "
+                            "set stage2.on_unknown_tool=skip to drop such tools")
     return Prepared(catalog, sources)
 
 
@@ -167,8 +168,8 @@ def _run_toolken(cfg: TrainConfig, raw: dict, index: ToolIndex, run_dir: Path, p
     from toolsense.training.toolken import STAGE, ToolkenRunner, toolken_done
 
     if world_size() > 1:
-        raise ValueError("head.kind=toolken trains its rows in one process (the frozen LM reads each prompt once); "
-                         "run train.py without torchrun")
+        raise ConfigError("head.kind=toolken trains its rows in one process (the frozen LM reads each prompt once); "
+                          "run train.py without torchrun")
     if toolken_done(run_dir):
         log.info("toolken: %s exists, skipping", run_dir / STAGE)
         return {}

@@ -35,6 +35,7 @@ from toolsense.models.toolken import ToolkenHead, answer_states, name_mean_rows,
 from toolsense.tracking import forget_rows
 from toolsense.training.config import TrainConfig
 from toolsense.training.stage import run_recipe
+from toolsense.utils.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def toolken_pairs(queries: list[Query], index: ToolIndex, on_unknown: str) -> tu
             else:
                 skipped.append((q.query_id, t))
     if not qs:
-        raise ValueError("head.kind=toolken: no Stage-2 query names a tool of the index")
+        raise UserError("head.kind=toolken: no Stage-2 query names a tool of the index")
     return qs, ids, skipped
 
 

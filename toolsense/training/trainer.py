@@ -20,6 +20,7 @@ from trl import SFTConfig, SFTTrainer
 from toolsense.models import ModelConfig, default_device
 from toolsense.training.config import StageSchedule, TrainerConfig
 from toolsense.training.tuning import Trainable, no_decay_parameter_names
+from toolsense.utils.errors import ConfigError
 
 ROWS_FILE = "embedding_rows.pt"
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def master_weights(model: ModelConfig, trainer: TrainerConfig, method: str = "fu
     if method == "lora" and dtype in ("auto", "bfloat16") and use_bf16(trainer):
         return dataclasses.replace(model, dtype="bfloat16")
     if dtype in ("bfloat16", "float16"):
-        raise ValueError(
+        raise ConfigError(
             f"model.dtype={dtype} without DeepSpeed: AdamW would update {dtype} weights in place and lose every step below "
             f"their rounding; use model.dtype=auto or float32 (trainer.precision=bf16 then computes in bf16 under autocast "
             f"over fp32 master weights), or trainer=ds_zero2 (DeepSpeed keeps fp32 master weights)")
@@ -113,7 +114,7 @@ def plan_batch(cfg: TrainerConfig, world_size: int) -> BatchPlan:
     it must divide exactly, so the effective batch is what the config says."""
     per = min(cfg.per_device_batch, cfg.effective_batch // world_size) or 1
     if cfg.effective_batch % (per * world_size):
-        raise ValueError(
+        raise ConfigError(
             f"trainer.effective_batch={cfg.effective_batch} is not a multiple of trainer.per_device_batch={per} "
             f"x world_size={world_size}"
         )
@@ -238,9 +239,9 @@ class ToolsenseSFTTrainer(SFTTrainer):
         self.embedding_lr_scale = embedding_lr_scale
         ds = getattr(kwargs.get("args"), "deepspeed", None)
         if embedding_lr_scale != 1.0 and isinstance(ds, dict) and "optimizer" in ds:
-            raise ValueError(f"tuning.embedding_lr_scale={embedding_lr_scale} needs the Trainer's optimizer, but the DeepSpeed "
-                             "config (trainer.deepspeed) has an 'optimizer' section, which DeepSpeed builds without our parameter "
-                             "groups; remove trainer.deepspeed.optimizer or set tuning.embedding_lr_scale=1.0")
+            raise ConfigError(f"tuning.embedding_lr_scale={embedding_lr_scale} needs the Trainer's optimizer, but the DeepSpeed "
+                              "config (trainer.deepspeed) has an 'optimizer' section, which DeepSpeed builds without our parameter "
+                              "groups; remove trainer.deepspeed.optimizer or set tuning.embedding_lr_scale=1.0")
         super().__init__(*args, **kwargs)
 
     def _get_train_sampler(self, train_dataset=None):

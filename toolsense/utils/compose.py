@@ -14,6 +14,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Sequence
 
+from toolsense.utils.errors import MissingFile
+
 CONF_MODULE = "toolsense.conf"
 """The package holding the configs, found by import wherever toolsense is installed (``pkg://toolsense.conf``)."""
 
@@ -40,9 +42,9 @@ def shipped_file(path: str | Path, what: str, key: str) -> Path:
     that is not there is refused naming ``what``, where it looked and how to get it (``key=<its path>``)."""
     found = checkout_path(path)
     if not found.is_file():
-        raise FileNotFoundError(f"{what} is not at {found} ({key}={path}). It ships with the repository, not with the "
-                                f"installed package: run from a checkout (git clone the toolsense repository; {path} is in "
-                                f"it) or download {path} from it and pass {key}=<its path>")
+        raise MissingFile(f"{what} is not at {found} ({key}={path}). It ships with the repository, not with the "
+                          f"installed package: run from a checkout (git clone the toolsense repository; {path} is in "
+                          f"it) or download {path} from it and pass {key}=<its path>")
     return found
 
 

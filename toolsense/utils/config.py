@@ -297,12 +297,12 @@ def lay_over(data: dict[str, Any], layers: Sequence[Layer], cls: type, labelled:
         try:
             to_config(cls, data)
         except ValueError as e:
-            raise ValueError(f"{where}.settings: {e}") from None
+            raise ConfigError(f"{where}.settings: {e}") from None
         for label in skip:
             held = [sec for sec in labelled if label in (data.get(sec) or {})]
             if not held:
                 have = sorted({k for sec in labelled for k in data.get(sec) or {}})
-                raise ValueError(f"{where}.skip: {label!r} is not among the {' / '.join(labelled)} of this config ({have})")
+                raise ConfigError(f"{where}.skip: {label!r} is not among the {' / '.join(labelled)} of this config ({have})")
             for sec in held:
                 del data[sec][label]
     return data

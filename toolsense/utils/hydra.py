@@ -78,8 +78,8 @@ def shared_output_dir(explicit: str | None) -> str:
     if explicit:
         return explicit
     if world_size() > 1 and not hydra_value("mode").endswith("MULTIRUN"):
-        raise ValueError("output_dir: set it explicitly (output_dir=outputs/<name>) when launching several processes; "
-                         "each would otherwise pick its own timestamped Hydra directory")
+        raise ConfigError("output_dir: set it explicitly (output_dir=outputs/<name>) when launching several processes; "
+                          "each would otherwise pick its own timestamped Hydra directory")
     return hydra_value("runtime.output_dir")
 
 

@@ -211,8 +211,8 @@ class RunDir:
                 return
             if self.produced():
                 shown = ", ".join(diff[:8]) + (f" and {len(diff) - 8} more" if len(diff) > 8 else "")
-                raise ValueError(f"{self.config_path} holds a different config ({shown} differ); it has trained "
-                                 f"{', '.join(self.produced())} under it: use a new output_dir")
+                raise UserError(f"{self.config_path} holds a different config ({shown} differ); it has trained "
+                                f"{', '.join(self.produced())} under it: use a new output_dir")
             self.index_path.unlink(missing_ok=True)  # built under the old config: rebuilt under the new one
         self.path.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(OmegaConf.create(data), self.config_path)
@@ -238,7 +238,7 @@ def busy_policy() -> str:
     """``$TOOLSENSE_BUSY`` checked against :data:`BUSY_POLICIES` (unset = ``fail``)."""
     value = os.environ.get(BUSY_ENV, "").strip() or "fail"
     if value not in BUSY_POLICIES:
-        raise ValueError(f"{BUSY_ENV}={value!r}: choose from {list(BUSY_POLICIES)}")
+        raise UserError(f"{BUSY_ENV}={value!r}: choose from {list(BUSY_POLICIES)}")
     return value
 
 

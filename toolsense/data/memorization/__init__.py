@@ -10,15 +10,16 @@ from toolsense.data.memorization import desc2tok, hier_next, hier_node, mcts, to
 from toolsense.data.memorization.base import MEMORIZATION_FORMATS, MemorizationFormat
 from toolsense.data.memorization.config import MemorizationConfig
 from toolsense.index import ToolIndex
+from toolsense.utils.errors import ConfigError
 
 
 def check_formats(formats: list[str], scheme: str) -> None:
     """Unknown formats, or hierarchical ones with a flat index, fail naming the field."""
     for name in formats:
         if name not in MEMORIZATION_FORMATS:
-            raise ValueError(f"memorization.formats: unknown format {name!r}; choose from {MEMORIZATION_FORMATS.names()}")
+            raise ConfigError(f"memorization.formats: unknown format {name!r}; choose from {MEMORIZATION_FORMATS.names()}")
         if MEMORIZATION_FORMATS.get(name).hierarchical and scheme != "hierarchical":
-            raise ValueError(
+            raise ConfigError(
                 f"memorization.formats: {name!r} needs a hierarchical index, but index.builder gives a {scheme} index; "
                 "use index=structural or index=clustered, or drop the format"
             )

@@ -27,6 +27,7 @@ import numpy as np
 from toolsense.catalog import Catalog
 from toolsense.models.encoders.cache import _save_npy, cache_root, entry_key, store_entry
 from toolsense.models.encoders.embedders import Embedder
+from toolsense.utils.errors import UserError
 from toolsense.utils.paths import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,9 @@ def _manifest(folder: Path, order: list[str], chunk: int, n_first: int, seed: in
     if path.is_file():
         have = json.loads(path.read_text(encoding="utf-8"))
         if have != want:
-            raise ValueError(f"{path} was written for another order, chunk size or seed "
-                             f"(chunk {have.get('chunk')} vs {chunk}, seed {have.get('seed')} vs {seed}, "
-                             f"{have.get('n_first')} vs {n_first} first tools): delete {folder} to start over")
+            raise UserError(f"{path} was written for another order, chunk size or seed "
+                            f"(chunk {have.get('chunk')} vs {chunk}, seed {have.get('seed')} vs {seed}, "
+                            f"{have.get('n_first')} vs {n_first} first tools): delete {folder} to start over")
         return have
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(want) + "\n")
@@ -112,7 +113,7 @@ def encoded_so_far(catalog: Catalog, embedder: Embedder, template: str,
         rows = np.load(path)
         block = order[i * chunk : (i + 1) * chunk]
         if len(rows) != len(block):
-            raise ValueError(f"{path} holds {len(rows)} rows, its chunk has {len(block)} tools: delete it to re-encode it")
+            raise UserError(f"{path} holds {len(rows)} rows, its chunk has {len(block)} tools: delete it to re-encode it")
         names += block
         parts.append(rows)
     if not parts:
