@@ -4,21 +4,18 @@ or baseline, a column per benchmark × metric — written as Markdown, CSV and J
 
     python compare.py roots=[multirun/2026-11-29_10-00-00]
 
-Runs whose ``config.yaml`` differ only in ``trainer.seed`` are one configuration: its cell is
-the pooled estimate with a 95% interval over seeds *and* items (seed_stats.seed_mean: seeds drawn
-within the configuration, items shared by every seed; IS as the ratio of pooled sums), shown with
-its number of seeds and their SD (``41.2 [35.0, 47.1] n=3 sd 2.1``). A single run's cell is
-recomputed from its samples.jsonl over items alone (IS by metrics.is_ci: Wilson for a flat index)
-and marked ``†`` (one seed), or is its results.json estimate where it has no samples. An IS on
-fewer than ``min_hits`` constrained hits is flagged. A row is labelled ``experiment-tuning`` (plus the keys that
-differ, when configurations share that).
-Probe accuracy cells carry chance and the majority rate; with Stage-1 and Stage-2 evaluations
-of the same runs a retention column group holds their difference (paired per item and per run,
-over seeds and items). ``drift.json`` files add drift columns (virtual / base relative drift, their
-ratio, the change of the virtual tokens' mean pairwise cosine). Cohen's d of IS between flat and
-hierarchical configurations (unit: one configuration on one benchmark, seeds pooled; few-hit
-IS left out) with its bootstrap interval sits under the table. Baselines do not depend on the run; each
-(baseline, benchmark) appears once, and copies that disagree are an error.
+Runs whose ``config.yaml`` differ only in ``trainer.seed`` are one configuration: its cell is the pooled estimate with
+a 95% interval over seeds *and* items (seed_stats.seed_mean: seeds drawn within the configuration, items shared by
+every seed; IS as the ratio of pooled sums), shown with its number of seeds and their SD (``41.2 [35.0, 47.1] n=3 sd
+2.1``). A single run's cell is recomputed from its samples.jsonl over items alone (IS by metrics.is_ci: Wilson for a
+flat index) and marked ``†`` (one seed), or is its results.json estimate where it has no samples. An IS on fewer than
+``min_hits`` constrained hits is flagged. A row is labelled ``experiment-tuning`` (plus the keys that differ, when
+configurations share that). Probe accuracy cells carry chance and the majority rate; with Stage-1 and Stage-2
+evaluations of the same runs a retention column group holds their difference (paired per item and per run, over seeds
+and items). ``drift.json`` files add drift columns (virtual / base relative drift, their ratio, the change of the
+virtual tokens' mean pairwise cosine). Cohen's d of IS between flat and hierarchical configurations (unit: one
+configuration on one benchmark, seeds pooled; few-hit IS left out) with its bootstrap interval sits under the table.
+Baselines do not depend on the run; each (baseline, benchmark) appears once, and copies that disagree are an error.
 """
 
 from __future__ import annotations
@@ -181,10 +178,9 @@ def result_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tup
 
 
 def tier_columns(res: dict[str, Any], metrics: Sequence[str]) -> dict[str, tuple[tuple[str, str], dict | None]]:
-    """``<benchmark> [<tier>] <metric> -> ((metric, tier), estimate)`` of a retrieval result whose benchmark
-    has several tiers (RRB easy / medium / hard; the demo's 1-tool / 2-tool), each as results.json wrote it. A
-    configuration of several seeds gets the main cells' two-level interval over the tier's items
-    (cell_stats.combine_seeds' ``tier``); significance and Cohen's d stay with the whole benchmark's columns."""
+    """``<benchmark> [<tier>] <metric> -> ((metric, tier), estimate as results.json wrote it)`` of a retrieval result with
+    several tiers (RRB easy / medium / hard; the demo's 1-tool / 2-tool); several seeds get the main cells' interval over
+    the tier's items (cell_stats.combine_seeds' ``tier``); significance and Cohen's d keep to whole benchmarks."""
     tiers = (res.get("tiers") or {}) if res["kind"] == "retrieval" else {}
     if len(tiers) < 2:
         return {}
@@ -203,7 +199,7 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
     meta = row_labels(keys)
     entries: dict[tuple[str, str], list[tuple[dict | None, dict]]] = {}
     col_metric: dict[str, str | None] = {}  # per-item values of a column's cells: significance tests them
-    col_tier: dict[str, tuple[str, str]] = {}  # a tier column's (metric, tier): its pooled seeds' interval, no test
+    col_tier: dict[str, tuple[str, str]] = {}  # a tier column's (metric, tier)
     seen: dict[tuple[str, str, str | None], dict] = {}
     items: dict[str, dict[str, set]] = {}  # column -> row -> the item sets its cells rest on
     order: dict[str, list[str]] = {"retrieval": [], "tiers": [], "probe": [], "drift": []}
@@ -232,7 +228,7 @@ def comparison(results: Sequence[dict[str, Any]], metrics: Sequence[str], resamp
             items.setdefault(col, {}).setdefault(label, set()).add(item_set(res))
     cells: dict[str, dict[str, Any]] = {}
     for (label, col), ents in entries.items():
-        metric, tier = col_tier.get(col) or (col_metric[col], None)
+        metric, tier = col_tier.get(col) or (col_metric[col], None)  # a tier column: its pooled seeds' interval, no test
         cells.setdefault(label, {})[col] = combine_seeds(metric, ents, resamples, seed, min_hits, tier=tier)
     rows_meta = {m["label"]: m for m in meta.values()}
     retention_cols = retention(entries, rows_meta, order["probe"], cells, resamples, seed)
