@@ -111,10 +111,13 @@ def test_seeds_of_one_configuration_are_averaged_with_a_pooled_interval(tmp_path
     cell = comp["cells"]["tg-lora"]["standard Rc@1"]
     assert cell["value"] == pytest.approx(0.45) and cell["sd"] == pytest.approx(0.05 * 2**0.5) and cell["n_seeds"] == 2
     # seeds and items are both sampled: se² = s²(seed means) / 2 + cov(seed 0, seed 1 over queries) / 10
-    # = 0.005 / 2 + (2 / 9) / 10 = 0.024722; Welch–Satterthwaite df = se⁴ / (0.0025² / 1 + 0.022222² / 9) = 10.0
+    # = 0.005 / 2 + (2 / 9) / 10 = 0.024722; Welch–Satterthwaite df = se⁴ / (0.0025² / 1 + 0.022222² / 9) = 10.0.
+    # The items-only interval of the per-item means (1 ×4, 0.5, 0 ×5) has the same se² here, s² / 10 = (2.225 / 9) / 10,
+    # on 9 df: it is the wider (t₉ 2.2622 > t₁₀ 2.2281), and is given.
     se = (0.0025 + 0.2 / 9) ** 0.5
-    assert cell["se"] == pytest.approx(se) and cell["df"] == pytest.approx(10.0, rel=1e-3) and not cell["one_seed"]
-    assert (cell["lo"], cell["hi"]) == pytest.approx((0.45 - 2.2281 * se, 0.45 + 2.2281 * se), abs=1e-4)
+    assert cell["two_level_se"] == pytest.approx(se) and cell["two_level_df"] == pytest.approx(10.0, rel=1e-3) and not cell["one_seed"]
+    assert cell["items_floor"] and cell["se"] == pytest.approx(se) and cell["df"] == 9
+    assert (cell["lo"], cell["hi"]) == pytest.approx((0.45 - 2.2622 * se, 0.45 + 2.2622 * se), abs=1e-4)
     rows = np.array([1.0] * 4 + [0.0] * 6 + [1.0] * 5 + [0.0] * 5)  # the 20 (seed, query) rows as if independent
     naive = np.quantile(rows[np.random.default_rng(0).integers(0, 20, size=(1000, 20))].mean(axis=1), [0.025, 0.975])
     assert cell["hi"] - cell["lo"] > naive[1] - naive[0]  # the row bootstrap is narrower than the data allow

@@ -21,19 +21,53 @@ def _items(values, prefix="q"):
 def test_two_level_variance_of_a_mean_by_hand():
     """3 seeds × 4 items, seed means 0.5, 0.25, 0.75: the between-seed part s²/S = 0.0625 / 3; the
     item part shared by the seeds is their mean pairwise covariance over items, (1/6 + 1/6 + 1/12) / 3
-    = 5/36, over 4 items; se² = 1/48 + 5/144 = 1/18, df = se⁴ / ((1/48)² / 2 + (5/144)² / 3) = 4.987."""
+    = 5/36, over 4 items; se² = 1/48 + 5/144 = 1/18, df = se⁴ / ((1/48)² / 2 + (5/144)² / 3) = 4.987.
+    The items-only interval of the per-item means (1, 2/3, 1/3, 0) has se² = s²/4 = (5/27)/4 = 5/108 on 3 df:
+    half-width t₃ · 0.215 = 0.685 against the two-level t₄.₉₉ · 0.236 = 0.606 (at 90%: 0.506 against 0.475), so on
+    4 items the floor is the wider, and is what is given."""
     runs = {0: _items([1, 1, 0, 0]), 1: _items([1, 0, 0, 0]), 2: _items([1, 1, 1, 0])}
     est = seed_item_interval([(1.0, [(("tg", s), v, None) for s, v in runs.items()])])
     se = math.sqrt(1 / 18)
     df = (1 / 18) ** 2 / ((1 / 48) ** 2 / 2 + (5 / 144) ** 2 / 3)
-    assert est["value"] == pytest.approx(0.5) and est["se"] == pytest.approx(se) and est["df"] == pytest.approx(df)
     assert df == pytest.approx(4.987, abs=1e-3)
-    assert (est["lo"], est["hi"]) == pytest.approx((0.5 - t.ppf(0.975, df) * se, 0.5 + t.ppf(0.975, df) * se))
-    assert (est["lo90"], est["hi90"]) == pytest.approx((0.5 - t.ppf(0.95, df) * se, 0.5 + t.ppf(0.95, df) * se))
+    assert est["value"] == pytest.approx(0.5) and est["two_level_se"] == pytest.approx(se) and est["two_level_df"] == pytest.approx(df)
+    floor = math.sqrt(5 / 108)
+    assert est["items_floor"] and est["se"] == pytest.approx(floor) and est["df"] == 3 and "items only" in est["method"]
+    assert (est["lo"], est["hi"]) == pytest.approx((0.5 - t.ppf(0.975, 3) * floor, 0.5 + t.ppf(0.975, 3) * floor))
+    assert (est["lo90"], est["hi90"]) == pytest.approx((0.5 - t.ppf(0.95, 3) * floor, 0.5 + t.ppf(0.95, 3) * floor))
     assert est["sd"] == pytest.approx(0.25) and est["n_seeds"] == 3 and not est["one_seed"] and est["n_items"] == 4
-    assert "two-level" in est["method"]
+    wide = seed_item_interval([(1.0, [(("tg", s), {**v, **{f"r{s}": 0.0}}, None) for s, v in runs.items()])])
+    assert not wide["items_floor"] and "two-level" in wide["method"] and "two_level_se" not in wide  # the seeds' spread wins
+    assert wide["hi"] - wide["lo"] == pytest.approx(2 * t.ppf(0.975, wide["df"]) * wide["se"])
     clipped = seed_mean(runs)  # a mean of 0/1 values: the interval stays in [0, 1]
     assert (clipped["lo"], clipped["hi"]) == (0.0, 1.0)
+
+
+def test_seeds_that_disagree_item_by_item_get_at_least_the_items_only_interval():
+    """Two seeds that each hit 1 of 58 queries, different ones: their means are equal (no between-seed part) and their
+    shared item covariance is negative (clipped to 0), so the two-level variance is 0 — before the floor the cell read
+    1.7 ± 0.0 [1.7, 1.7]. Now it is the items-only interval of the per-item means (0.5 on 2 queries, 0 on 56):
+    se² = s²/58, t with 57 df, [0 (clipped), 4.1] pp, the same as one run holding both hits would get."""
+    a, b = _items([i == 0 for i in range(58)]), _items([i == 1 for i in range(58)])
+    est = seed_mean({0: a, 1: b})
+    means = np.array([0.5, 0.5] + [0.0] * 56)
+    se = math.sqrt(np.var(means, ddof=1) / 58)
+    assert est["value"] == pytest.approx(1 / 58) and est["two_level_se"] == 0.0
+    assert est["items_floor"] and est["se"] == pytest.approx(se) and est["df"] == 57
+    assert (est["lo"], est["hi"]) == pytest.approx((0.0, 1 / 58 + t.ppf(0.975, 57) * se))
+    assert round(100 * est["hi"], 1) == 4.1 and est["hi"] - est["lo"] > 0.04
+    # wider than (and holding) the items-only cluster bootstrap of the same runs, at both levels
+    boot = cluster_bootstrap([a, b], 2000, 0)
+    assert est["lo"] <= boot["lo"] and est["hi"] >= boot["hi"] - 0.005
+    # seeds that agree (both hit q0) read wider, [0, 5.2]: a shared hit is an item effect, which the pooled mean
+    # keeps; hits on different queries are independent draws, p(1 − p) / (2 · 58) = se² 0.0120² (the floor: 0.0121)
+    agree = seed_mean({0: a, 1: a})
+    assert not agree["items_floor"] and round(100 * agree["hi"], 1) == 5.2
+    assert est["se"] == pytest.approx(math.sqrt((1 / 58) * (57 / 58) / 116), rel=0.01)
+    # a paired difference against an arm that misses everything, paired by seed: the same floor
+    none = _items([0] * 58)
+    diff = seed_paired_diff({"c": ({0: none, 1: none}, {0: a, 1: b})})
+    assert diff["items_floor"] and diff["se"] == pytest.approx(se) and diff["hi"] == pytest.approx(est["hi"])
 
 
 def test_seeds_that_agree_on_every_item_give_the_point_and_a_writable_df():
@@ -57,15 +91,18 @@ def test_one_seed_is_the_item_only_variance_and_is_marked():
 def test_arms_with_the_same_seeds_are_paired_by_seed():
     """Two seeds per arm whose runs are shifted by +0.2 in both arms alike: paired by seed, the shift
     cancels (se² = the item part of B − A alone: s²(−0.1, 0.1) / 2 = 0.01, df 1); with B's second run
-    another seed, the arms are two populations and each adds s²(seed means) / 2 = 0.01 (df 3)."""
+    another seed, the arms are two populations and each adds s²(seed means) / 2 = 0.01 (df 3; on these 2 items
+    the items-only interval, on 1 df, is wider and is given)."""
     a = {0: {"x": 0.2, "y": 0.4}, 1: {"x": 0.4, "y": 0.6}}
     b = {0: {"x": 0.5, "y": 0.9}, 1: {"x": 0.7, "y": 1.1}}
     matched = seed_paired_diff({"tg → tg_3fm": (a, b)})
     assert matched["value"] == pytest.approx(0.4) and matched["se"] == pytest.approx(0.1) and matched["df"] == pytest.approx(1)
     assert matched["seeds"] == {"tg → tg_3fm": 2} and matched["n_pairs"] == 1
     unmatched = seed_paired_diff({"tg → tg_3fm": (a, {0: b[0], 2: b[1]})})
-    assert unmatched["value"] == pytest.approx(0.4) and unmatched["se"] == pytest.approx(math.sqrt(0.03))
-    assert unmatched["df"] == pytest.approx(3) and unmatched["seeds"] == {"tg → tg_3fm:A": 2, "tg → tg_3fm:B": 2}
+    assert unmatched["value"] == pytest.approx(0.4) and unmatched["two_level_se"] == pytest.approx(math.sqrt(0.03))
+    assert unmatched["two_level_df"] == pytest.approx(3) and unmatched["seeds"] == {"tg → tg_3fm:A": 2, "tg → tg_3fm:B": 2}
+    # on 2 items the items-only interval (se 0.1, t with 1 df: ± 1.27) is wider than the two-level one (± 0.55)
+    assert unmatched["items_floor"] and unmatched["se"] == pytest.approx(0.1) and unmatched["df"] == 1
     one = seed_paired_diff({"p": ({0: a[0]}, {1: b[0]})})  # one seed each, different: both arms one-seed
     assert one["one_seed"] and one["value"] == pytest.approx(0.4)
 

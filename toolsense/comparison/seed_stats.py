@@ -5,7 +5,8 @@ since the same items recur in every run (stats.py's item-only functions are what
 gets, and its results say so: ``one_seed``).
 
 - :func:`seed_item_interval` — the core: any Σ coefficient × ratio-of-sums statistic over labelled
-  runs, value ± t_ν · se with the two-level variance (:func:`_variance_parts`).
+  runs, value ± t_ν · se with the two-level variance (:func:`_variance_parts`), never narrower than the
+  items-only interval of the same runs (:func:`_items_only_variance`).
 - :func:`seed_mean` — one configuration's pooled mean (or ratio of pooled sums, IS) over its seeds.
 - :func:`seed_paired_diff` / :func:`seed_contrast` — B − A paired by item, and by seed where both
   arms hold the same seeds (else each arm's seeds drawn on their own); a difference of two such.
@@ -16,8 +17,10 @@ variance (S − 1)/S · s² / S and normal quantiles where 2 degrees of freedom 
 each run's Bernoulli noise at both levels counts it about twice. In a simulation (logit recall,
 150 items, 300 data sets; the model of tests/comparison/test_seed_stats.py) the percentile interval
 of that bootstrap covered 99% with no between-seed variance and 87% with a large one (logit SD 0.5)
-at 3 seeds; this module's interval covers 92% and 94% at 4 seeds (the test's numbers; 93% with the
-large one at 3 seeds), the item-only one 92% and 57%.
+at 3 seeds; this module's interval covers 96% and 95% at 4 seeds (the test's numbers; 92% and 94% before its
+items-only floor; 93% with the large one at 3 seeds), the item-only one 92% and 57%. Where seeds disagree item by
+item (tests/comparison/test_seed_coverage.py: 2 seeds × 58 queries at a 3% hit rate) it covers 97%, 76% before
+the floor, whose zero-width intervals (the seeds' means tied) were a quarter of the data sets.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ import numpy as np
 
 INTERVAL_METHOD = ("a closed-form crossed-design t-interval: value ± t_ν · se, the standard error from the two-level "
                    "variance (seeds within a configuration; items crossed with seeds, the same item ids in every run), "
-                   "ν from the seeds (comparison/seed_stats.py: seed_item_interval), no resampling; where every arm has one "
-                   "seed, a cluster bootstrap over items (marked †)")
+                   "ν from the seeds (comparison/seed_stats.py: seed_item_interval), no resampling, and never narrower than "
+                   "the items-only t-interval of the pooled runs (N − 1 df), which replaces it where wider (seeds that disagree "
+                   "item by item); where every arm has one seed, a cluster bootstrap over items (marked †)")
 """How every seed-aware interval of a verdict is computed, named as implemented (a study report states it beside the
 interval its plan registered)."""
 
@@ -73,6 +77,15 @@ def _design(terms: Sequence[Term]) -> tuple[list[Unit], np.ndarray, np.ndarray, 
     return list(units), num, den, np.array([float(c) for c, _ in terms])
 
 
+def _items_only_variance(z: np.ndarray) -> float:
+    """The variance of Σ z with the runs held fixed and only the items drawn: N/(N − 1) · Σ_i (w_i − w̄)², w_i = Σ_u z_ui
+    (each item's contributions pooled over every run), df N − 1 — what an arm of one seed gets, and for several seeds the
+    items-only interval of the per-item means pooled over them (stats.cluster_bootstrap's target)."""
+    n = z.shape[1]
+    w = z.sum(0)
+    return float(np.sum((w - w.mean()) ** 2) * n / (n - 1)) if n > 1 else 0.0
+
+
 def _variance_parts(z: np.ndarray, labels: Sequence[Unit]) -> tuple[list[tuple[float, float]], dict[str, int]]:
     """The two-level variance of Σ z (``z``: [unit, item] linearized contributions) as ``(variance,
     degrees of freedom)`` parts: per group of two or more seeds, its between-seed part S·s²(Z_u)
@@ -111,6 +124,41 @@ def _gradient(transform: Transform, ratio: np.ndarray, tot: np.ndarray, step: fl
     return grad
 
 
+def _interval(value: float, z: np.ndarray, parts: list[tuple[float, float]], bounds: tuple[float, float] | None) -> dict[str, Any]:
+    """value ± t_ν · se with the two-level variance ``parts`` (ν by Welch–Satterthwaite), never narrower than the
+    items-only interval of the same runs (value ± t_{N−1} · its se, :func:`_items_only_variance`: the runs held fixed,
+    the items drawn), which replaces it where wider. Drawing the seeds can only add variance to what drawing the items
+    gives (total variance: E[Var | seeds] + Var[E | seeds]), so the items-only variance estimates a lower bound of the
+    truth, on N − 1 degrees of freedom; the two-level estimate is unbiased but rests on S − 1 between seeds and on a
+    shared item part that falls below 0 (clipped) where seeds disagree item by item: two seeds that each hit 1 of 58
+    queries, different ones, read a variance of 0 — less agreement, a narrower interval — and with the floor the
+    items-only interval, 1.7 pp [0, 4.1]. The wider of the two is taken at each level (a Welch ν above N − 1 could
+    leave t_ν · se just short of the floor). Clipped to ``bounds``. Returns lo, hi, lo90, hi90, se and df of the
+    interval given (df None where infinite: the normal), items_floor (the items-only one was the wider at 95%; then
+    two_level_se and two_level_df too) and ``floor_method`` (its text, or None)."""
+    from scipy.stats import t
+
+    var = sum(v for v, _ in parts)
+    spread = sum(v * v / df for v, df in parts if df > 0)
+    df = var * var / spread if spread > 0 else math.inf
+    n = z.shape[1]
+    floor_var, floor_df = _items_only_variance(z), n - 1.0
+    halves = {key: (float(t.ppf(1 - alpha / 2, df)) * math.sqrt(var),
+                    float(t.ppf(1 - alpha / 2, floor_df)) * math.sqrt(floor_var) if n > 1 else 0.0)
+              for key, alpha in (("", 0.05), ("90", 0.10))}
+    floored = halves[""][1] > halves[""][0] * (1 + 1e-9) + 1e-15  # not where they agree (one seed per group: the same)
+    out: dict[str, Any] = {"se": math.sqrt(var), "df": df if math.isfinite(df) else None, "items_floor": floored,
+                           "floor_method": None}
+    if floored:  # the interval given is the items-only one; the two-level estimate stays on record
+        out.update(two_level_se=out["se"], two_level_df=out["df"], se=math.sqrt(floor_var), df=floor_df,
+                   floor_method=(f"items only over the pooled runs (t with {floor_df:.0f} df), the floor: the two-level "
+                                 f"interval ({f't with {df:.1f} df' if math.isfinite(df) else 'se 0'}) was narrower"))
+    for key, (two_level, items_only) in halves.items():
+        lo, hi = value - max(two_level, items_only), value + max(two_level, items_only)
+        out[f"lo{key}"], out[f"hi{key}"] = (max(lo, bounds[0]), min(hi, bounds[1])) if bounds is not None else (lo, hi)
+    return out
+
+
 def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None = None,
                        transform: Transform | None = None) -> dict[str, Any]:
     """Σ coefficient × (Σ numerators / Σ denominators) over ``terms`` (or ``transform`` of those
@@ -123,10 +171,12 @@ def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None
     shrinkage (S − 1)/S undone and no item noise counted twice (:func:`_variance_parts`). The interval is
     value ± t_ν · se, ν by Welch–Satterthwaite over the parts: with 3 seeds the between-seed part has 2
     degrees of freedom, and the percentile interval of a plain two-level bootstrap (normal quantiles,
-    shrunk seed variance) undercovers badly there. Clipped to ``bounds`` (the values' range, for a mean).
-    Returns value, lo, hi, lo90, hi90, se, df (None where it is infinite: the normal), n_items, n_seeds (the
-    smallest group), seeds (per group), sd (between-seed SD of the per-seed statistic when there is one group, else None), one_seed (some
-    group has one seed: its runs' item variance alone stands for it), method."""
+    shrunk seed variance) undercovers badly there. Never narrower than the items-only interval of the same
+    runs (:func:`_interval`). Clipped to ``bounds`` (the values' range, for a mean).
+    Returns value, lo, hi, lo90, hi90, se and df of the interval given (df None where it is infinite: the normal),
+    items_floor (then two_level_se, two_level_df), n_items, n_seeds (the smallest group), seeds (per group), sd
+    (between-seed SD of the per-seed statistic when there is one group, else None), one_seed (some group has one
+    seed: its runs' item variance alone stands for it), method."""
     labels, num, den, coef = _design(terms)
     if not labels or num.shape[2] == 0:
         raise ValueError("seed_item_interval of no observations")
@@ -140,21 +190,10 @@ def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None
         raise ValueError("seed_item_interval: the statistic is undefined at these data (a ratio at a pole)")
     z = np.einsum("j,jui->ui", grad / tot, num - ratio[:, None, None] * den)
     parts, seeds = _variance_parts(z, labels)
-    var = sum(v for v, _ in parts)
-    spread = sum(v * v / df for v, df in parts if df > 0)
-    df = var * var / spread if spread > 0 else math.inf
-    out: dict[str, Any] = {"value": value, "se": math.sqrt(var), "df": df, "n_items": int(num.shape[2]),
-                           "n_seeds": min(seeds.values()), "seeds": seeds, "one_seed": min(seeds.values()) < 2, "sd": None}
-    from scipy.stats import t
-
-    for key, alpha in (("", 0.05), ("90", 0.10)):
-        half = float(t.ppf(1 - alpha / 2, df)) * out["se"]
-        lo, hi = value - half, value + half
-        if bounds is not None:
-            lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
-        out[f"lo{key}"], out[f"hi{key}"] = lo, hi
-    if not math.isfinite(df):
-        out["df"] = None  # no spread between the parts' variances: the normal; inf is not JSON
+    ci = _interval(value, z, parts, bounds)
+    floor_method, df = ci.pop("floor_method"), ci["df"] if ci["df"] is not None else math.inf
+    out: dict[str, Any] = {"value": value, **ci, "n_items": int(num.shape[2]), "n_seeds": min(seeds.values()),
+                           "seeds": seeds, "one_seed": min(seeds.values()) < 2, "sd": None}
     if len(seeds) == 1 and len(labels) > 1:
         with np.errstate(divide="ignore", invalid="ignore"):
             unit_ratio, unit_tot = num.sum(2) / den.sum(2), den.sum(2)  # [term, unit]
@@ -162,9 +201,10 @@ def seed_item_interval(terms: Sequence[Term], bounds: tuple[float, float] | None
                         np.array([transform(unit_ratio[:, u], unit_tot[:, u]) for u in range(len(labels))]))
         if np.all(np.isfinite(per_seed)):
             out["sd"] = float(np.std(per_seed, ddof=1))
-    out["method"] = (f"two-level: seeds and items (se over both, t with {df:.1f} df)" if not out["one_seed"]
-                     else "items only (one seed: the between-seed variance is unknown)" if len(labels) == len(seeds)
-                     else f"two-level, a group with one seed counted by its items alone (t with {df:.1f} df)")
+    out["method"] = floor_method or (
+        f"two-level: seeds and items (se over both, t with {df:.1f} df)" if not out["one_seed"]
+        else "items only (one seed: the between-seed variance is unknown)" if len(labels) == len(seeds)
+        else f"two-level, a group with one seed counted by its items alone (t with {df:.1f} df)")
     return out
 
 
