@@ -22,7 +22,8 @@ from tests.slurm.conftest import wait_for_jobs
 from tests.training.conftest import ASSETS, ROOT, TINY
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
-STAGE2_STEPS = 40  # a window for the cancel: seed 1's Stage 2 is cancelled after its step 2
+STAGE2_STEPS = 40  # a window for the cancel: seed 1's Stage 2 is cancelled after its step 5
+CUT_AFTER = 5  # past Stage 2's first epoch (4 steps an epoch): a resume mid-epoch once drew epoch 0's order on 2 ranks
 CONFIG = [*(o for o in TINY if not o.startswith(("stage1.max_steps", "stage2.max_steps", "stage2.sources.0.split"))),
           "stage1.max_steps=2", f"stage2.max_steps={STAGE2_STEPS}", "stage2.sources.0.split=train", "experiment=tg",
           "evaluate.benchmarks.generated=generated", f"evaluate.settings.benchmarks.generated.path={ASSETS / 'queries.jsonl'}",
@@ -37,11 +38,11 @@ def _stage2_steps(run: Path) -> list[int]:
 
 
 def _cancel_mid_stage2(sweep: Path, run: Path, proc: subprocess.Popen) -> str:
-    """scancel the job training ``run`` once its Stage 2 logged step 2; returns its job id."""
+    """scancel the job training ``run`` once its Stage 2 logged step ``CUT_AFTER``; returns its job id."""
     deadline = time.time() + 900
-    while time.time() < deadline and proc.poll() is None and not [s for s in _stage2_steps(run) if s >= 2]:
+    while time.time() < deadline and proc.poll() is None and not [s for s in _stage2_steps(run) if s >= CUT_AFTER]:
         time.sleep(0.2)
-    assert [s for s in _stage2_steps(run) if s >= 2], f"seed 1 never reached Stage 2's step 2 (sweep rc {proc.poll()})"
+    assert [s for s in _stage2_steps(run) if s >= CUT_AFTER], f"seed 1 never reached Stage 2's step {CUT_AFTER} (sweep rc {proc.poll()})"
     job = next(p.name for p in (sweep / ".submitit").iterdir() if re.fullmatch(r"\d+_1", p.name))
     subprocess.run(["scancel", job], check=True)
     return job
@@ -74,7 +75,7 @@ def test_two_jobs_of_two_ranks_cancel_resume_and_equal_torchrun(slurm_cluster, t
     saved = sorted(seed1.glob("checkpoints/stage2/checkpoint-*"))
     assert len(saved) == 1 and not (seed1 / "stage2").exists(), saved  # save_steps=1000: the signal's checkpoint alone
     cut_at = int(saved[0].name.split("-")[1])
-    assert 2 <= cut_at < STAGE2_STEPS
+    assert CUT_AFTER <= cut_at < STAGE2_STEPS
 
     again = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=1200)  # resubmitted
     print(f"2 jobs x 2 ranks on Slurm, one cancelled and resubmitted: {time.time() - t0:.0f} s")

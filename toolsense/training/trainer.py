@@ -250,6 +250,22 @@ class ToolsenseSFTTrainer(SFTTrainer):
             return EpochSeededLengthGroupedSampler(sampler.batch_size, lengths=sampler.lengths, seed=self.args.data_seed or self.args.seed)
         return sampler
 
+    def get_resumed_dataloader(self, dataloader, num_batches: int):
+        """The resumed epoch's loader (its first ``num_batches`` skipped), whose ``set_epoch`` reaches the sampler.
+        accelerate's ``DataLoaderShard.set_epoch`` looks two wrappers deep; over several processes the skipping loader
+        nests three (SkipBatchSampler > BatchSamplerShard > BatchSampler > sampler), so a run resumed mid-epoch after
+        its first epoch drew epoch 0's order and its weights left an uninterrupted run's (2 ranks: 2e-3)."""
+        skipped = super().get_resumed_dataloader(dataloader, num_batches)
+        own = skipped.set_epoch
+
+        def set_epoch(epoch: int) -> None:
+            own(epoch)
+            for sampler in nested_samplers(skipped):
+                sampler.set_epoch(epoch)
+
+        skipped.set_epoch = set_epoch
+        return skipped
+
     def get_decay_parameter_names(self, model) -> list[str]:
         skip = no_decay_parameter_names(model)
         return [n for n in super().get_decay_parameter_names(model) if n not in skip]
@@ -272,6 +288,21 @@ class ToolsenseSFTTrainer(SFTTrainer):
             log.info("embedding_lr_scale=%g: %d embedding matrices at lr %g%s", self.embedding_lr_scale, len(moved), lr,
                      " (DeepSpeed)" if self.is_deepspeed_enabled else "")
         return opt
+
+
+def nested_samplers(loader) -> list:
+    """Every sampler or batch sampler with a ``set_epoch`` below ``loader`` (``batch_sampler`` / ``sampler`` links)."""
+    found, node, seen = [], getattr(loader, "batch_sampler", None), set()
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        if hasattr(node, "set_epoch"):
+            found.append(node)
+        inner = getattr(node, "sampler", None)
+        if inner is not None and hasattr(inner, "set_epoch") and id(inner) not in seen:
+            seen.add(id(inner))
+            found.append(inner)
+        node = getattr(node, "batch_sampler", None)
+    return found
 
 
 class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
