@@ -252,3 +252,20 @@ def test_debug_true_or_hydra_full_error_keeps_a_composition_error_s_traceback(mo
     monkeypatch.setattr(sys, "argv", ["train.py", "trainer.lrr=1"])
     with pytest.raises(ConfigCompositionException, match="Could not override 'trainer.lrr'"):
         importlib.import_module("toolsense.jobs.train").main()
+
+
+def test_a_key_into_a_list_field_is_one_line_exit_2(tmp_path):
+    """compare.py's ``metrics`` is a list: ``metrics.kss=[1]`` made OmegaConf raise a bare ValueError (not wrapped by
+    Hydra as a composition error), a traceback and exit 1."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), DEBUG_ENV: "", "HYDRA_FULL_ERROR": ""}
+    proc = subprocess.run([sys.executable, str(root / "compare.py"), f"roots=[{tmp_path}]", "metrics.kss=[1]",
+                           f"output_dir={tmp_path / 'out'}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert lines[0].startswith("compare.py: error: an override does not fit the config (") and "metrics=[...]" in lines[0]
+    assert not (tmp_path / "out").exists()

@@ -199,6 +199,14 @@ def hydra_errors() -> Iterator[None]:
                     sys.exit(1)
                 print(f"{os.path.basename(sys.argv[0])}: error: {composition_line(e)}", file=sys.stderr, flush=True)
                 sys.exit(USER_ERROR_EXIT)
+            except ValueError as e:  # OmegaConf indexing a list with a key (compare.py metrics.kss=[1]): not wrapped by Hydra
+                frames = [f.name for f in traceback.extract_tb(e.__traceback__)]
+                if "_apply_overrides_to_config" not in frames or debugging() or os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0"):
+                    raise
+                print(f"{os.path.basename(sys.argv[0])}: error: an override does not fit the config ({e}): a list takes an "
+                      "index (metrics.0=...) or a whole list (metrics=[...]); --cfg job shows every field",
+                      file=sys.stderr, flush=True)
+                sys.exit(USER_ERROR_EXIT)
             refused = sweep_refusals(result)
             for line in refused:
                 print(f"{os.path.basename(sys.argv[0])}: error: {line}", file=sys.stderr, flush=True)
