@@ -34,6 +34,24 @@ def pytest_terminal_summary(terminalreporter, config):
     _say_seed(config, terminalreporter.write_line)
 
 
+@pytest.fixture(autouse=True)
+def _no_log_file_outlives_its_test():
+    """A job run in-process (Hydra's job logging) leaves a FileHandler on the root logger whose folder the test's
+    tmp_path removal later deletes; any later test that logs then fails opening it (FileHandler.emit reopens outside
+    its error handling). Each test's new file handlers are closed and removed when it ends."""
+    import logging
+
+    def file_handlers() -> set:
+        loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger))]
+        return {(lg, h) for lg in loggers for h in lg.handlers if isinstance(h, logging.FileHandler)}
+
+    before = file_handlers()
+    yield
+    for logger, handler in file_handlers() - before:
+        logger.removeHandler(handler)
+        handler.close()
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():

@@ -88,7 +88,7 @@ def test_openai_backend_reads_key_only_from_environment(monkeypatch):
     monkeypatch.setenv("MY_KEY_VAR", "sk-test-secret")
     cfg = LLMConfig(backend="openai", api_key_env="MY_KEY_VAR", max_retries=3, base_url="http://127.0.0.1:9/v1")
     llm = build_llm(cfg)
-    assert llm.max_retries == 3 and llm.client.max_retries == 0 and llm.client.api_key == "sk-test-secret"  # retries: _send
+    assert llm.endpoint.max_retries == 3 and llm.client.max_retries == 0 and llm.client.api_key == "sk-test-secret"  # retries: ours
     assert "sk-test-secret" not in repr(cfg) and "sk-test-secret" not in llm.name
 
 
