@@ -241,6 +241,28 @@ def test_a_command_line_hydra_cannot_compose_is_one_line_exit_2(tmp_path, job, o
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("job, override", [("train", "experiment=nope"), ("evaluate", "benchmark=nope")])
+def test_cfg_job_refuses_an_option_that_exists_nowhere(tmp_path, job, override):
+    """``--cfg job`` shows a config without running the job: ``experiment=nope`` (an optional group, which Hydra skips
+    silently) printed the default config, exit 0, as if the option existed."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), DEBUG_ENV: "", "HYDRA_FULL_ERROR": ""}
+    run = [sys.executable, str(root / f"{job}.py"), "--cfg", "job", "model=tiny_random"]
+    proc = subprocess.run([*run, override], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    group, _, option = override.partition("=")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
+    assert proc.stderr.strip() == proc.stderr.strip().splitlines()[0]
+    assert proc.stderr.startswith(f"{job}.py: error: {override}: {group} has no option '{option}'; choose from ")
+    ok = subprocess.run([*run, f"{group}={'tg' if job == 'train' else 'demo_mcq'}"], cwd=tmp_path, env=env,
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.startswith("model:"), ok.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_debug_true_or_hydra_full_error_keeps_a_composition_error_s_traceback(monkeypatch, tmp_path, capfd):
     from hydra.errors import ConfigCompositionException
 

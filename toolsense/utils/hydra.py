@@ -183,14 +183,26 @@ def hydra_errors() -> Iterator[None]:
     import traceback
 
     import hydra._internal.utils as internal
+    from hydra._internal.hydra import Hydra
     from hydra.errors import ConfigCompositionException, OverrideParseException
 
-    original = internal.run_and_report
+    original, show_cfg = internal.run_and_report, Hydra.show_cfg
+
+    def checked_show_cfg(self, config_name, overrides, cfg_type, package, resolve=False):  # --cfg job / --cfg all
+        from hydra.types import RunMode
+        cfg = self.compose_config(config_name=config_name, overrides=overrides, run_mode=RunMode.RUN)
+        refuse_missing_options(cfg.hydra.overrides.task, cfg.hydra.runtime.choices)
+        return show_cfg(self, config_name, overrides, cfg_type, package, resolve)
 
     def run_and_report(func):
         def reported():
             try:
                 result = func()
+            except UserError as e:  # --cfg job with a group option that exists nowhere (checked_show_cfg)
+                if debugging() or os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0"):
+                    raise
+                print(f"{os.path.basename(sys.argv[0])}: error: {e}", file=sys.stderr, flush=True)
+                sys.exit(USER_ERROR_EXIT)
             except (ConfigCompositionException, OverrideParseException) as e:
                 if os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0"):
                     raise
@@ -216,11 +228,11 @@ def hydra_errors() -> Iterator[None]:
 
         return original(reported)
 
-    internal.run_and_report = run_and_report
+    internal.run_and_report, Hydra.show_cfg = run_and_report, checked_show_cfg
     try:
         yield
     finally:
-        internal.run_and_report = original
+        internal.run_and_report, Hydra.show_cfg = original, show_cfg
 
 
 def composition_line(e: Exception) -> str:
@@ -286,8 +298,15 @@ def check_choices() -> None:
         overrides, choices = (OmegaConf.create({"v": "${hydra:" + k + "}"}).v for k in ("overrides.task", "runtime.choices"))
     except Exception:  # noqa: BLE001 - not inside a running Hydra app
         return
-    if not GlobalHydra.instance().is_initialized():
-        return
+    if GlobalHydra.instance().is_initialized():
+        refuse_missing_options(overrides, choices)
+
+
+def refuse_missing_options(overrides: Sequence[str], choices) -> None:
+    """:func:`check_choices` over a composed config's ``hydra.overrides.task`` and ``hydra.runtime.choices``
+    (``--cfg job`` shows a config without running the job, so the check runs on what it composed)."""
+    from hydra.core.global_hydra import GlobalHydra
+
     for override in overrides:
         group, sep, option = override.lstrip("+").partition("=")
         group = group.split("@")[0]
