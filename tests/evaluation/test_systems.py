@@ -17,6 +17,7 @@ from toolsense.evaluation.benchmarks import BenchmarkConfig, load_benchmark
 from toolsense.evaluation.config import EvaluateConfig
 from toolsense.evaluation.context import load_run
 from toolsense.evaluation.systems import FusionRanker, RestrictedRanker, SystemConfig, reciprocal_rank_fusion
+from toolsense.utils.errors import ConfigError
 
 
 def test_rrf_hand_values():
@@ -82,10 +83,20 @@ def test_system_config_errors_name_the_field():
         SystemConfig(kind="nope")
     with pytest.raises(ValueError, match="system.n_candidates"):
         SystemConfig(n_candidates=0)
-    with pytest.raises(ValueError, match="parametric=true"):
+    with pytest.raises(ConfigError, match="parametric=true"):
         EvaluateConfig(parametric=False, system=SystemConfig())
     with pytest.raises(ValueError, match="taken by a baseline"):
         EvaluateConfig(baselines={"bm25": BaselineConfig()}, systems={"bm25": SystemConfig()})
+
+
+def test_a_system_that_re_ranks_refuses_a_missing_model_as_a_user_error(ev):
+    """Past the config check (a library call builds the ranker itself), a re-ranking system without the parametric
+    model is a ConfigError naming parametric=true, not a bare ValueError (a traceback from a job)."""
+    from toolsense.evaluation.systems import SYSTEMS
+
+    for kind in ("restricted", "rrf"):
+        with pytest.raises(ConfigError, match=f"system kind={kind} re-ranks with the parametric model: it needs parametric=true"):
+            SYSTEMS.get(kind)(None, ev.catalog, SystemConfig(kind=kind), DecodingConfig())
 
 
 def test_runner_evaluates_fingerprints_and_resumes_a_system(tiny_run, tmp_path):

@@ -10,6 +10,7 @@ import pytest
 from toolsense.study.archive import archive_results
 from toolsense.study.config import AnalysisPlan, FindingRule, StudyConfig
 from toolsense.study.registration import changed_rules, plan_hash, read_registration, register
+from toolsense.utils.errors import ConfigError
 
 
 def _cfg(tmp_path, **plan) -> StudyConfig:
@@ -60,6 +61,6 @@ def test_a_bad_plan_is_refused_naming_the_field(tmp_path):
 def test_a_closed_study_refuses_to_train_but_rebuilds(tmp_path):
     from toolsense.study.run import run_study
     cfg = StudyConfig(name="old", root=str(tmp_path / "root"), closed="its runs used verbose queries v1")
-    with pytest.raises(ValueError, match=r"study=old is closed: its runs used verbose queries v1 \(rebuild its report with train=false\)"):
+    with pytest.raises(ConfigError, match=r"study=old is closed: its runs used verbose queries v1 \(rebuild its report with train=false\)"):
         run_study(cfg)
     assert not (tmp_path / "root").exists()  # nothing written, not even a registration

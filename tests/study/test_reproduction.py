@@ -25,6 +25,7 @@ from toolsense.study.findings import f6_drift as F6
 from toolsense.study.findings import f7_appendix_e as F7
 from toolsense.study.sweep import Settings, Sweep
 from toolsense.study.sweeps import sweep_command
+from toolsense.utils.errors import DataError
 
 ROOT = Path(__file__).resolve().parents[2]
 S = Settings(k=5, resamples=200, min_seeds=1)  # the rules on one-seed fakes; the seed gate has its own test
@@ -493,7 +494,7 @@ def test_train_false_on_a_fresh_machine_unpacks_the_archive(tmp_path):
     cfg = StudyConfig(root=str(root), train=False, archive=str(tmp_path / "a.tar.xz"))
     assert unpack_archive(cfg) and (root / "grid" / "0_tg-lora" / "config.yaml").read_text() == "experiment: tg\n"
     assert not unpack_archive(cfg)  # results there now: nothing unpacked over them
-    with pytest.raises(FileNotFoundError, match="holds nothing under other/"):
+    with pytest.raises(DataError, match="holds nothing under other/"):
         unpack_archive(StudyConfig(root=str(tmp_path / "x" / "other"), train=False, archive=str(tmp_path / "a.tar.xz")))
 
 

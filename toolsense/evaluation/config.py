@@ -17,6 +17,7 @@ from toolsense.models import ModelConfig
 from toolsense.tracking import LoggerConfig
 from toolsense.utils.choices import StrEnum, choice
 from toolsense.utils.config import Layer, Seed, Share
+from toolsense.utils.errors import ConfigError
 
 PAPER_KS = (1, 5, 10, 50)
 """ToolGen's cut-offs; the default ``metrics.ks`` keeps those within the beam."""
@@ -190,8 +191,7 @@ class EvaluateConfig:
     parametric: bool = True
     """false = baselines only (no LLM is loaded)."""
     overwrite: bool = False
-    """An output folder holding another evaluation's samples is refused; true deletes that
-    evaluation's files and starts it over."""
+    """An output folder holding another evaluation's samples is refused; true deletes that evaluation's files and starts it over."""
     output_dir: Optional[str] = None
     """None = Hydra's (timestamped) output dir; outside Hydra, outputs/evaluate."""
 
@@ -207,7 +207,7 @@ class EvaluateConfig:
             raise ValueError("task=drift needs run=<training run directory>")
         needs_model = {k for k, sc in self.system_sections().items() if sc.kind not in STANDALONE}
         if self.task == Task.evaluate and not self.parametric and needs_model:
-            raise ValueError(f"systems {sorted(needs_model)} re-rank with the parametric model: "
+            raise ConfigError(f"systems {sorted(needs_model)} re-rank with the parametric model: "
                              "they need parametric=true (or drop system= / systems=)")
         clash = set(self.system_sections()) & (set(self.baseline_sections()) | {"model", *PROBE_MODES})
         if clash:

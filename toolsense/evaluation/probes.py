@@ -59,8 +59,7 @@ def _names(ev: EvalModel, item: ProbeItem) -> tuple[str, str, str, str]:
 
 
 def tool_reference(ev: EvalModel, item: ProbeItem, mode: str) -> str:
-    """How the prompt names the tool: its virtual token(s); (control) its readable name;
-    (card) its name and descriptions, on one line."""
+    """How the prompt names the tool: its virtual token(s); (control) its readable name; (card) its name and descriptions, on one line."""
     if mode == "token":
         return "".join(ev.index.paths[item.tool])
     service, api, service_desc, api_desc = _names(ev, item)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Protocol, S
 from toolsense.baselines.config import BaselineConfig
 from toolsense.catalog import Catalog, Query
 from toolsense.decoding.config import DecodingConfig
+from toolsense.utils.errors import ConfigError
 from toolsense.utils.registry import Registry
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ class FusionRanker:
 
 def _needs_model(ev: Any, cfg: SystemConfig) -> None:
     if ev is None:
-        raise ValueError(f"system kind={cfg.kind} re-ranks with the parametric model: it needs parametric=true")
+        raise ConfigError(f"system kind={cfg.kind} re-ranks with the parametric model: it needs parametric=true")
 
 
 @SYSTEMS.register("restricted")

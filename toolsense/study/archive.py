@@ -23,6 +23,7 @@ from pathlib import Path
 
 from toolsense.study.config import StudyConfig
 from toolsense.utils.compose import checkout_path, shipped_file
+from toolsense.utils.errors import DataError
 from toolsense.utils.paths import portable_text
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def unpack_archive(cfg: StudyConfig) -> bool:
     with tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if m.isfile() and m.name.split("/")[0] == root.name]
         if not members:
-            raise FileNotFoundError(f"archive: {cfg.archive} holds nothing under {root.name}/ (root={cfg.root})")
+            raise DataError(f"archive: {cfg.archive} holds nothing under {root.name}/ (root={cfg.root})")
         tar.extractall(root.parent, members=members, filter="data")
     print(f"{cfg.root} held no results: unpacked {len(members)} files of {cfg.archive} into {root.parent}")
     return True

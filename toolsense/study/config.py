@@ -98,8 +98,7 @@ class AnalysisPlan:
 
 @dataclass
 class StudyConfig:
-    """Schema of ``conf/reproduce.yaml`` (registered as ``reproduce_schema``); a study option
-    (``conf/study/<name>.yaml``) fills it."""
+    """Schema of ``conf/reproduce.yaml`` (registered as ``reproduce_schema``); a study option (``conf/study/<name>.yaml``) fills it."""
 
     name: str = "cpu"
     """The study's name (shown in the report)."""

@@ -260,8 +260,7 @@ def headline(f: Finding) -> str:
 
 
 def _reasons(findings: list[Finding], notes: dict[int, str], seconds: dict[str, list[Finding]] | None = None) -> str:
-    """A line per finding where the grid, or another reading, disagrees: the verdicts, the computed
-    why, then the person's note."""
+    """A line per finding where the grid, or another reading, disagrees: the verdicts, the computed why, then the person's note."""
     lines = []
     for i, f in enumerate(findings):
         others = [(name, fs[i].verdict) for name, fs in (seconds or {}).items() if fs[i].verdict not in ("yes", "n/a")]

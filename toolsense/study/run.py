@@ -28,13 +28,14 @@ from toolsense.study.config import StudyConfig, check_input
 from toolsense.study.registration import changed_rules, register
 from toolsense.study.report import write_report
 from toolsense.study.sweeps import run_sweeps
+from toolsense.utils.errors import ConfigError
 from toolsense.utils.io import keep_code_diff
 
 
 def run_study(cfg: StudyConfig) -> dict[str, Any]:
     """Entry point of ``reproduce.py``: the sweeps (unless ``train=false``), then the report."""
     if cfg.train and cfg.closed:
-        raise ValueError(f"study={cfg.name} is closed: {cfg.closed} (rebuild its report with train=false)")
+        raise ConfigError(f"study={cfg.name} is closed: {cfg.closed} (rebuild its report with train=false)")
     if cfg.train:
         for name, inp in cfg.inputs.items():  # before anything is written or submitted
             check_input(name, inp)

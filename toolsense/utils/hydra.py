@@ -188,17 +188,11 @@ def hydra_errors() -> Iterator[None]:
 
     original, show_cfg = internal.run_and_report, Hydra.show_cfg
 
-    def checked_show_cfg(self, config_name, overrides, cfg_type, package, resolve=False):  # --cfg job / --cfg all
-        from hydra.types import RunMode
-        cfg = self.compose_config(config_name=config_name, overrides=overrides, run_mode=RunMode.RUN)
-        refuse_missing_options(cfg.hydra.overrides.task, cfg.hydra.runtime.choices)
-        return show_cfg(self, config_name, overrides, cfg_type, package, resolve)
-
     def run_and_report(func):
         def reported():
             try:
                 result = func()
-            except UserError as e:  # --cfg job with a group option that exists nowhere (checked_show_cfg)
+            except UserError as e:  # --cfg job with a group option that exists nowhere (_refusing_show_cfg)
                 if debugging() or os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0"):
                     raise
                 print(f"{os.path.basename(sys.argv[0])}: error: {e}", file=sys.stderr, flush=True)
@@ -228,11 +222,22 @@ def hydra_errors() -> Iterator[None]:
 
         return original(reported)
 
-    internal.run_and_report, Hydra.show_cfg = run_and_report, checked_show_cfg
+    internal.run_and_report, Hydra.show_cfg = run_and_report, _refusing_show_cfg(show_cfg)
     try:
         yield
     finally:
         internal.run_and_report, Hydra.show_cfg = original, show_cfg
+
+
+def _refusing_show_cfg(show_cfg):
+    """Hydra's ``show_cfg`` (``--cfg job`` / ``--cfg all``, which print a config and run nothing) refusing, as a
+    run does (:func:`check_choices`), a group option that exists nowhere: it printed the default config."""
+    def checked(self, config_name, overrides, cfg_type, package, resolve=False):
+        from hydra.types import RunMode
+        cfg = self.compose_config(config_name=config_name, overrides=overrides, run_mode=RunMode.RUN)
+        refuse_missing_options(cfg.hydra.overrides.task, cfg.hydra.runtime.choices)
+        return show_cfg(self, config_name, overrides, cfg_type, package, resolve)
+    return checked
 
 
 def composition_line(e: Exception) -> str:
