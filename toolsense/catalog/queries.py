@@ -1,10 +1,12 @@
-"""Queries with gold tools: the record shared by retrieval training and evaluation."""
+"""Queries with gold tools: the record shared by retrieval training and evaluation; an item a query or probe file
+repeats, refused while it is read (:class:`Repeats`)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from toolsense.catalog.loaders import DEMO_DIR, iter_toolbench_queries
 from toolsense.catalog.tool import SEP, canonical_name
@@ -110,3 +112,26 @@ def load_demo_queries(split: str | None = None, style: str | None = None, file: 
                         f"(it holds {sorted(p.name for p in DEMO_DIR.glob('*queries*.jsonl'))})")
     qs = load_query_jsonl(path)
     return [q for q in qs if (split is None or q.split == split) and (style is None or q.style == style)]
+
+
+class Repeats:
+    """No item may be scored twice, and a file's loader says so while it reads, before any model
+    loads: :meth:`check` refuses an item whose own id (``name``) an earlier line gave, naming the id
+    and both lines. Items without an id get one made from their line, so a repeated line would be
+    scored twice under two ids: those are keyed by content and a repeat is refused the same way."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, str] = {}
+
+    def check(self, where: str, name: Optional[str], *content: Any) -> None:
+        if name is not None:
+            first = self.first.setdefault(json.dumps(["id", name]), where)
+            if first != where:
+                raise DataError(f"{where}: repeated id {name!r} (first at {first}); samples.jsonl is keyed by id, so "
+                                "it would be scored twice: give each item its own id")
+            return
+        key = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+        first = self.first.setdefault(key, where)
+        if first != where:
+            raise DataError(f"{where}: repeats the item at {first} (same content and neither line has an id), "
+                            "so it would be scored twice; remove the repeat or give each item an 'id'")

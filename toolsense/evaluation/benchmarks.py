@@ -13,7 +13,6 @@ Registered loaders:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any, Callable, Literal, Mapping, Optional
 
 from toolsense.catalog import Query, load_demo_queries
 from toolsense.catalog.loaders import DEMO_DIR
-from toolsense.catalog.queries import gold_names, iter_query_jsonl, iter_toolbench_queries_named, required_text
+from toolsense.catalog.queries import Repeats, gold_names, iter_query_jsonl, iter_toolbench_queries_named, required_text
 from toolsense.utils.errors import ConfigError
 from toolsense.utils.io import DataError, iter_jsonl, sha256_file, sha256_text
 from toolsense.utils.registry import Registry
@@ -81,6 +80,9 @@ class BenchmarkConfig:
     """demo / query_jsonl only: keep this style, verbose (standard) or short (realistic); None = all."""
     limit: Optional[int] = None
     """Keep only the first ``limit`` items (quick checks); None = all."""
+    max_gold: Optional[int] = None
+    """Retrieval only: keep the items with at most this many gold tools as the file gives them (1: RRB's single-gold
+    items, ``realistic_single``; before ``missing`` drops any); None = all. Part of the fingerprint when set."""
     paths: Optional[list[str]] = None
     """toolbench only, instead of ``path``: query files pooled into one benchmark, as the paper
     pools ToolBench's G1 (instruction + category + tool). Ids become ``<file stem>/<query_id>``
@@ -100,6 +102,8 @@ class BenchmarkConfig:
         self.loader = BENCHMARKS.check(self.loader, "benchmark.loader")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"benchmark.limit must be >= 1 or null, got {self.limit}")
+        if self.max_gold is not None and (self.max_gold < 1 or self.loader in ("mcq", "qa")):
+            raise ValueError(f"benchmark.max_gold keeps retrieval items by their gold tools: >= 1 or null, got {self.max_gold}")
         if self.missing not in ("count", "drop"):
             raise ValueError(f"benchmark.missing must be 'count' or 'drop', got {self.missing!r}")
         if self.paths is not None:
@@ -117,29 +121,6 @@ def _need_path(cfg: BenchmarkConfig) -> Path:
     if not cfg.path:
         raise ConfigError(f"benchmark.path is required for loader {cfg.loader!r}")
     return Path(cfg.path)
-
-
-class Repeats:
-    """No item may be scored twice, and a file's loader says so while it reads, before any model
-    loads: :meth:`check` refuses an item whose own id (``name``) an earlier line gave, naming the id
-    and both lines. Items without an id get one made from their line, so a repeated line would be
-    scored twice under two ids: those are keyed by content and a repeat is refused the same way."""
-
-    def __init__(self) -> None:
-        self.first: dict[str, str] = {}
-
-    def check(self, where: str, name: Optional[str], *content: Any) -> None:
-        if name is not None:
-            first = self.first.setdefault(json.dumps(["id", name]), where)
-            if first != where:
-                raise DataError(f"{where}: repeated id {name!r} (first at {first}); samples.jsonl is keyed by id, so "
-                                "it would be scored twice: give each item its own id")
-            return
-        key = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
-        first = self.first.setdefault(key, where)
-        if first != where:
-            raise DataError(f"{where}: repeats the item at {first} (same content and neither line has an id), "
-                            "so it would be scored twice; remove the repeat or give each item an 'id'")
 
 
 @BENCHMARKS.register("toolbench")
@@ -277,6 +258,8 @@ def load_benchmark(cfg: BenchmarkConfig, where: str = "benchmark") -> Benchmark:
                           f"(e.g. {where}.path=/data/toolsense/{cfg.loader}.jsonl); the small sample of the "
                           f"released file is its own config, benchmark={cfg.loader}_sample")
     bench = BENCHMARKS.get(cfg.loader)(cfg)
+    if cfg.max_gold is not None:
+        bench.items = [q for q in bench.items if len(q.tools) <= cfg.max_gold]
     if not bench.items:
         raise DataError(f"benchmark {cfg.label or bench.name!r} ({bench.path}) has no items after filtering")
     if cfg.limit is not None:

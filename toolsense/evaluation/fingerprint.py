@@ -57,7 +57,7 @@ def benchmark_identity(bench: Any) -> dict[str, Any]:
     """The benchmark's file hash and the selection that shapes its items (not ``limit``)."""
     cfg = bench.config
     return {"sha256": bench.sha256, "loader": cfg.loader, "split": cfg.split, "style": cfg.style,
-            "missing": cfg.missing}
+            "missing": cfg.missing, **({"max_gold": cfg.max_gold} if cfg.max_gold is not None else {})}
 
 
 def model_identity(ev: Any) -> dict[str, Any]:
