@@ -43,7 +43,8 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
                    "utils"},
     "comparison": {"catalog", "data", "evaluation", "reporting", "metrics", "tracking", "utils"},
     "study": {"catalog", "data", "models", "baselines", "evaluation", "comparison", "reporting", "metrics", "paper",
-              "curves", "utils"},
+              "curves", "plan", "utils"},
+    "plan": {"curves", "metrics", "utils"},  # a study's pre-registered analysis plan: its rules, hash and registration
     "curves": {"comparison", "reporting", "utils"},  # learning curves from checkpoints; the pilot's regime section
     "paper": {"catalog", "models", "baselines", "evaluation", "reporting", "metrics", "utils"},
     "interop": {"catalog", "data", "evaluation", "metrics", "utils"},
@@ -103,6 +104,9 @@ CONCEPTS: dict[str, str] = {
     "AnnotateJobConfig": "comparison/annotate.py",
     "fleiss_kappa": "comparison/stats.py",
     "StudyConfig": "study/config.py",
+    "AnalysisPlan": "plan/config.py",
+    "plan_hash": "plan/registration.py",
+    "seeds_needed": "comparison/power.py",
     "run_sweeps": "study/sweeps.py",
     "run_workers": "utils/workers.py",
     "study_wall_time": "study/timings.py",

@@ -9,8 +9,8 @@ from toolsense.comparison.compare import CompareConfig
 from toolsense.metrics.aggregate import aggregate, item_metrics
 from toolsense.metrics.ranking import hit_at
 from toolsense.metrics.registry import METRICS, Metric, register
+from toolsense.plan.config import AnalysisPlan, FindingRule
 from toolsense.reporting.tables import results_table
-from toolsense.study.config import AnalysisPlan, FindingRule
 from toolsense.utils.io import DataError
 
 PER_ITEM = {"c_hit@1", "c_recall@1", "c_ndcg@1", "c_comp@1", "c_rprec"}

@@ -15,8 +15,9 @@ from toolsense.curves import points
 from toolsense.curves.config import RegimeRule
 from toolsense.curves.points import CurveEvaluations, complete_checkpoints
 from toolsense.curves.regime import arm_points, choose, regime_section
-from toolsense.study.config import AnalysisPlan, StudyConfig
-from toolsense.study.registration import plan_dict, plan_hash
+from toolsense.plan.config import AnalysisPlan
+from toolsense.plan.registration import plan_dict, plan_hash
+from toolsense.study.config import StudyConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from toolsense.comparison.scales import rate_contrast
+from toolsense.plan.config import AnalysisPlan, FindingRule
+from toolsense.plan.registration import plan_dict, register
 from toolsense.reporting.disclosure import changes_markdown
-from toolsense.study.config import AnalysisPlan, FindingRule, StudyConfig
+from toolsense.study.config import StudyConfig
 from toolsense.study.plan_report import binding_plan, changed_findings, finding_tables, rule_changes
-from toolsense.study.registration import plan_dict, register
 from toolsense.study.sweep import Settings, Sweep
 
 ARCHIVE = Path(__file__).resolve().parents[2] / "docs" / "reports" / "reproduction_tools_results.tar.xz"

@@ -1,4 +1,4 @@
-"""study/registration.py: a study's analysis plan is recorded (hash, commit) before its first result,
+"""plan/registration.py: a study's analysis plan is recorded (hash, commit) before its first result,
 and a rule changed afterwards is kept as a change with the keys that moved."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import tarfile
 
 import pytest
 
+from toolsense.plan.config import AnalysisPlan, FindingRule
+from toolsense.plan.registration import changed_rules, plan_hash, read_registration, register
 from toolsense.study.archive import archive_results
-from toolsense.study.config import AnalysisPlan, FindingRule, StudyConfig
-from toolsense.study.registration import changed_rules, plan_hash, read_registration, register
+from toolsense.study.config import StudyConfig
 from toolsense.utils.errors import ConfigError
 
 

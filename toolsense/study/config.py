@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import glob
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Optional
 
-from toolsense.curves.config import RegimeRule
-from toolsense.metrics.registry import METRICS
+from toolsense.plan.config import AnalysisPlan
 from toolsense.utils.errors import ConfigError, MissingFile
-
-Scale = Literal["pp", "normalized", "log_odds", "drift_absolute", "drift_base_normalized", "balanced"]
 
 
 @dataclass
@@ -22,24 +19,6 @@ class StudyInput:
     """File or glob; null = not given (a study that trains refuses to start, naming this field)."""
     about: str = ""
     """What the file is and where it comes from (shown when it is missing)."""
-
-
-@dataclass
-class FindingRule:
-    """How one finding is decided, fixed before the data (the study's ``analysis.findings.<n>``)."""
-
-    metric: str = "Rc"
-    """Rc | Rf | IS (a registered retrieval metric without its @k, metrics/registry.py) | accuracy | drift:
-    the measure the verdict reads."""
-    k: int = 5
-    """Its cut-off (retrieval metrics)."""
-    scale: Scale = "pp"
-    """The scale of the contrast: pp (percentage points), normalized (share of the misses recovered),
-    log_odds, drift_absolute / drift_base_normalized (finding 6), balanced (position-balanced probes)."""
-    margin: float = 0.05
-    """Equivalence margin on that scale (a proportion: 0.05 = 5 pp): "no effect" needs the interval inside ±margin."""
-    arms: list[str] = field(default_factory=list)
-    """The configurations (row labels, e.g. ``tg-lora``) whose results enter this finding; empty = the finding's default."""
 
 
 @dataclass
@@ -56,44 +35,6 @@ class CodeChange:
     """The number or verdict before it."""
     after: str = ""
     """... and after it."""
-
-
-@dataclass
-class AnalysisPlan:
-    """A study's pre-registered analysis plan: recorded with its hash and commit before the first
-    result (study/registration.py); the report prints it and flags rules changed afterwards."""
-
-    min_seeds: int = 3
-    """An arm with fewer seeds carries no verdict (the finding says which arm and how many it has)."""
-    retrieval_floor: float = 0.10
-    """A configuration whose constrained Rc@k is below this does not retrieve: reported, not averaged in."""
-    sensitivity_ks: list[int] = field(default_factory=lambda: [1, 5, 10, 50])
-    """Each finding's verdict is also shown at these k; one that flips says "depends on k"."""
-    sensitivity_scales: list[Scale] = field(default_factory=lambda: ["pp", "normalized", "log_odds"])
-    """... and on these scales (drift: absolute and base-normalized)."""
-    interval: str = "two-level bootstrap: seeds within a configuration, items clustered within seeds"
-    """How every interval of a verdict is computed (comparison/stats.py)."""
-    findings: dict[int, FindingRule] = field(default_factory=dict)
-    """Finding number -> its rule; a finding not listed is reported without a registered verdict."""
-    regime: Optional[RegimeRule] = None
-    """A pilot's rules (study=pilot): the regime its curves must reach; None = not a pilot. Left out of the
-    plan's hash when None, so the plans registered before this field existed keep their hashes."""
-
-    def __post_init__(self) -> None:
-        if self.regime is not None:
-            self.regime.check()
-        if self.min_seeds < 1:
-            raise ValueError(f"analysis.min_seeds must be >= 1, got {self.min_seeds}")
-        if not 0 <= self.retrieval_floor < 1:
-            raise ValueError(f"analysis.retrieval_floor must lie in [0, 1) (a proportion), got {self.retrieval_floor}")
-        if not self.sensitivity_ks or any(k < 1 for k in self.sensitivity_ks):
-            raise ValueError(f"analysis.sensitivity_ks must be cut-offs >= 1, got {self.sensitivity_ks}")
-        for n, rule in self.findings.items():
-            if rule.k < 1 or not 0 <= rule.margin < 1:
-                raise ValueError(f"analysis.findings.{n}: k must be >= 1 and margin in [0, 1), got k={rule.k}, margin={rule.margin}")
-            if rule.metric not in ("accuracy", "drift") and not METRICS.parse(f"{rule.metric}@{rule.k}"):
-                raise ValueError(f"analysis.findings.{n}.metric={rule.metric!r}: accuracy, drift or a registered retrieval "
-                                 f"metric without its @k ({', '.join(METRICS.spellings())}; metrics/registry.py)")
 
 
 @dataclass

@@ -19,10 +19,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from toolsense.comparison.scales import RATE_SCALES
+from toolsense.curves.config import RegimeRule
+from toolsense.plan.config import AnalysisPlan, FindingRule, PowerRule
+from toolsense.plan.registration import plan_dict
 from toolsense.reporting.sensitivity_table import sensitivity_markdown
-from toolsense.study.config import AnalysisPlan, FindingRule
 from toolsense.study.findings import TableInput, configured, finding, judged, registered
-from toolsense.study.registration import plan_dict
 from toolsense.study.sweep import Finding, Settings, Sweep
 
 VERDICT_KEYS = ("min_seeds", "retrieval_floor")
@@ -34,7 +35,10 @@ def as_plan(plan: AnalysisPlan | Mapping[str, Any]) -> AnalysisPlan:
     if isinstance(plan, AnalysisPlan):
         return plan
     d = dict(plan)
-    rules = {int(n): FindingRule(**r) for n, r in (d.pop("findings", None) or {}).items()}
+    rules = {int(n): FindingRule(**{**r, "power": PowerRule(**r["power"]) if r.get("power") else None})
+             for n, r in (d.pop("findings", None) or {}).items()}
+    d["power"] = PowerRule(**d["power"]) if d.get("power") else None
+    d["regime"] = RegimeRule(**d["regime"]) if d.get("regime") else None
     return AnalysisPlan(**{k: v for k, v in d.items() if k in AnalysisPlan.__dataclass_fields__}, findings=rules)
 
 

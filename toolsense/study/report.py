@@ -18,15 +18,15 @@ from toolsense.comparison.verdicts import EQUIVALENCE_RULE, VERDICT_RULE
 from toolsense.curves.points import CURVES
 from toolsense.evaluation.outputs import write_json
 from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
+from toolsense.plan.config import AnalysisPlan
+from toolsense.plan.registration import read_registration
 from toolsense.reporting.catalog_section import catalog_section
 from toolsense.reporting.disclosure import changes_markdown, disclosure_section
 from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_table
-from toolsense.study.config import AnalysisPlan
-from toolsense.study.design import regime_text, registration_section
+from toolsense.study.design import power_section, regime_text, registration_section
 from toolsense.study.findings import FLOOR_RULE, configured, judged, registered
 from toolsense.study.findings.common import DEBIASED_COL, ceiling_above_chance
 from toolsense.study.plan_report import finding_tables, mark_depends, rule_changes, tables_markdown
-from toolsense.study.registration import read_registration
 from toolsense.study.sweep import Finding, Settings, Sweep
 from toolsense.study.timings import study_wall_time, untimed_invocations
 from toolsense.utils.io import MissingFile, git_sha
@@ -319,7 +319,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
           f"{FLOOR_RULE}; a finding that pools configurations leaves out one below the floor instead (its rule says so).\n",
         *(["## Regime pilot: curves and the setting the rules choose\n", regime_text(cfg, report)]
           if getattr(getattr(cfg, "analysis", None), "regime", None) else []),
-        "## Analysis plan (registered before the data)\n", registration_section(cfg.root),
+        "## Analysis plan (registered before the data)\n", registration_section(cfg.root), power_section(reading["plan"], main),
         changes_markdown(reading["changes"]),
         "## Changes after the first result, and the intervals as implemented\n",
         disclosure_section([asdict(c) if not isinstance(c, dict) else c for c in getattr(cfg, "post_data_changes", [])],

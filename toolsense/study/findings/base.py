@@ -12,7 +12,7 @@ from toolsense.reporting.tables import pct
 from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, metric_column
 
 if TYPE_CHECKING:
-    from toolsense.study.config import AnalysisPlan, FindingRule
+    from toolsense.plan.config import AnalysisPlan, FindingRule
 
 
 @dataclass(frozen=True)

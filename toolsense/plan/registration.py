@@ -20,18 +20,24 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from toolsense.study.config import AnalysisPlan, StudyConfig
+from toolsense.plan.config import AnalysisPlan
 from toolsense.utils.io import code_state
 from toolsense.utils.paths import atomic_write_text
 
 FILE = "registration.json"
 
 
+LATER = {"regime": None, "secondary": {}, "seed_subsets": [], "power": None}
+"""Plan fields added after plans were registered, at their defaults: left out of the plan (and its hash), so the plans
+registered before each existed keep their hashes; ``findings.<n>.power`` likewise when None."""
+
+
 def plan_dict(plan: AnalysisPlan | dict) -> dict[str, Any]:
-    """The plan as plain JSON-able data (keys sorted when hashed)."""
+    """The plan as plain JSON-able data (keys sorted when hashed), without the fields of :data:`LATER` at their defaults."""
     d = plan if isinstance(plan, dict) else asdict(plan)
-    if d.get("regime", 0) is None:  # a field added later, at its default: not part of the plans registered before it
-        d = {k: v for k, v in d.items() if k != "regime"}
+    d = {k: v for k, v in d.items() if not (k in LATER and v == LATER[k])}
+    if d.get("findings"):
+        d["findings"] = {n: {k: v for k, v in r.items() if not (k == "power" and v is None)} for n, r in d["findings"].items()}
     return json.loads(json.dumps(d, sort_keys=True, default=str))
 
 
@@ -55,8 +61,9 @@ def _moved(old: dict, new: dict, prefix: str = "") -> list[str]:
     return out
 
 
-def register(cfg: StudyConfig, now: float | None = None) -> dict[str, Any]:
-    """Write or update ``<root>/registration.json`` for ``cfg.analysis`` (see the module doc); returns it."""
+def register(cfg: Any, now: float | None = None) -> dict[str, Any]:
+    """Write or update ``<root>/registration.json`` for ``cfg.analysis`` (cfg: a StudyConfig: its ``name``, ``root`` and
+    ``analysis``; see the module doc); returns it."""
     root = Path(cfg.root)
     root.mkdir(parents=True, exist_ok=True)
     path = root / FILE
