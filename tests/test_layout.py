@@ -44,7 +44,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "comparison": {"catalog", "data", "evaluation", "reporting", "metrics", "tracking", "utils"},
     "study": {"catalog", "data", "models", "baselines", "evaluation", "comparison", "reporting", "metrics", "paper",
               "curves", "plan", "utils"},
-    "plan": {"curves", "metrics", "utils"},  # a study's pre-registered analysis plan: its rules, hash and registration
+    "plan": {"comparison", "curves", "metrics", "reporting", "utils"},  # a study's analysis plan: rules, hash, power
     "curves": {"comparison", "reporting", "utils"},  # learning curves from checkpoints; the pilot's regime section
     "paper": {"catalog", "models", "baselines", "evaluation", "reporting", "metrics", "utils"},
     "interop": {"catalog", "data", "evaluation", "metrics", "utils"},
@@ -111,7 +111,7 @@ CONCEPTS: dict[str, str] = {
     "run_workers": "utils/workers.py",
     "study_wall_time": "study/timings.py",
     "archive_results": "study/archive.py",
-    "study_findings": "study/report.py",
+    "study_findings": "study/readings.py",
     "FindingSpec": "study/findings/base.py",
     "score_redactions": "audit/run.py",
     "SYSTEMS": "evaluation/systems.py",

@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from toolsense.plan.config import AnalysisPlan, FindingRule, PowerRule
+from toolsense.plan.power import power_section
 from toolsense.plan.registration import plan_dict, plan_hash
 from toolsense.study.config import StudyConfig, register_configs
-from toolsense.study.design import power_section
 from toolsense.study.plan_report import as_plan
-from toolsense.study.sweep import Finding
 from toolsense.utils.compose import compose
 from toolsense.utils.config import to_config
 
@@ -88,14 +87,12 @@ def test_the_plan_section_prints_the_seeds_needed_beside_the_seeds_run():
     plan = AnalysisPlan(findings={1: RULE, 3: FindingRule(metric="IS"),
                                   7: FindingRule(power=PowerRule(between_seed_sd=0.10, effect=0.10, method="normal"))},
                         power=PowerRule(between_seed_sd=0.06, within_seed_se=0.02, effect=0.08, source="replication"))
-    found = [Finding(1, "c", "p", details={"seeds": {"tg-lora": 5}}),
-             Finding(2, "c", "p", details={"seeds": {"tg-lora": 5}}),  # not registered: no power row
-             Finding(3, "c", "p", details={"seeds": {"tg-lora": 13, "tg_h-lora": 13}}),
-             Finding(7, "c", "p", details={"seeds": {"appendix_e tg-lora": 8, "grid tg-lora": 8}})]
+    found = {1: {"tg-lora": 5}, 2: {"tg-lora": 5},  # 2: not registered, no power row
+             3: {"tg-lora": 13, "tg_h-lora": 13}, 7: {"appendix_e tg-lora": 8, "grid tg-lora": 8}}
     text = power_section(plan, found)
     assert "| 1 | 8.0 pp | 6.0 pp | 2.0 pp | 0.05, 0.8 | 13 (t) | tg-lora 5 | short: tg-lora | replication |" in text
     assert "| 3 | 8.0 pp | 6.0 pp | 2.0 pp | 0.05, 0.8 | 13 (t) | tg-lora 13, tg_h-lora 13 | yes | replication |" in text
     assert "| 7 | 10.0 pp | 10.0 pp | 0.0 pp | 0.05, 0.8 | 8 (normal) | appendix_e tg-lora 8, grid tg-lora 8 | yes | — |" in text
     assert "| 2 |" not in text and "Power (registered with the plan)" in text
     wide = AnalysisPlan(power=PowerRule(between_seed_sd=0.06, within_seed_se=0.03, effect=0.08))
-    assert "none reaches it" in power_section(wide, found[:1]) and power_section(AnalysisPlan(), found) == ""
+    assert "none reaches it" in power_section(wide, {1: {"tg-lora": 5}}) and power_section(AnalysisPlan(), found) == ""

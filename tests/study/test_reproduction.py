@@ -314,7 +314,7 @@ def test_finding_7_reads_the_covered_app_e_rerun_and_names_the_runs_it_rests_on(
     App. E copied under the new name, so both readings must give the same numbers."""
     import shutil
 
-    from toolsense.study.report import study_findings
+    from toolsense.study.readings import study_findings
 
     root = _unpack(tmp_path, ("reproduce/appendix_e/", "reproduce/grid/0_tg-lora/", "reproduce/grid/8_tg-lora/"))
     shutil.copytree(root / "appendix_e", root / "appendix_e_covered")
@@ -557,7 +557,7 @@ def test_archive_holds_no_path_of_this_checkout(tmp_path):
 
 
 def test_a_measured_pilot_makes_an_undecided_finding_untestable_but_never_overrides_a_verdict():
-    from toolsense.study.report import apply_pilots
+    from toolsense.study.readings import apply_pilots
     from toolsense.study.sweep import Finding
 
     pilot = "TG-H Rc@10 6.0% [3.0, 9.5] on 200 verbose dev queries"

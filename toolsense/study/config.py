@@ -58,7 +58,7 @@ class StudyConfig:
     sweeps: dict[str, list[str]] = field(default_factory=dict)
     """Sweep name -> its own train.py -m overrides (comma lists are swept), run in this order.
     The report's findings read ``grid``, ``appendix_e_covered`` (else ``appendix_e``) and, each as a grid
-    of its own, ``architecture``, ``probe_model`` and ``retention`` (report.py SWEEP_ROLES,
+    of its own, ``architecture``, ``probe_model`` and ``retention`` (report.py SWEEP_ROLES, readings.py
     SECOND_READINGS); other names are trained and tabulated only."""
     evaluations: dict[str, list[str]] = field(default_factory=dict)
     """Name -> evaluate.py overrides of an untrained model (no training), run after the sweeps into

@@ -1,18 +1,15 @@
 """The report's design sections: the registered analysis plan (and any rule changed after results
-existed), its power calculation beside the seeds each arm has; the catalog's composition is reporting/catalog_section.py."""
+existed); the plan's power calculation is plan/power.py, the catalog's composition reporting/catalog_section.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from toolsense.comparison.power import seeds_needed
 from toolsense.curves.config import RegimeRule
 from toolsense.curves.regime import regime_section
-from toolsense.plan.config import AnalysisPlan
 from toolsense.plan.registration import changed_rules, read_registration
 from toolsense.reporting.tables import markdown_table
-from toolsense.study.sweep import Finding
 
 
 def registration_section(root: str | Path) -> str:
@@ -54,29 +51,3 @@ def regime_text(cfg: Any, report: Path) -> str:
     rule = RegimeRule(**plan_rule) if plan_rule else cfg.analysis.regime
     return regime_section(cfg.root, rule, plan_rule is not None, Path(cfg.plots_dir), report)
 
-
-def power_section(plan: AnalysisPlan, found: list[Finding]) -> str:
-    """Each finding's power calculation (its own ``power``, else the plan's) for the findings the plan registers (every
-    finding where it registers none): the seeds per arm it asks for beside the seeds each arm has; "" without one."""
-    rows = []
-    for f in found:
-        rule = plan.findings.get(f.number)
-        pw = (rule.power if rule else None) or plan.power
-        if pw is None or (plan.findings and rule is None):
-            continue
-        n = seeds_needed(pw.between_seed_sd, pw.within_seed_se, pw.effect, pw.alpha, pw.power, pw.method)
-        have = f.details.get("seeds") or {}
-        short = [a for a, m in have.items() if n is None or m < n]
-        rows.append([str(f.number), f"{100 * pw.effect:.1f} pp", f"{100 * pw.between_seed_sd:.1f} pp",
-                     f"{100 * pw.within_seed_se:.1f} pp", f"{pw.alpha:g}, {pw.power:g}",
-                     f"{n} ({pw.method})" if n else "none reaches it (the items' SE alone is too wide)",
-                     ", ".join(f"{a} {m}" for a, m in have.items()) or "—", "short: " + ", ".join(short) if short else "yes",
-                     pw.source or "—"])
-    if not rows:
-        return ""
-    return ("\n**Power (registered with the plan).** Seeds per arm for the interval of a paired difference of arm means to "
-            "exclude 0 with the stated power at the stated effect, the variance across n seeds sd² / n + se² (se: the items', "
-            "shared by every seed; comparison/power.py); t: t quantiles on n − 1 degrees of freedom, as the verdicts' "
-            "intervals; normal: z quantiles.\n\n" + markdown_table(
-                ["finding", "effect", "between-seed SD", "within-seed SE", "α, power", "seeds per arm needed", "seeds run",
-                 "enough?", "SDs from"], rows) + "\n")

@@ -19,25 +19,30 @@ from toolsense.curves.points import CURVES
 from toolsense.evaluation.outputs import write_json
 from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
 from toolsense.plan.config import AnalysisPlan
+from toolsense.plan.power import power_section
 from toolsense.plan.registration import read_registration
 from toolsense.reporting.catalog_section import catalog_section
 from toolsense.reporting.disclosure import changes_markdown, disclosure_section
 from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_table
-from toolsense.study.design import power_section, regime_text, registration_section
-from toolsense.study.findings import FLOOR_RULE, configured, judged, registered
+from toolsense.study.design import regime_text, registration_section
+from toolsense.study.findings import FLOOR_RULE, configured, registered
 from toolsense.study.findings.common import DEBIASED_COL, ceiling_above_chance
 from toolsense.study.plan_report import finding_tables, mark_depends, rule_changes, tables_markdown
+from toolsense.study.readings import (
+    APPENDIX_E,
+    SECOND_READINGS,
+    apply_pilots,
+    readings_json,
+    secondary_findings,
+    secondary_markdown,
+    study_findings,
+    subset_findings,
+    subsets_markdown,
+)
 from toolsense.study.sweep import Finding, Settings, Sweep
 from toolsense.study.timings import study_wall_time, untimed_invocations
 from toolsense.utils.io import MissingFile, git_sha
 from toolsense.utils.paths import portable_text
-
-SECOND_READINGS = ("architecture", "probe_model", "retention")
-"""Sweeps read as grids of their own, each a column pair of the findings table beside the grid's."""
-
-APPENDIX_E = ("appendix_e_covered", "appendix_e")
-"""The App. E sweeps (the ``appendix_e`` role of the findings that read one), the first present: the rerun whose Stage 2 covers every tool,
-else the earlier one on the short split alone (95 of 126 tools)."""
 
 SWEEP_ROLES = {"grid": "the configurations × tunings × seeds",
                "appendix_e": "App. E: TG trained on realistic(-style) queries (which: the Stage-2 queries column)",
@@ -54,42 +59,6 @@ def load_sweeps(root: str | Path, k: int, resamples: int, min_hits: int = 10) ->
     if not root.exists():
         raise MissingFile(f"root: {root} does not exist (run the study first: python reproduce.py)")
     return {p.name: Sweep(p.name, p, k, resamples, min_hits) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")}
-
-
-def study_findings(sweeps: dict[str, Sweep], settings: Settings, sweep: str = "grid") -> list[Finding]:
-    """Every registered finding on ``sweep`` (the grid, or a subset read as a grid of its own: the second
-    architecture, the probe model), each given the sweeps by role; App. E is compared with the grid only,
-    an earlier App. E sweep (role ``appendix_e_earlier``) said beside the rerun's."""
-    if sweep not in sweeps:
-        return []
-    app_e = next((n for n in APPENDIX_E if sweep == "grid" and n in sweeps and sweeps[n].rows()), None)
-    earlier = next((n for n in APPENDIX_E[1:] if app_e and n != app_e and n in sweeps and sweeps[n].rows()), None)
-    view = {"grid": sweeps[sweep], **({"appendix_e": sweeps[app_e]} if app_e else {}),
-            **({"appendix_e_earlier": sweeps[earlier]} if earlier else {})}
-    found = []
-    for spec in registered():
-        f = judged(spec, view, settings)
-        f.rests_on = " + ".join(runs_text(view[role], view[role].name) for role in spec.reads if role in view)
-        found.append(f)
-    return found
-
-
-def apply_pilots(found: list[Finding], pilots: dict[int, str]) -> list[Finding]:
-    """Each finding the runs left undecided (n/a, untestable) that a measured pilot showed untestable
-    at this budget: **untestable**, the pilot quoted first in its reason (StudyConfig.pilots)."""
-    for f in found:
-        pilot = pilots.get(f.number)
-        if pilot and f.verdict in ("n/a", "untestable"):
-            f.verdict = "untestable"
-            f.why = "; ".join(x for x in (f"untestable at this budget by a measured pilot: {pilot}", f.why) if x)
-            f.details["pilot"] = pilot
-    return found
-
-
-def runs_text(sweep: Sweep, name: str) -> str:
-    """``grid (16 runs)``: a sweep and the number of its runs whose evaluation finished."""
-    n = len(list(sweep.path.glob("*/eval/results.json")))
-    return f"`{name}` ({n} run{'s' * (n != 1)})"
 
 
 def settings_of(cfg) -> Settings:
@@ -319,7 +288,8 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
           f"{FLOOR_RULE}; a finding that pools configurations leaves out one below the floor instead (its rule says so).\n",
         *(["## Regime pilot: curves and the setting the rules choose\n", regime_text(cfg, report)]
           if getattr(getattr(cfg, "analysis", None), "regime", None) else []),
-        "## Analysis plan (registered before the data)\n", registration_section(cfg.root), power_section(reading["plan"], main),
+        "## Analysis plan (registered before the data)\n", registration_section(cfg.root),
+        power_section(reading["plan"], {f.number: f.details.get("seeds") or {} for f in main}),
         changes_markdown(reading["changes"]),
         "## Changes after the first result, and the intervals as implemented\n",
         disclosure_section([asdict(c) if not isinstance(c, dict) else c for c in getattr(cfg, "post_data_changes", [])],
@@ -327,6 +297,10 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
         "\n## Baselines over the full 46,984-tool catalog\n", full_catalog_text(cfg, sweeps),
         "## Findings\n", _findings_table(main, labelled),
+        *(["\n## Secondary endpoints (no verdict of the study rests on them)\n",
+           secondary_markdown(main, reading["secondary"], reading["plan"].secondary)] if reading.get("secondary") else []),
+        *([f"\n## Every finding at {' and at '.join(str(n) for n in reading['subsets'])} seeds per arm\n",
+           subsets_markdown(main, reading["subsets"])] if reading.get("subsets") else []),
         "\n## How each verdict moves with k and with the scale\n", tables_markdown(reading["tables"], reading["plan"]),
         "\n## Where ours disagrees, and the likeliest reason\n", _reasons(main, dict(cfg.notes), seconds),
         "\n## Knowledge retention (Stage 2 − Stage 1 probes)\n", retention_section(sweeps),
@@ -366,7 +340,8 @@ def plan_reading(cfg, sweeps: dict[str, Sweep], found: list[Finding], settings: 
     for f in found:
         if f.number in changes:
             f.details["rule_change"] = changes[f.number]
-    return {"tables": tables, "changes": changes, "plan": plan}
+    return {"tables": tables, "changes": changes, "plan": plan, "secondary": secondary_findings(sweeps, settings, plan),
+            "subsets": subset_findings(sweeps, settings, plan)}
 
 
 def write_report(cfg) -> dict[str, Any]:
@@ -391,6 +366,7 @@ def write_report(cfg) -> dict[str, Any]:
     report.write_text(portable_text(text), encoding="utf-8")  # no machine paths
     summary = {"root": str(cfg.root), "k": cfg.k, "margin": cfg.margin, "min_hits": cfg.min_hits, "git_sha": git_sha(),
                "wall_seconds": wall, "untimed_invocations": untimed,
-               "findings": [asdict(f) for f in main], **{name: [asdict(x) for x in f] for name, f in seconds.items()}}
+               "findings": [asdict(f) for f in main], **{name: [asdict(x) for x in f] for name, f in seconds.items()},
+               **readings_json(reading["secondary"], reading["subsets"])}
     write_json(Path(cfg.root) / "reproduction.json", summary)
     return summary

@@ -67,10 +67,44 @@ class Sweep:
     findings need: cells by row and column, Stage-2 rows, their experiment / tuning / scheme,
     and paired per-item differences between rows (seeds paired by ``trainer.seed``)."""
 
-    def __init__(self, name: str, path: Path, k: int, resamples: int, min_hits: int = 10):
-        self.name, self.path = name, path
-        results = [r for r in collect([path]) if _finished(r)]
-        self.comp = comparison(results, [METRICS.key(m, k) for m in ("Rc", "Rf", "IS")], resamples, min_hits=min_hits) if results else None
+    def __init__(self, name: str, path: Path, k: int, resamples: int, min_hits: int = 10, results: list | None = None):
+        self.name, self.path, self.reading = name, path, (k, resamples, min_hits)
+        self.results = [r for r in collect([path]) if _finished(r)] if results is None else results
+        self.comp = comparison(self.results, [METRICS.key(m, k) for m in ("Rc", "Rf", "IS")], resamples,
+                               min_hits=min_hits) if self.results else None
+
+    def with_benchmarks(self, subst: Mapping[str, str]) -> "Sweep | None":
+        """This sweep with each primary benchmark's columns read from its substitute (``{"standard": "toolbench"}``:
+        ``standard Rc@5`` is toolbench's cell, its results.json and per-item samples too), the primary's own dropped but
+        for the retrieval floor (:func:`floor_cell`); None where the runs scored no substitute (an endpoint "not scored")."""
+        comp = self.comp or {}
+        if not all(any(c.startswith(f"{b} ") for c in comp.get("columns", [])) for b in subst.values()):
+            return None
+
+        def col(c: str) -> str | None:
+            new = next((f"{a} {c[len(b) + 1:]}" for a, b in subst.items() if c.startswith(f"{b} ")), None)
+            return new or (None if any(c.startswith(f"{a} ") for a in subst) else c)
+
+        view = Sweep.__new__(Sweep)
+        view.name, view.path, view.reading, view.results = self.name, self.path, self.reading, getattr(self, "results", [])
+        view.primary = getattr(self, "primary", self)
+        view.comp = {**comp, "columns": [n for c in comp["columns"] if (n := col(c))],
+                     "cells": {r: {n: v for c, v in cells.items() if (n := col(c))} for r, cells in comp["cells"].items()},
+                     "sources": {f"{r} | {n}": v for key, v in comp.get("sources", {}).items()
+                                 for r, _, c in [key.partition(" | ")] if (n := col(c))}}
+        return view
+
+    def first_seeds(self, n: int) -> "Sweep":
+        """This sweep rebuilt from each configuration's runs of its ``n`` lowest seeds (a finding at a seed subset)."""
+        comp, runs = self.comp or {}, {}
+        for key, paths in comp.get("sources", {}).items():
+            row = key.partition(" | ")[0]
+            for p in [] if row in comp["baselines"] else [paths] if isinstance(paths, str) else paths:
+                if (run := _run_of(p)) is not None:
+                    runs.setdefault(row.partition(":")[0], {})[run] = _run_seed(run)
+        keep = {r for by in runs.values() for r in sorted(by, key=lambda r: (by[r], r))[:n]}
+        results = [r for r in self.results if (run := _run_of(r["_path"])) is None or run in keep]
+        return Sweep(self.name, self.path, *self.reading, results=results)
 
     def cell(self, row: str, col: str) -> dict | None:
         return ((self.comp or {}).get("cells", {}).get(row) or {}).get(col)
@@ -103,12 +137,15 @@ def _finished(result: dict) -> bool:
     return not run or (Path(run) / "eval" / "results.json").exists()
 
 
+def _run_of(result_path: str) -> str | None:
+    """The run that wrote ``result_path``: its ancestor holding config.yaml (None: no run, an untrained evaluation)."""
+    return next((str(parent) for parent in Path(result_path).parents if (parent / "config.yaml").exists()), None)
+
+
 def _seed(result_path: str) -> int:
     """The trainer seed of the run that wrote ``result_path`` (its config.yaml is an ancestor)."""
-    for parent in Path(result_path).parents:
-        if (parent / "config.yaml").exists():
-            return _run_seed(str(parent))
-    return 0
+    run = _run_of(result_path)
+    return _run_seed(run) if run else 0
 
 
 @functools.lru_cache(maxsize=None)
@@ -118,10 +155,16 @@ def _run_seed(run: str) -> int:
     return int((cfg.get("trainer") or {}).get("seed", 0))
 
 
+def floor_cell(g: Sweep, row: str, k: int) -> dict | None:
+    """A row's constrained standard Rc@``k``, the retrieval floor's reading: the primary benchmark's also in a view that
+    substitutes it (whether an arm retrieves is the arm's, not the endpoint's)."""
+    return getattr(g, "primary", g).cell(row, metric_column("standard", "Rc", k))
+
+
 def below_floor(g: Sweep, rows: Sequence[str], floor: float, k: int) -> list[str]:
     """The ``rows`` that do not retrieve: constrained standard Rc@``k`` below ``floor`` (a row with no
     such cell is not judged here); findings and their sensitivity tables report them, not average them in."""
-    values = {r: (g.cell(r, metric_column("standard", "Rc", k)) or {}).get("value") for r in rows}
+    values = {r: (floor_cell(g, r, k) or {}).get("value") for r in rows}
     return [r for r, v in values.items() if v is not None and v < floor]
 
 

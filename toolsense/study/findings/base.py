@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from toolsense.reporting.tables import pct
-from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, metric_column
+from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, floor_cell
 
 if TYPE_CHECKING:
     from toolsense.plan.config import AnalysisPlan, FindingRule
@@ -97,7 +97,7 @@ def judged(spec: FindingSpec, sweeps: dict[str, Sweep], s: Settings) -> Finding:
     if not below:
         return f
     arms = list(dict.fromkeys(r if sw.name == "grid" else f"{sw.name} {r}" for sw, r in below))
-    cells = "; ".join(dict.fromkeys(f"{r} {pct(sw.cell(r, metric_column('standard', 'Rc', s.k)))}" for sw, r in below))
+    cells = "; ".join(dict.fromkeys(f"{r} {pct(floor_cell(sw, r, s.k))}" for sw, r in below))
     f.details["floor_rule"] = {"below": arms, "verdict_without": f.verdict, "why_without": f.why}
     one = len(arms) == 1
     f.why = "; ".join(x for x in (f"arm{'' if one else 's'} {', '.join(arms)} {'does' if one else 'do'} not retrieve (standard "

@@ -9,7 +9,7 @@ from typing import Any
 from toolsense.comparison.runs import item_values
 from toolsense.metrics.registry import METRICS
 from toolsense.reporting.tables import pct
-from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, metric_column
+from toolsense.study.sweep import Finding, Settings, Sweep, below_floor, floor_cell
 from toolsense.utils.io import DataError
 
 
@@ -22,7 +22,7 @@ def finding_rows(g: Sweep, n: int, s: Settings) -> tuple[list[str], list[str]]:
 
 
 def left_out(g: Sweep, below: list[str], s: Settings) -> str:
-    return "; ".join(f"left out: {r} (standard Rc@{s.k} {pct(g.cell(r, metric_column('standard', 'Rc', s.k)))} below the retrieval floor "
+    return "; ".join(f"left out: {r} (standard Rc@{s.k} {pct(floor_cell(g, r, s.k))} below the retrieval floor "
                      f"{100 * s.retrieval_floor:.0f}%: it does not retrieve; reported, not averaged in)" for r in below)
 
 
