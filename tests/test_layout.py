@@ -106,7 +106,7 @@ CONCEPTS: dict[str, str] = {
     "StudyConfig": "study/config.py",
     "AnalysisPlan": "plan/config.py",
     "plan_hash": "plan/registration.py",
-    "seeds_needed": "comparison/power.py",
+    "seeds_needed": "plan/seeds.py",
     "run_sweeps": "study/sweeps.py",
     "run_workers": "utils/workers.py",
     "study_wall_time": "study/timings.py",

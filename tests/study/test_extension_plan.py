@@ -77,6 +77,7 @@ def test_the_yaml_keys_the_extension_plan_writes_compose_into_the_schema(tmp_pat
     ({"power": PowerRule(effect=0.0)}, r"analysis.power: between_seed_sd and within_seed_se must be >= 0 and effect in"),
     ({"power": PowerRule(alpha=1.5)}, r"analysis.power: alpha and power must lie in \(0, 1\)"),
     ({"findings": {7: FindingRule(power=PowerRule(between_seed_sd=-1))}}, r"analysis.findings.7.power: between_seed_sd"),
+    ({"power": PowerRule(items=1)}, r"analysis.power.items must be 0 \(infinitely many\) or >= 2, got 1"),
 ])
 def test_a_bad_extension_plan_is_refused_naming_the_field(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -90,9 +91,9 @@ def test_the_plan_section_prints_the_seeds_needed_beside_the_seeds_run():
     found = {1: {"tg-lora": 5}, 2: {"tg-lora": 5},  # 2: not registered, no power row
              3: {"tg-lora": 13, "tg_h-lora": 13}, 7: {"appendix_e tg-lora": 8, "grid tg-lora": 8}}
     text = power_section(plan, found)
-    assert "| 1 | 8.0 pp | 6.0 pp | 2.0 pp | 0.05, 0.8 | 13 (t) | tg-lora 5 | short: tg-lora | replication |" in text
-    assert "| 3 | 8.0 pp | 6.0 pp | 2.0 pp | 0.05, 0.8 | 13 (t) | tg-lora 13, tg_h-lora 13 | yes | replication |" in text
-    assert "| 7 | 10.0 pp | 10.0 pp | 0.0 pp | 0.05, 0.8 | 8 (normal) | appendix_e tg-lora 8, grid tg-lora 8 | yes | — |" in text
+    assert "| 1 | 8.0 pp | 6.0 pp | 2.0 pp | 0.05, 0.8 | 10 (t) | tg-lora 5 | short: tg-lora | 10.4 pp | replication |" in text
+    assert "| 3 | 8.0 pp | 6.0 pp | 2.0 pp | 0.05, 0.8 | 10 (t) | tg-lora 13, tg_h-lora 13 | yes | 7.4 pp | replication |" in text
+    assert "| 7 | 10.0 pp | 10.0 pp | 0.0 pp | 0.05, 0.8 | 8 (normal) | appendix_e tg-lora 8, grid tg-lora 8 | yes | 9.9 pp | — |" in text
     assert "| 2 |" not in text and "Power (registered with the plan)" in text
     wide = AnalysisPlan(power=PowerRule(between_seed_sd=0.06, within_seed_se=0.03, effect=0.08))
     assert "none reaches it" in power_section(wide, {1: {"tg-lora": 5}}) and power_section(AnalysisPlan(), found) == ""

@@ -15,7 +15,7 @@ Scale = Literal["pp", "normalized", "log_odds", "drift_absolute", "drift_base_no
 
 @dataclass
 class PowerRule:
-    """The seeds per arm a paired difference of arm means needs (comparison/power.py: ``seeds_needed``), with the
+    """The seeds per arm a paired difference of arm means needs (plan/seeds.py: ``seeds_needed``), with the
     numbers it rests on and where they came from; the report prints it beside the seeds each arm has."""
 
     between_seed_sd: float = 0.0
@@ -29,7 +29,10 @@ class PowerRule:
     power: float = 0.8
     """The chance of an interval excluding zero when the difference is ``effect``."""
     method: Literal["t", "normal"] = "t"
-    """t: t quantiles on seeds − 1 degrees of freedom, as the verdict's interval has; normal: z quantiles (closed form)."""
+    """t: t quantiles on the Welch–Satterthwaite degrees of freedom of the seeds' and the items' parts, as the verdict's
+    interval has; normal: z quantiles (closed form)."""
+    items: int = 0
+    """The items ``within_seed_se`` is over (its part has items − 1 degrees of freedom); 0: infinitely many."""
     source: str = ""
     """Where the SD and SE came from (a pilot, a study and its commit)."""
 
@@ -40,6 +43,8 @@ class PowerRule:
         if not (0 < self.alpha < 1 and 0 < self.power < 1) or self.method not in ("t", "normal"):
             raise ValueError(f"{where}: alpha and power must lie in (0, 1) and method be t or normal, got "
                              f"{self.alpha}, {self.power}, {self.method!r}")
+        if self.items == 1 or self.items < 0:
+            raise ValueError(f"{where}.items must be 0 (infinitely many) or >= 2, got {self.items}")
 
 
 @dataclass
