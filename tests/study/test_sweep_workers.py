@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,33 @@ def test_a_failed_sweep_stops_the_study_naming_its_command(tmp_path, monkeypatch
     with pytest.raises(RuntimeError, match="sweep grid failed \\(exit 2\\); rerun the study"):
         sweeps_mod.run_sweeps(cfg)
     assert ("appendix_e", "start") not in _events(tmp_path, alone=("grid",))
+
+
+@pytest.mark.parametrize("beside, gpu", [(True, False), (False, True), (None, False), (None, True)])
+def test_curve_points_run_beside_training_only_where_asked_or_on_a_gpu(tmp_path, monkeypatch, beside, gpu):
+    """On CPU a curve point beside training took every core from it (the pilot's Stage-2 step 4.5 -> 65 s): points
+    wait for the group's end (drain) unless curves_while_training says otherwise or training has a GPU."""
+    calls: list[tuple[str, float]] = []
+
+    class Points:
+        def __init__(self, root, curves):
+            assert curves == {"grid": ["stage=stage2"]}
+
+        def __call__(self):
+            calls.append(("poll", time.time()))
+
+        def drain(self):
+            calls.append(("drain", time.time()))
+
+    cfg = StudyConfig(root=str(tmp_path), workers=1, sweeps={"grid": ["a"]}, curves={"grid": ["stage=stage2"]},
+                      curves_while_training=beside)
+    monkeypatch.setattr(sweeps_mod, "CurveEvaluations", Points)
+    monkeypatch.setattr(sweeps_mod, "_gpu", lambda: gpu)
+    monkeypatch.setattr(sweeps_mod, "sweep_command", lambda cfg, name: _job(tmp_path, name, 0.6)[1])
+    real = sweeps_mod.run_workers
+    monkeypatch.setattr(sweeps_mod, "run_workers", lambda *a, **kw: real(*a, **{**kw, "poll_s": 0.05}))
+    sweeps_mod.run_sweeps(cfg)
+    ev = _events(tmp_path, alone=("grid",))
+    during = [t for what, t in calls if what == "poll" and ev[("grid", "start")] < t < ev[("grid", "end")]]
+    assert bool(during) == (beside if beside is not None else gpu)
+    assert [what for what, _ in calls][-1] == "drain" and calls[-1][1] >= ev[("grid", "end")]  # every point after the group

@@ -4,7 +4,8 @@ untrained evaluation one ``evaluate.py`` process; the wall time of each is appen
 ``<root>/timings.jsonl`` (timings.py reads it). With ``archive`` set, the archive is repacked as
 runs finish (archive.py); an untrained evaluation that ended writes its own ``done.json`` and is
 skipped when the study reruns under the same overrides. With ``curves`` set, the checkpoints of the
-named sweeps' runs are evaluated as training saves them (curves.py)."""
+named sweeps' runs are evaluated as training saves them, or after each group of sweeps
+(``curves_while_training``; curves.py)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def sweep_groups(cfg: StudyConfig) -> list[list[str]]:
     return groups
 
 
+def _gpu() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
 def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
     """Train and evaluate every sweep (or ``only``) in order, each in its own processes (sweeps of a
     group overlapping at their ends, :func:`sweep_groups`); a failed sweep stops the study with its
@@ -65,9 +71,10 @@ def run_sweeps(cfg: StudyConfig) -> list[dict[str, Any]]:
     timings = JsonlStore(root / TIMINGS_FILE)
     progress = ArchiveProgress(cfg.root, cfg.archive) if cfg.archive else None
     curves = CurveEvaluations(cfg.root, cfg.curves) if cfg.curves else None
+    beside = cfg.curves_while_training if cfg.curves_while_training is not None else _gpu()
 
     def on_poll() -> None:
-        if curves:
+        if curves and beside:
             curves()
         if progress:
             progress()
