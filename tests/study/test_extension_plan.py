@@ -97,3 +97,18 @@ def test_the_plan_section_prints_the_seeds_needed_beside_the_seeds_run():
     assert "| 2 |" not in text and "Power (registered with the plan)" in text
     wide = AnalysisPlan(power=PowerRule(between_seed_sd=0.06, within_seed_se=0.03, effect=0.08))
     assert "none reaches it" in power_section(wide, {1: {"tg-lora": 5}}) and power_section(AnalysisPlan(), found) == ""
+
+
+def test_the_shipped_extension_plan_composes_and_sizes_its_seeds_by_its_power_rules():
+    """conf/study/extension.yaml (issue 47 item 2): the pilot's setting for both arms, 5 seeds per arm, the secondary
+    endpoints, and the power table the report prints: finding 1 short of the 12 seeds its rule asks, finding 7 of 6."""
+    register_configs()
+    cfg = to_config(StudyConfig, compose("reproduce", ["study=extension"]))
+    assert "stage1.epochs=2" in cfg.common and "stage2.epochs=2" in cfg.common and "evaluate.suite=study_extension" in cfg.common
+    assert cfg.sweeps["grid"] == ["experiment=tg,tg_h", "trainer.seed=0,1,2,3,4"] and "trainer.seed=0,1,2,3,4" in cfg.sweeps["appendix_e"]
+    a = cfg.analysis
+    assert sorted(a.findings) == [1, 2, 3, 6, 7] and a.seed_subsets == [3] and set(a.secondary) == {"toolbench", "single_gold"}
+    text = power_section(a, {1: {"tg-lora": 5}, 7: {"appendix_e tg-lora": 5, "grid tg-lora": 5}, 3: {"tg-lora": 5}})
+    assert "| 1 | 8.0 pp | 3.2 pp | 2.7 pp | 0.05, 0.8 | 12 (t) | tg-lora 5 | short: tg-lora | 8.7 pp |" in text
+    assert "| 7 | 5.0 pp | 3.1 pp | 0.4 pp | 0.05, 0.8 | 6 (t) | appendix_e tg-lora 5, grid tg-lora 5 | short: " in text
+    assert "| 3 |" not in text  # no power input for the flat-vs-hierarchical findings
