@@ -128,6 +128,11 @@ def test_the_rules_choose_the_first_point_over_the_threshold_within_the_time_rul
     assert "| tg | 0_tg-lora | 1.0 | 2.00 | 300 | 86.0% [81.0, 91.0] | 0.85 | no |" in text
     kind, best = choose(pts, 0.85, RegimeRule(min_score={"tg": 0.85}, min_tools=5000))
     assert kind == "over" and best["epoch"] == 3.0  # 1,200 tools: the catalog rule is unmet; the best point is said
+    # the curve's plot, with the points drawn beside it (its _save call had lost the arguments the JSON needs)
+    text = regime_section(tmp_path, rule, registered=True, plots_dir=tmp_path / "img", report=tmp_path / "report.md")
+    assert "![Rc@5 against Stage-2 epochs](img/curves.png)" in text and (tmp_path / "img" / "curves.png").stat().st_size > 0
+    drawn = json.loads((tmp_path / "img" / "curves.json").read_text())
+    assert json.dumps(drawn).count('"value"') == 3 and "0.86" in json.dumps(drawn) and "epoch 3" in json.dumps(drawn)
 
 
 def test_a_run_still_training_is_timed_from_its_logged_steps(tmp_path):

@@ -134,7 +134,7 @@ def regime_section(root: str | Path, rule: Any, registered: bool, plots_dir: Opt
     rows, verdicts, curves = [], [], {}
     for arm, threshold in rule.min_score.items():
         pts = arm_points(root, arm, rule)
-        curves[arm] = [(p["epoch"], p["est"]["value"]) for p in pts if p["epoch"] is not None]
+        curves[arm] = [(p["epoch"], p["est"]) for p in pts if p["epoch"] is not None]
         for p in pts:
             h = _hours(p)
             rows.append([arm, p["run"], p["stage1_epochs"], f"{p['epoch']:.2f}" if p["epoch"] else "?", p["step"] or "end",
@@ -162,16 +162,19 @@ def _verdict(arm: str, threshold: float, kind: str, p: Optional[dict[str, Any]],
             f"{100 * (threshold - p['est']['value']):.1f} pp below {100 * threshold:.0f}%.")
 
 
-def _plot(curves: dict[str, list[tuple[float, float]]], path: Path, name: str) -> Path:
+def _plot(curves: dict[str, list[tuple[float, dict[str, float]]]], path: Path, name: str) -> Path:
+    """Each arm's curve (Stage-2 epoch -> its estimate), and beside it the JSON of the points drawn (comparison/plots.py)."""
     from toolsense.comparison.plots import _plt, _save
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5, 3.2))
     for arm, pts in curves.items():
         if pts:
-            xs, ys = zip(*sorted(pts))
-            ax.plot(xs, [100 * y for y in ys], marker="o", label=arm)
+            xs, ests = zip(*sorted(pts, key=lambda p: p[0]))
+            ax.plot(xs, [100 * e["value"] for e in ests], marker="o", label=arm)
     ax.set_xlabel("Stage-2 epochs")
     ax.set_ylabel(f"{name} (%)")
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    cols = sorted({f"epoch {x:g}" for pts in curves.values() for x, _ in pts}, key=lambda c: float(c.split()[1]))
+    comp = {"cells": {arm: {f"epoch {x:g}": e for x, e in pts} for arm, pts in curves.items()}}
+    return _save(fig, path, comp, list(curves), cols)
