@@ -617,3 +617,25 @@ def test_drift_ratio_over_runs_where_each_side_has_several(tmp_path):
         sw.comp["sources"][f"{row} | drift stage1->stage2 virtual"] = paths
     f = F6.hierarchical_drift({"grid": sw}, S)
     assert f.verdict == "yes" and f.details["ratio_flat_over_hierarchical"]["lora"]["seeds"] == {"flat": 2, "hierarchical": 2}
+
+
+def test_a_published_folder_reads_as_published_after_its_paths_are_made_portable(tmp_path, monkeypatch):
+    """The archive rewrites this machine's paths; a curve point's manifest.json held the sha256 of the original
+    bytes, so the restored results.json read as "changed since" and the pilot's report stopped (2026-12-05)."""
+    import tarfile
+
+    from toolsense.study.archive import archive_results
+    from toolsense.utils.publish import publish, read_published
+
+    monkeypatch.chdir(tmp_path)
+    point = tmp_path / "pilot" / ".curves" / "tg_h" / "0_tg_h-lora" / "stage2-150"
+    text = json.dumps({"benchmark_path": f"{tmp_path}/data/standard.jsonl", "metrics": {"Rc@5": {"value": 0.144}}})
+    publish(point, {"results.json": text, "table.md": "| Rc@5 |\n"}, job="evaluate")
+    archive_results(tmp_path / "pilot", tmp_path / "a.tar.xz")
+    with tarfile.open(tmp_path / "a.tar.xz") as tar:
+        tar.extractall(tmp_path / "restored", filter="data")
+    back = tmp_path / "restored" / "pilot" / ".curves" / "tg_h" / "0_tg_h-lora" / "stage2-150"
+    data = json.loads(read_published(back / "results.json"))
+    assert data == {"benchmark_path": "data/standard.jsonl", "metrics": {"Rc@5": {"value": 0.144}}}
+    assert json.loads((back / "manifest.json").read_text())["job"] == "evaluate"
+    assert read_published(point / "results.json").decode() == text  # the folder itself is untouched

@@ -5,7 +5,7 @@ A study runs over several sessions, each on a fresh machine: ``outputs/`` is los
 committed archive is not. So the study packs the files its report is built from (results, per-item
 samples, drift, run configs and indexes, timings, done.json; never weights) of every *finished* run
 into the archive whenever a run finishes (:class:`ArchiveProgress`), with this machine's absolute
-paths made portable (:func:`portable_text`); a later ``python reproduce.py study=<name>`` first restores
+paths made portable (utils/publish.py: :func:`portable_bytes`); a later ``python reproduce.py study=<name>`` first restores
 the finished runs it lacks (:func:`restore_archive`), which train.py then skips by their done.json,
 and trains the rest. ``train=false`` on a machine where the study never ran unpacks the whole
 archive (:func:`unpack_archive`) and rebuilds the report from it alone.
@@ -24,7 +24,7 @@ from pathlib import Path
 from toolsense.study.config import StudyConfig
 from toolsense.utils.compose import checkout_path, shipped_file
 from toolsense.utils.errors import DataError
-from toolsense.utils.paths import portable_text
+from toolsense.utils.publish import portable_bytes
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +119,9 @@ def archive_results(root: str | Path, archive: str | Path) -> int:
     tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:xz") as tar:
+            datas = portable_bytes(files)
             for path in files:
-                data = portable_text(path.read_text(encoding="utf-8")).encode("utf-8")
+                data = datas[path]
                 info = tar.gettarinfo(path, arcname=str(path.relative_to(root.parent)))
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from toolsense.utils.io import DataError, sha256_file
-from toolsense.utils.paths import atomic_write_text
+from toolsense.utils.paths import atomic_write_text, portable_text
 
 log = logging.getLogger(__name__)
 
@@ -140,3 +140,19 @@ def load_published_json(path: str | Path) -> Any:
         return json.loads(read_published(path).decode("utf-8"))
     except json.JSONDecodeError as e:
         raise DataError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+
+
+def portable_bytes(files: list[Path]) -> dict[Path, bytes]:
+    """Each file's bytes with this machine's paths made portable, and each manifest.json naming a
+    file that changed so re-hashed: the restored folder reads as published (its sha256s were of the original bytes)."""
+    out = {p: portable_text(p.read_text(encoding="utf-8")).encode("utf-8") for p in files}
+    for path in (p for p in files if p.name == MANIFEST):
+        made, moved = json.loads(out[path]), False
+        for name, entry in made.get("files", {}).items():
+            new, old = out.get(path.parent / name), path.parent / name
+            if new is not None and new != old.read_bytes() and entry.get("sha256") == _sha256(old.read_bytes()):
+                entry.update(sha256=_sha256(new), bytes=len(new))
+                moved = True
+        if moved:
+            out[path] = json.dumps(made, indent=2, ensure_ascii=False).encode("utf-8")
+    return out
