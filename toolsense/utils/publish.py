@@ -145,12 +145,13 @@ def load_published_json(path: str | Path) -> Any:
 def portable_bytes(files: list[Path]) -> dict[Path, bytes]:
     """Each file's bytes with this machine's paths made portable, and each manifest.json naming a
     file that changed so re-hashed: the restored folder reads as published (its sha256s were of the original bytes)."""
-    out = {p: portable_text(p.read_text(encoding="utf-8")).encode("utf-8") for p in files}
+    raw = {p: p.read_bytes() for p in files}
+    out = {p: portable_text(b.decode("utf-8")).encode("utf-8") for p, b in raw.items()}
     for path in (p for p in files if p.name == MANIFEST):
         made, moved = json.loads(out[path]), False
         for name, entry in made.get("files", {}).items():
-            new, old = out.get(path.parent / name), path.parent / name
-            if new is not None and new != old.read_bytes() and entry.get("sha256") == _sha256(old.read_bytes()):
+            new, old = out.get(path.parent / name), raw.get(path.parent / name)
+            if new is not None and new != old and entry.get("sha256") == _sha256(old):
                 entry.update(sha256=_sha256(new), bytes=len(new))
                 moved = True
         if moved:
