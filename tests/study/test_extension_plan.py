@@ -105,7 +105,7 @@ def test_the_shipped_extension_plan_composes_and_sizes_its_seeds_by_its_power_ru
     register_configs()
     cfg = to_config(StudyConfig, compose("reproduce", ["study=extension"]))
     assert "stage1.epochs=2" in cfg.common and "stage2.epochs=2" in cfg.common and "evaluate.suite=study_extension" in cfg.common
-    assert cfg.sweeps["grid"] == ["experiment=tg,tg_h", "trainer.seed=0,1,2,3,4"] and "trainer.seed=0,1,2,3,4" in cfg.sweeps["appendix_e"]
+    assert cfg.sweeps["grid"] == ["trainer.seed=0,1,2,3,4", "experiment=tg,tg_h"] and "trainer.seed=0,1,2,3,4" in cfg.sweeps["appendix_e"]
     a = cfg.analysis
     assert sorted(a.findings) == [1, 2, 3, 6, 7] and a.seed_subsets == [3] and set(a.secondary) == {"toolbench", "single_gold"}
     text = power_section(a, {1: {"tg-lora": 5}, 7: {"appendix_e tg-lora": 5, "grid tg-lora": 5}, 3: {"tg-lora": 5}})
