@@ -50,7 +50,8 @@ def test_the_new_fields_stay_out_of_the_hash_until_set():
 
 def test_every_committed_archives_plan_still_hashes_as_registered():
     register_configs()
-    for study, archive in (("replication", "replication_results.tar.xz"), ("pilot", "pilot_results.tar.xz")):
+    for study, archive in (("replication", "replication_results.tar.xz"), ("pilot", "pilot_results.tar.xz"),
+                           ("extension", "extension_results.tar.xz")):
         with tarfile.open(ROOT / "docs" / "reports" / archive) as tar:
             reg = json.load(tar.extractfile(f"{study}/registration.json"))
         cfg = to_config(StudyConfig, compose("reproduce", [f"study={study}"]))
