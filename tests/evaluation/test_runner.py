@@ -316,6 +316,18 @@ def test_toolsense_busy_wait_blocks_until_the_holder_lets_go(tmp_path, monkeypat
     assert any(f"waiting for pid {os.getpid()}" in r.getMessage() for r in caplog.records)
 
 
+def _demo_evaluate_cmd(out: Path) -> list[str]:
+    """evaluate.py of tiny_random over the 54 demo realistic items into ``out`` (the one-writer tests)."""
+    return [sys.executable, "evaluate.py", "model=tiny_random", "benchmark=demo_realistic", "decoding=beam10",
+            "decoding.free_form=false", "metrics.resamples=20", "device=cpu", f"output_dir={out}"]
+
+
+def _assert_each_demo_item_once(out: Path) -> None:
+    ids = [json.loads(x)["item_id"] for x in (out / "realistic" / "model" / "samples.jsonl").read_text().splitlines()]
+    assert len(ids) == 54 and len(set(ids)) == 54
+    assert json.loads((out / "results.json").read_text())["results"][0]["n"] == 54
+
+
 def test_evaluate_py_into_a_folder_another_process_holds_is_refused_then_runs(tmp_path):
     """Issue 21: two evaluations into one folder both ran to the end, and samples.jsonl held every item
     twice. A second process (here one holding the folder's lock, as a running evaluate.py does) must make
@@ -332,8 +344,7 @@ def test_evaluate_py_into_a_folder_another_process_holds_is_refused_then_runs(tm
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        cmd = [sys.executable, "evaluate.py", "model=tiny_random", "benchmark=demo_realistic", "decoding=beam10",
-               "decoding.free_form=false", "metrics.resamples=20", "device=cpu", f"output_dir={out}"]
+        cmd = _demo_evaluate_cmd(out)
         refused = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
         assert refused.returncode != 0
         assert f"another process is evaluating into this folder (pid {holder.pid} on {socket.gethostname()}" \
@@ -343,9 +354,7 @@ def test_evaluate_py_into_a_folder_another_process_holds_is_refused_then_runs(tm
         holder.communicate("", timeout=60)
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-1500:]
-    ids = [json.loads(x)["item_id"] for x in (out / "realistic" / "model" / "samples.jsonl").read_text().splitlines()]
-    assert len(ids) == 54 and len(set(ids)) == 54
-    assert json.loads((out / "results.json").read_text())["results"][0]["n"] == 54
+    _assert_each_demo_item_once(out)
 
 
 def test_two_evaluate_py_processes_started_at_once_log_each_item_once(tmp_path):
@@ -356,8 +365,7 @@ def test_two_evaluate_py_processes_started_at_once_log_each_item_once(tmp_path):
 
     out = tmp_path / "out"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "1"}
-    cmd = [sys.executable, "evaluate.py", "model=tiny_random", "benchmark=demo_realistic", "decoding=beam10",
-           "decoding.free_form=false", "metrics.resamples=20", "device=cpu", f"output_dir={out}"]
+    cmd = _demo_evaluate_cmd(out)
     procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
@@ -366,9 +374,7 @@ def test_two_evaluate_py_processes_started_at_once_log_each_item_once(tmp_path):
         if procs[me].returncode != 0:  # refused: only ever because the other one held the folder
             assert (f"another process is evaluating into this folder (pid {procs[other].pid} on "
                     f"{socket.gethostname()}") in outs[me][1], outs[me][1][-1500:]
-    ids = [json.loads(x)["item_id"] for x in (out / "realistic" / "model" / "samples.jsonl").read_text().splitlines()]
-    assert len(ids) == 54 and len(set(ids)) == 54
-    assert json.loads((out / "results.json").read_text())["results"][0]["n"] == 54
+    _assert_each_demo_item_once(out)
 
 
 def test_an_empty_catalog_is_named_by_evaluate_py(tmp_path):
