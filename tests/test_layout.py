@@ -43,7 +43,8 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
                    "utils"},
     "comparison": {"catalog", "data", "evaluation", "reporting", "metrics", "tracking", "utils"},
     "study": {"catalog", "data", "models", "baselines", "evaluation", "comparison", "reporting", "metrics", "paper",
-              "curves", "plan", "utils"},
+              "curves", "plan", "conduct", "utils"},
+    "conduct": {"reporting", "utils"},  # how a study's runs ran: archive, timings, code states, interruptions, regime
     "plan": {"comparison", "curves", "metrics", "reporting", "utils"},  # a study's analysis plan: rules, hash, power
     "curves": {"comparison", "reporting", "utils"},  # learning curves from checkpoints; the pilot's regime section
     "paper": {"catalog", "models", "baselines", "evaluation", "reporting", "metrics", "utils"},
@@ -109,8 +110,8 @@ CONCEPTS: dict[str, str] = {
     "seeds_needed": "plan/seeds.py",
     "run_sweeps": "study/sweeps.py",
     "run_workers": "utils/workers.py",
-    "study_wall_time": "study/timings.py",
-    "archive_results": "study/archive.py",
+    "study_wall_time": "conduct/timings.py",
+    "archive_results": "conduct/archive.py",
     "study_findings": "study/readings.py",
     "FindingSpec": "study/findings/base.py",
     "score_redactions": "audit/run.py",

@@ -12,8 +12,8 @@ import pytest
 
 from toolsense.catalog import Catalog, load_query_jsonl
 from toolsense.catalog.loaders import DEMO_DIR, load_demo_catalog
+from toolsense.conduct.archive import archive_results
 from toolsense.paper.full_catalog import CACHE, full_catalog_baselines, full_catalog_section
-from toolsense.study.archive import archive_results
 from toolsense.utils.io import sha256_file
 
 

@@ -7,9 +7,9 @@ import tarfile
 
 import pytest
 
+from toolsense.conduct.archive import archive_results
 from toolsense.plan.config import AnalysisPlan, FindingRule
 from toolsense.plan.registration import changed_rules, plan_hash, read_registration, register
-from toolsense.study.archive import archive_results
 from toolsense.study.config import StudyConfig
 from toolsense.utils.errors import ConfigError
 

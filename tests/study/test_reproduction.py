@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -393,6 +394,9 @@ def test_miniature_study_report_is_rebuilt_from_results_json(tmp_path):
     assert not (grid / "0_tg-lora" / "eval" / "stage1" / "mcq").exists()  # evaluate.stage1.skip: Stage 1 on retrieval alone
     report = (tmp_path / "reproduction.md").read_text(encoding="utf-8")
     assert all(f"\n| {n} | " in report for n in range(1, 8))
+    # how the runs ran: every run of this one invocation recorded the same code state; nothing was interrupted
+    assert "## How the runs ran" in report and "No interruption was logged" in report
+    assert re.search(r"All \d+ finished runs ran on one code state\.", report)
     # the probe-model sweep (probes only, after Stage 2) is read as a grid of its own: findings 4 and 5 computed, 1 n/a
     probe_run = tmp_path / "study" / "probe_model" / "0_tg-lora" / "eval"
     assert (probe_run / "mcq").is_dir() and not (probe_run / "standard").exists()
@@ -456,8 +460,8 @@ def test_reasons_list_a_finding_that_only_another_reading_disputes():
 def test_wall_time_says_which_invocations_it_misses_or_took_from_logs(tmp_path):
     """A sweep killed mid-way writes its start but no end: its time is not counted, and the report
     says so (≥) rather than passing a part for the whole; a row timed afterwards from logs is flagged."""
+    from toolsense.conduct.timings import study_wall_time, untimed_invocations
     from toolsense.study.report import _fmt_wall
-    from toolsense.study.timings import study_wall_time, untimed_invocations
     from toolsense.utils.jsonl import JsonlStore
 
     store = JsonlStore(tmp_path / "timings.jsonl")
@@ -482,7 +486,7 @@ def test_train_false_on_a_fresh_machine_unpacks_the_archive(tmp_path):
     rebuilds from the shipped archive: it is unpacked into root's parent, once."""
     import tarfile
 
-    from toolsense.study.archive import unpack_archive
+    from toolsense.conduct.archive import unpack_archive
 
     src = tmp_path / "src" / "reproduce" / "grid" / "0_tg-lora"
     src.mkdir(parents=True)
@@ -538,7 +542,7 @@ def test_archive_holds_no_path_of_this_checkout(tmp_path):
     the machine that ran it; the archive stores them repo-relative (and no weights)."""
     import tarfile
 
-    from toolsense.study.archive import archive_results
+    from toolsense.conduct.archive import archive_results
 
     run = tmp_path / "reproduce" / "retention" / "0_tg-lora"
     (run / "eval").mkdir(parents=True)
@@ -624,7 +628,7 @@ def test_a_published_folder_reads_as_published_after_its_paths_are_made_portable
     bytes, so the restored results.json read as "changed since" and the pilot's report stopped (2026-12-05)."""
     import tarfile
 
-    from toolsense.study.archive import archive_results
+    from toolsense.conduct.archive import archive_results
     from toolsense.utils.publish import publish, read_published
 
     monkeypatch.chdir(tmp_path)

@@ -1,4 +1,4 @@
-"""A study archives as it goes and resumes on a fresh machine (study/archive.py): finished runs only, no machine
+"""A study archives as it goes and resumes on a fresh machine (conduct/archive.py): finished runs only, no machine
 paths, repacked when a run finishes, restored before training without overwriting; a tiny study run in part,
 its outputs deleted, rerun -> the finished run restored and skipped, not retrained (slow)."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from toolsense.study.archive import ArchiveProgress, archive_results, restore_archive
+from toolsense.conduct.archive import ArchiveProgress, archive_results, restore_archive
 from toolsense.study.config import StudyConfig
 from toolsense.study.sweeps import evaluation_finished, mark_evaluation_finished
 
@@ -148,7 +148,7 @@ def test_a_tiny_study_resumes_on_a_fresh_machine_from_its_archive(tmp_path):
 def test_the_archive_is_found_from_the_configs_location_in_any_folder(tmp_path, monkeypatch):
     """From a checkout, a study's archive (a path relative to the checkout) is found beside the configs
     whatever the working folder: train=false in an empty folder unpacks the shipped results there."""
-    from toolsense.study.archive import unpack_archive
+    from toolsense.conduct.archive import unpack_archive
     from toolsense.utils.compose import checkout_path
 
     monkeypatch.chdir(tmp_path)
@@ -161,7 +161,7 @@ def test_the_archive_is_found_from_the_configs_location_in_any_folder(tmp_path, 
 def test_without_a_checkout_the_missing_archive_is_refused_naming_where_it_looked(tmp_path, monkeypatch):
     """An installed wheel (no checkout around its configs) in an empty folder: the archive is looked for under
     the working folder, and its absence is refused naming that path and how to get the archive."""
-    import toolsense.study.archive as archive_mod
+    import toolsense.conduct.archive as archive_mod
 
     conf = tmp_path / "site-packages" / "toolsense" / "conf"
     conf.mkdir(parents=True)

@@ -74,9 +74,9 @@ def test_done_json_records_the_code_state(tmp_path, monkeypatch):
 
 
 def test_a_study_keeps_the_diff_of_uncommitted_code_before_any_run_and_refuses_where_it_cannot(tmp_path, monkeypatch):
+    from toolsense.conduct.archive import archive_results
     from toolsense.plan.registration import register
     from toolsense.study import run as study_run
-    from toolsense.study.archive import archive_results
     from toolsense.study.config import StudyConfig
     from toolsense.utils import io
     from toolsense.utils.io import sha256_text

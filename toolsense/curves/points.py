@@ -7,7 +7,7 @@ the stage's callbacks write after the Trainer's own are in it (``MARKERS``), or 
 stage's model folder exists. The stage's last checkpoint
 is the stage itself, which the run's own evaluation after training scores: it is not evaluated
 again. Each point ends with the done.json of an untrained evaluation (sweeps.py), so a rerun skips
-it, and ``.curves`` travels in the study's archive (study/archive.py CACHES), so the points of a run that did not
+it, and ``.curves`` travels in the study's archive (conduct/archive.py CACHES), so the points of a run that did not
 finish survive the session. The machine's load average is sampled into ``timings.jsonl``
 (``event: load``) every ``load_every_s``: run times on a shared machine are read beside it.
 """
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 CURVES = ".curves"
 TIMINGS_FILE = "timings.jsonl"
-"""The study's timings file (study/timings.py reads its rows with ``seconds``; the load rows are this module's)."""
+"""The study's timings file (conduct/timings.py reads its rows with ``seconds``; the load rows are this module's)."""
 POINT_FILE = "curve_point.json"
 
 

@@ -6,6 +6,7 @@ import glob
 from dataclasses import dataclass, field
 from typing import Optional
 
+from toolsense.conduct.interruptions import Interruption
 from toolsense.plan.config import AnalysisPlan
 from toolsense.utils.errors import ConfigError, MissingFile
 
@@ -120,6 +121,15 @@ class StudyConfig:
     query 0.9 -> 11.5 s side by side on 2 cores, far slower than one after the other."""
     post_data_changes: list[CodeChange] = field(default_factory=list)
     """Every code change made after the first result that moved a number or a verdict: the report lists them all."""
+    regime_targets: dict[str, float] = field(default_factory=dict)
+    """Grid row -> the minimum constrained standard Rc@k after Stage 2 that chose this study's setting (a pilot's
+    rules, e.g. ``tg-lora: 0.85``): the report shows each arm against it as a description (study/conduct.py), no
+    verdict rests on it, and it is not part of the hashed plan (``analysis``)."""
+    regime_source: str = ""
+    """Where ``regime_targets`` come from (``the regime pilot's registered rules, docs/reports/pilot.md``)."""
+    interruptions: list[Interruption] = field(default_factory=list)
+    """The operator's log of pauses and kills of the study's runs (a SIGSTOP leaves no trace the code can read):
+    the report lists them with what each does to the numbers and the wall time. Not part of the hashed plan."""
     notes: dict[int, str] = field(default_factory=dict)
     """Finding number -> the likeliest reason ours disagrees with the paper, written by whoever read
     the results (the numbers and verdicts are computed; the reasons are a person's judgement)."""

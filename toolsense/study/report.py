@@ -15,6 +15,7 @@ import yaml
 from toolsense.comparison.compare import comparison_table
 from toolsense.comparison.seed_stats import INTERVAL_METHOD
 from toolsense.comparison.verdicts import EQUIVALENCE_RULE, VERDICT_RULE
+from toolsense.conduct.timings import study_wall_time, untimed_invocations, wall_text
 from toolsense.curves.points import CURVES
 from toolsense.evaluation.outputs import write_json
 from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
@@ -24,6 +25,7 @@ from toolsense.plan.registration import read_registration
 from toolsense.reporting.catalog_section import catalog_section
 from toolsense.reporting.disclosure import changes_markdown, disclosure_section
 from toolsense.reporting.tables import ONE_SEED_MARK, comparison_cell, markdown_table
+from toolsense.study.conduct import conduct_section
 from toolsense.study.design import regime_text, registration_section
 from toolsense.study.findings import FLOOR_RULE, configured, registered
 from toolsense.study.findings.common import DEBIASED_COL, ceiling_above_chance
@@ -40,7 +42,6 @@ from toolsense.study.readings import (
     subsets_markdown,
 )
 from toolsense.study.sweep import Finding, Settings, Sweep
-from toolsense.study.timings import study_wall_time, untimed_invocations
 from toolsense.utils.io import MissingFile, git_sha
 from toolsense.utils.paths import portable_text
 
@@ -262,12 +263,11 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
     reading = reading or plan_reading(cfg, sweeps, main, settings_of(cfg))
     report = Path(cfg.report)
     labelled = {f"{name}: {run_config(sweeps[name]).get('model', {}).get('name_or_path')}": f for name, f in seconds.items()}
-    total = sum(wall.values())
     parts = [
         f"# Reproducing the ToolSense findings — study `{cfg.name}`\n",
         f"Made by `{cfg.command}`{'' if cfg.command.startswith('python reproduce.py') else f' (`python reproduce.py study={cfg.name}`)'}"
         f", git `{(git_sha() or 'unknown')[:10]}`, "
-        f"{time.strftime('%Y-%m-%d')}. Wall time summed over the sweeps (some ran side by side): {total / 3600:.1f} h on this machine. "
+        f"{time.strftime('%Y-%m-%d')}. Wall time summed over the sweeps (some ran side by side): {wall_text(sum(wall.values()), untimed)}. "
         f"Rebuild this file from the results alone: `python reproduce.py study={cfg.name} train=false`.\n",
         f"Verdicts (the sign rule): {VERDICT_RULE}; the equivalence rule, {EQUIVALENCE_RULE}, margin **{100 * cfg.margin:.0f} pp** "
         "(`margin`); **untestable** — the data "
@@ -296,6 +296,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
                            getattr(reading["plan"], "interval", None), INTERVAL_METHOD),
         "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
         "\n## Baselines over the full 46,984-tool catalog\n", full_catalog_text(cfg, sweeps),
+        "## How the runs ran\n", conduct_section(cfg, sweeps, (read_registration(cfg.root) or {}).get("commit")),
         "## Findings\n", _findings_table(main, labelled),
         *(["\n## Secondary endpoints (no verdict of the study rests on them)\n",
            secondary_markdown(main, reading["secondary"], reading["plan"].secondary)] if reading.get("secondary") else []),

@@ -22,9 +22,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from toolsense.conduct.archive import CODE_DIR, archive_results, restore_archive, unpack_archive
 from toolsense.plan.registration import changed_rules, register
 from toolsense.reporting.html_report import write_html_report
-from toolsense.study.archive import CODE_DIR, archive_results, restore_archive, unpack_archive
 from toolsense.study.config import StudyConfig, check_input
 from toolsense.study.report import write_report
 from toolsense.study.sweeps import run_sweeps

@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolsense.conduct.archive import ArchiveProgress
+from toolsense.conduct.timings import TIMINGS_FILE
 from toolsense.curves.done import evaluation_finished, mark_evaluation_finished
 from toolsense.curves.points import CurveEvaluations
-from toolsense.study.archive import ArchiveProgress
 from toolsense.study.config import StudyConfig
-from toolsense.study.timings import TIMINGS_FILE
 from toolsense.utils.jsonl import JsonlStore
 from toolsense.utils.workers import run_workers
 

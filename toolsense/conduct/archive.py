@@ -20,8 +20,8 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Protocol
 
-from toolsense.study.config import StudyConfig
 from toolsense.utils.compose import checkout_path, shipped_file
 from toolsense.utils.errors import DataError
 from toolsense.utils.publish import portable_bytes
@@ -29,7 +29,15 @@ from toolsense.utils.publish import portable_bytes
 log = logging.getLogger(__name__)
 
 
-def unpack_archive(cfg: StudyConfig) -> bool:
+class ArchivedStudy(Protocol):
+    """What the archive reads of a study's config (study/config.py ``StudyConfig``)."""
+
+    name: str
+    root: str
+    archive: str
+
+
+def unpack_archive(cfg: ArchivedStudy) -> bool:
     """``train=false`` on a machine where the study never ran (``root`` absent or holding only
     hidden folders): unpack ``archive`` (``shipped_file``: refused naming where it looked) into root's parent
     so the report is rebuilt from the shipped results; True when it unpacked (then it is not packed again)."""
@@ -48,7 +56,7 @@ def unpack_archive(cfg: StudyConfig) -> bool:
     return True
 
 
-def restore_archive(cfg: StudyConfig) -> int:
+def restore_archive(cfg: ArchivedStudy) -> int:
     """Before training (``train=true``): bring back from ``archive`` what a machine that lost
     ``root`` had finished. Sessions run on fresh machines (outputs/ is gone, the committed archive
     is not): every run of the archive that has no done.json under ``root`` is unpacked there whole

@@ -41,3 +41,12 @@ def untimed_invocations(root: str | Path) -> dict[str, dict[str, int]]:
 def _timing_rows(root: str | Path) -> list[dict[str, Any]]:
     path = Path(root) / TIMINGS_FILE
     return list(JsonlStore(path)) if path.exists() else []
+
+
+def wall_text(total: float, untimed: dict[str, dict[str, int]] | None) -> str:
+    """A report header's wall time: a lower bound where some invocation never ended (killed, or still running)."""
+    missing = sum(u.get("missing", 0) for u in (untimed or {}).values())
+    if not missing:
+        return f"{total / 3600:.1f} h on this machine"
+    return (f"at least {total / 3600:.1f} h on this machine ({missing} invocation{'s' * (missing > 1)} that did not end, "
+            "killed or still running, not counted: see How the runs ran)")
