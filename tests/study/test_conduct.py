@@ -107,22 +107,23 @@ def test_the_extension_config_logs_its_interruptions_outside_the_hashed_plan():
 
 
 @pytest.mark.skipif(not ARCHIVE.is_file(), reason="the extension's archive is not in this checkout")
-def test_the_extension_archive_reads_its_regime_and_one_code_state(tmp_path):
-    """The archived runs (standard benchmark only): TG seed 0's Rc@5 is the 84.8% the stop note gave, every run ran at
-    the registered commit, and the section says so."""
+def test_the_extension_archive_reads_its_regime_and_its_code_state(tmp_path):
+    """The first archived run (TG seed 0; the archive streamed only that far, so the test does not grow with the study):
+    its standard Rc@5 is the 84.8% the stop note gave, and it ran at the commit the plan was registered at (d5a23ed,
+    2026-12-05T15:13:45Z; the registration is archived after the runs)."""
     keep = ("/config.yaml", "/done.json", "/eval/results.json", "/eval/standard/")
-    with tarfile.open(ARCHIVE) as tar:
-        members = [m for m in tar.getmembers() if m.name == "extension/registration.json"
-                   or (m.name.startswith("extension/grid/") and any(k in m.name for k in keep))]
-        tar.extractall(tmp_path, members=members)
+    with tarfile.open(ARCHIVE, mode="r|xz") as tar:
+        for m in tar:
+            if not m.name.startswith("extension/grid/0_tg-lora/"):
+                break
+            if any(k in m.name for k in keep):
+                tar.extract(m, tmp_path, filter="data")
     root = tmp_path / "extension"
-    registered = json.loads((root / "registration.json").read_text(encoding="utf-8"))["commit"]
     g = Sweep("grid", root / "grid", 5, 50)
-    n = len(list((root / "grid").glob("*/done.json")))
     cfg = type("Cfg", (), {"root": str(root), "k": 5, "regime_targets": {"tg-lora": 0.85}, "regime_source": "",
                            "interruptions": []})()
-    section = conduct_section(cfg, {"grid": g}, registered)
+    section = conduct_section(cfg, {"grid": g}, "d5a23edddf3afb480ffaf15463e56c36181950c2")
     tg = next(line for line in section.splitlines() if line.startswith("| tg-lora |"))
-    assert "s0 84.8%" in tg
-    assert f"All {n} finished runs ran on one code state." in section
-    assert f"| `{registered[:10]}` | the registration's | {n} |" in section
+    assert "| 1 | 84.8% [" in tg and "s0 84.8%" in tg and tg.endswith("| ≥ 85% | no |")
+    assert "All 1 finished runs ran on one code state." in section
+    assert "| `d5a23edddf` | the registration's | 1 | grid/0_tg-lora |" in section
