@@ -92,7 +92,7 @@ def test_an_interruption_is_validated_and_each_kind_says_what_it_does():
 def test_the_header_wall_time_is_a_lower_bound_when_an_invocation_did_not_end():
     assert wall_text(7200.0, {}) == "2.0 h on this machine"
     text = wall_text(7200.0, {"grid": {"missing": 2}, "appendix_e": {"from_log": 1}})
-    assert text.startswith("at least 2.0 h on this machine (2 invocations that did not end")
+    assert text.startswith("at least 2.0 h on this machine (2 invocations that did not end and left no file, not counted")
 
 
 def test_the_extension_config_logs_its_interruptions_outside_the_hashed_plan():

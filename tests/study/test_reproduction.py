@@ -474,11 +474,37 @@ def test_wall_time_says_which_invocations_it_misses_or_took_from_logs(tmp_path):
     store.append({"sweep": "architecture", "seconds": 300.0, "returncode": 0, "invocation": "d"})
     assert study_wall_time(tmp_path) == {"grid": 1800.0, "appendix_e": 1289.2, "architecture": 300.0}
     untimed = untimed_invocations(tmp_path)
-    assert untimed == {"grid": {"missing": 0, "from_log": 1}, "architecture": {"missing": 1, "from_log": 0}}
+    assert untimed == {"grid": {"missing": 0, "from_log": 1, "to_files": 0}, "architecture": {"missing": 1, "from_log": 0, "to_files": 0}}
     assert _fmt_wall(1800.0, untimed["grid"]) == "30 min (1 interrupted invocation timed from its log)"
     assert _fmt_wall(300.0, untimed["architecture"]) == "≥ 5 min (1 invocation that did not end, not counted)"
     assert _fmt_wall(None, {"missing": 2}) == "— (2 invocations that did not end, not counted)"
     assert _fmt_wall(1289.2, {}) == "21 min"
+
+
+def test_a_killed_invocation_counts_to_the_last_file_it_left_before_the_next_start(tmp_path):
+    """A session's end kills the study (no end row); its time counts from the start in its id to the last file it left
+    under the sweep, never a file of the next invocation, and the report calls the total a lower bound."""
+    from toolsense.conduct.timings import study_wall_time, untimed_invocations, wall_text
+    from toolsense.study.report import _fmt_wall
+    from toolsense.utils.jsonl import JsonlStore
+
+    store = JsonlStore(tmp_path / "timings.jsonl")
+    store.append({"sweep": "grid", "event": "start", "invocation": "11-1000"})            # killed after run 0
+    store.append({"sweep": "grid", "event": "start", "invocation": "12-5000"})            # killed before any file
+    store.append({"sweep": "grid", "event": "start", "invocation": "13-9000"})            # ended
+    store.append({"sweep": "grid", "seconds": 100.0, "returncode": 0, "invocation": "13-9000"})
+    for name, mtime in [("0_tg-lora/done.json", 1600), ("0_tg-lora/eval/results.json", 1500), ("1_tg_h-lora/done.json", 9050)]:
+        path = tmp_path / "grid" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        os.utime(path, (mtime, mtime))
+    assert study_wall_time(tmp_path) == {"grid": 700.0}  # 600 s to run 0's last file + the ended invocation's 100 s
+    untimed = untimed_invocations(tmp_path)
+    assert untimed == {"grid": {"missing": 1, "from_log": 0, "to_files": 1}}
+    assert _fmt_wall(700.0, untimed["grid"]) == ("≥ 12 min (1 killed invocation counted to the last file it left; "
+                                                 "1 invocation that did not end, not counted)")
+    assert wall_text(700.0, untimed).startswith("at least 0.2 h on this machine (1 invocation that did not end, killed "
+                                                "or still running, counted to the last file it left; 1 invocation")
 
 
 def test_train_false_on_a_fresh_machine_unpacks_the_archive(tmp_path):

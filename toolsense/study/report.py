@@ -186,10 +186,12 @@ def _fmt_min(seconds: float | None) -> str:
 
 
 def _fmt_wall(seconds: float | None, untimed: dict[str, int]) -> str:
-    """A sweep's wall time, saying which invocations it misses (``≥``) or took from logs."""
-    text = ("≥ " if untimed.get("missing") and seconds else "") + _fmt_min(seconds)
+    """A sweep's wall time, saying which invocations it misses or only bounds (``≥``) or took from logs."""
+    text = ("≥ " if (untimed.get("missing") or untimed.get("to_files")) and seconds else "") + _fmt_min(seconds)
     notes = [f"{n} interrupted invocation{'s' * (n > 1)} timed from {'their' if n > 1 else 'its'} log"
              for n in [untimed.get("from_log", 0)] if n]
+    notes += [f"{n} killed invocation{'s' * (n > 1)} counted to the last file {'they' if n > 1 else 'it'} left"
+              for n in [untimed.get("to_files", 0)] if n]
     notes += [f"{n} invocation{'s' * (n > 1)} that did not end, not counted" for n in [untimed.get("missing", 0)] if n]
     return text + (f" ({'; '.join(notes)})" if notes else "")
 
