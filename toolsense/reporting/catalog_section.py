@@ -20,13 +20,23 @@ ROLE_TEXT = {"probe": "tools of the released MCQ / QA dev probes", "rrb_gold": "
              "toolbench_gold": "gold tools of real ToolBench G1 / G2 / G3 test queries"}
 
 
-def _naming_rates(catalog_path: Path, queries: list) -> tuple[float, float]:
-    by = {t.name: t for t in load_catalog(catalog_path)}
-    return naming_shares((q.text, by[t]) for q in queries for t in q.tools if t in by)
+def _scored_pairs(samples: Path) -> list[tuple[str, list[str]]]:
+    """(query, gold tools) of each item a standard evaluation scored (its samples.jsonl; a torn last line skipped)."""
+    out = []
+    for line in samples.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if row.get("query") is not None:
+            out.append((str(row["query"]), [str(g) for g in row.get("gold") or []]))
+    return out
 
 
-def catalog_section(run_cfg: dict[str, Any]) -> str:
-    """The catalog's composition (its coverage.json) and the naming rates of its standard test queries."""
+def catalog_section(run_cfg: dict[str, Any], scored: Path | None = None) -> str:
+    """The catalog's composition (its coverage.json) and the naming rates of its standard test queries: those a run
+    scored (``scored``: its standard samples.jsonl, the queries every finding on "standard" rests on) and the whole
+    test split they were drawn from."""
     path = Path(local_path(str((run_cfg.get("catalog") or {}).get("path") or "")) or "")  # an archived config's $TOOLSENSE_CACHE
     cov_file = coverage_path(path) if path.name else None
     if cov_file is None or not cov_file.is_file():
@@ -43,11 +53,20 @@ def catalog_section(run_cfg: dict[str, Any]) -> str:
         text.append(f"\nReal ToolBench test queries whose gold tools are all in it: {tb['covered']} of {tb['total']} "
                     f"({', '.join(f'{k} {v}' for k, v in tb['covered_by_tier'].items())}).")
     verbose = default_output(path)
-    if verbose.is_file():
-        test = load_query_jsonl(verbose, split="test")
-        api, svc = _naming_rates(path, test)
-        text.append(f"\nStandard test queries (data/verbose.py v2, {len(test)}) name the API in {100 * api:.1f}% and the "
-                    f"service in {100 * svc:.1f}% of (query, gold) pairs; ToolBench G1's real test queries: "
+    pairs = _scored_pairs(scored) if scored is not None and scored.is_file() else []
+    if verbose.is_file() or pairs:
+        by = {t.name: t for t in load_catalog(path)}
+        test = load_query_jsonl(verbose, split="test") if verbose.is_file() else []
+        rates = []
+        if pairs:
+            api, svc = naming_shares((q, by[t]) for q, gold in pairs for t in gold if t in by)
+            rates.append(f"the {len(pairs)} scored standard queries name the API in {100 * api:.1f}% and the service in "
+                         f"{100 * svc:.1f}% of (query, gold) pairs")
+        if test:
+            api, svc = naming_shares((q.text, by[t]) for q in test for t in q.tools if t in by)
+            rates.append(f"{'the whole test split they were drawn from' if pairs else 'the standard test split'} "
+                         f"(data/verbose.py v2, {len(test):,} queries): {100 * api:.1f}% and {100 * svc:.1f}%")
+        text.append(f"\nNaming: {'; '.join(rates)}. ToolBench G1's real test queries: "
                     f"{100 * TOOLBENCH_G1.api:.1f}% and {100 * TOOLBENCH_G1.service:.1f}% ({TOOLBENCH_G1.pairs} pairs; "
                     "ours are higher where a description contains the name; generator v3, `stage2=verbose_v3`, "
                     "calibrates the draw so that its queries measure G1's rates). `benchmarks/verbose_vs_toolbench.py` "

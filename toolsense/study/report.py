@@ -41,7 +41,7 @@ from toolsense.study.readings import (
     subset_findings,
     subsets_markdown,
 )
-from toolsense.study.sweep import Finding, Settings, Sweep
+from toolsense.study.sweep import Finding, Settings, Sweep, scored_samples
 from toolsense.utils.io import MissingFile, git_sha
 from toolsense.utils.paths import portable_text
 
@@ -296,7 +296,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "## Changes after the first result, and the intervals as implemented\n",
         disclosure_section([asdict(c) if not isinstance(c, dict) else c for c in getattr(cfg, "post_data_changes", [])],
                            getattr(reading["plan"], "interval", None), INTERVAL_METHOD),
-        "## Catalog and standard queries\n", catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {}),
+        "## Catalog and standard queries\n", _catalog_text(cfg, sweeps),
         "\n## Baselines over the full 46,984-tool catalog\n", full_catalog_text(cfg, sweeps),
         "## How the runs ran\n", conduct_section(cfg, sweeps, (read_registration(cfg.root) or {}).get("commit")),
         "## Findings\n", _findings_table(main, labelled),
@@ -318,6 +318,12 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
     if plots:
         parts += ["\n## Plots\n", "\n".join(plots)]
     return "\n".join(parts) + "\n"
+
+
+def _catalog_text(cfg, sweeps: dict[str, Sweep]) -> str:
+    """The catalog's composition and the naming rates of the standard queries the grid scored."""
+    return catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {},
+                           scored_samples(sweeps.get("grid"), "standard", cfg.k))
 
 
 def full_catalog_text(cfg, sweeps: dict[str, Sweep]) -> str:

@@ -161,6 +161,15 @@ def floor_cell(g: Sweep, row: str, k: int) -> dict | None:
     return getattr(g, "primary", g).cell(row, metric_column("standard", "Rc", k))
 
 
+def scored_samples(g: Sweep | None, bench: str, k: int) -> Path | None:
+    """The samples.jsonl of the first Stage-2 row's first run scored on ``bench`` (every run scores the same items), or None."""
+    for row in g.rows() if g is not None else []:
+        paths = getattr(g, "primary", g).sources(row, metric_column(bench, "Rc", k))
+        if paths:
+            return Path(paths[min(paths)]).with_name("samples.jsonl")
+    return None
+
+
 def below_floor(g: Sweep, rows: Sequence[str], floor: float, k: int) -> list[str]:
     """The ``rows`` that do not retrieve: constrained standard Rc@``k`` below ``floor`` (a row with no
     such cell is not judged here); findings and their sensitivity tables report them, not average them in."""
