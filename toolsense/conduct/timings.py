@@ -11,7 +11,7 @@ from toolsense.utils.jsonl import JsonlStore
 TIMINGS_FILE = "timings.jsonl"
 
 
-def study_wall_time(root: str | Path) -> dict[str, float]:
+def study_wall_time(root: str | Path, spans: dict[tuple[str, str], float | None] | None = None) -> dict[str, float]:
     """Seconds per sweep from ``<root>/timings.jsonl``, summed over the study's invocations that
     have a time (an interrupted study resumed later adds both parts; see :func:`untimed_invocations`). An invocation
     that never ended (killed by a session's end) counts up to the last file it left under its sweep: a lower bound."""
@@ -19,25 +19,25 @@ def study_wall_time(root: str | Path) -> dict[str, float]:
     for row in _timing_rows(root):
         if row.get("seconds") is not None:
             out[row["sweep"]] = out.get(row["sweep"], 0.0) + float(row["seconds"])
-    for (sweep, _), seconds in _killed_spans(root).items():
+    for (sweep, _), seconds in (killed_spans(root) if spans is None else spans).items():
         if seconds is not None:
             out[sweep] = out.get(sweep, 0.0) + seconds
     return out
 
 
-def untimed_invocations(root: str | Path) -> dict[str, dict[str, int]]:
+def untimed_invocations(root: str | Path, spans: dict[tuple[str, str], float | None] | None = None) -> dict[str, dict[str, int]]:
     """Per sweep, the invocations its wall time misses or only estimates: ``missing`` started and never ended
     (killed, or still running) and left no file, so their time is not counted; ``to_files`` never ended either and
     are counted to the last file they left (its modification time; a lower bound: the steps after it are not);
     ``from_log`` were interrupted and timed afterwards from their logs' first and last timestamps (a row with
-    ``interrupted: true``)."""
+    ``interrupted: true``). ``spans``: :func:`killed_spans` when the caller already has them (one folder walk)."""
     out: dict[str, dict[str, int]] = {}
 
     def count(sweep: str, key: str) -> None:
         counts = out.setdefault(sweep, {"missing": 0, "from_log": 0, "to_files": 0})
         counts[key] += 1
 
-    for (sweep, _), seconds in _killed_spans(root).items():
+    for (sweep, _), seconds in (killed_spans(root) if spans is None else spans).items():
         count(sweep, "missing" if seconds is None else "to_files")
     for r in _timing_rows(root):
         if r.get("interrupted") and r.get("seconds") is not None:
@@ -45,7 +45,7 @@ def untimed_invocations(root: str | Path) -> dict[str, dict[str, int]]:
     return out
 
 
-def _killed_spans(root: str | Path) -> dict[tuple[str, str], float | None]:
+def killed_spans(root: str | Path) -> dict[tuple[str, str], float | None]:
     """(sweep, invocation) -> seconds from its start to the last file modified under ``<root>/<sweep>/`` before the
     sweep's next start, for every invocation that started and never ended (None: it left no file, or its start time
     is unknown). Its start is the epoch in its id (``<pid>-<epoch>``, sweeps.py)."""

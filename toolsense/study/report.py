@@ -15,7 +15,7 @@ import yaml
 from toolsense.comparison.compare import comparison_table
 from toolsense.comparison.seed_stats import INTERVAL_METHOD
 from toolsense.comparison.verdicts import EQUIVALENCE_RULE, VERDICT_RULE
-from toolsense.conduct.timings import study_wall_time, untimed_invocations, wall_text
+from toolsense.conduct.timings import killed_spans, study_wall_time, untimed_invocations, wall_text
 from toolsense.curves.points import CURVES
 from toolsense.evaluation.outputs import write_json
 from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
@@ -368,7 +368,8 @@ def write_report(cfg) -> dict[str, Any]:
     main = apply_pilots(study_findings(sweeps, settings, "grid"), {int(k): v for k, v in dict(cfg.pilots).items()})
     seconds = {name: f for name in SECOND_READINGS if (f := study_findings(sweeps, settings, name))}
     reading = plan_reading(cfg, sweeps, main, settings)
-    wall, untimed = study_wall_time(cfg.root), untimed_invocations(cfg.root)
+    spans = killed_spans(cfg.root)  # one walk of the sweeps' folders for both
+    wall, untimed = study_wall_time(cfg.root, spans), untimed_invocations(cfg.root, spans)
     report = Path(cfg.report)
     report.parent.mkdir(parents=True, exist_ok=True)
     text = render(cfg, sweeps, main, seconds, wall, untimed, reading)
