@@ -10,6 +10,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# numba's only user in the suite is ranx (tests/reporting/test_export.py, runs of at most 54 queries): compiling its
+# metrics and RRF took 40-76 s of a fresh CI run's 15 minutes; interpreted, the same functions give the same values
+# in about 2 s. Set here, before anything imports numba; a user's own ranx keeps its JIT.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("TOOLSENSE_DATA", ROOT.parent / "shared" / "data"))
