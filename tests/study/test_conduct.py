@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from toolsense.conduct.code_states import code_states
+from toolsense.conduct.code_states import code_states, evaluation_states
 from toolsense.conduct.interruptions import Interruption, interruptions_table
 from toolsense.conduct.regime import regime_table
 from toolsense.conduct.timings import wall_text
@@ -76,6 +76,43 @@ def test_code_states_group_runs_and_name_those_off_the_registered_commit(tmp_pat
     assert code_states(tmp_path / "none", reg) == "No run has finished.\n"
 
 
+def _evaluated(root: Path, run: str, part: str, sha: str | None) -> None:
+    """One evaluation of a run: <run>/eval/<part>/model/{samples.jsonl,results.json} with the git_sha it recorded."""
+    d = root / "grid" / run / "eval" / part / "model"
+    d.mkdir(parents=True)
+    (d / "samples.jsonl").write_text('{"item_id": "q0"}\n')
+    (d / "results.json").write_text(json.dumps({"n": 1} | ({"git_sha": sha} if sha else {})))
+
+
+def test_each_evaluation_says_the_code_state_it_ran_at_also_where_done_json_kept_none(tmp_path):
+    """The replication's runs kept no code in done.json, yet every results.json says its git_sha: a benchmark re-scored
+    at a later, uncommitted state shows, counted per evaluation; aggregates over benchmarks are not counted twice."""
+    reg = "1234567890abcdef" + "0" * 24
+    for name in ("0_tg-lora", "1_tg_h-lora"):
+        _run(tmp_path, name, 0, [1], None)
+    _evaluated(tmp_path, "0_tg-lora", "standard", reg)
+    _evaluated(tmp_path, "0_tg-lora", "stage1/standard", reg)
+    _evaluated(tmp_path, "0_tg-lora", "realistic", "b" * 40 + "-dirty")
+    _evaluated(tmp_path, "1_tg_h-lora", "standard", reg)
+    _evaluated(tmp_path, "1_tg_h-lora", "toolbench", None)
+    (tmp_path / "grid" / "0_tg-lora" / "eval" / "results.json").write_text(json.dumps({"git_sha": "c" * 40}))  # aggregate
+    (tmp_path / "grid" / "9_tg-lora" / "eval" / "standard" / "model").mkdir(parents=True)  # unfinished: no done.json
+    _evaluated(tmp_path, "9_tg-lora", "realistic", "d" * 40)
+    text = evaluation_states(tmp_path, reg)
+    assert text.startswith("5 evaluations of the finished runs (results.json beside samples.jsonl) ran on 3 code states, "
+                           "1 of them with uncommitted changes")
+    assert "| `1234567890` | the registration's | 3 | grid/0_tg-lora (stage1/standard, standard); grid/1_tg_h-lora (standard) |" in text
+    assert "| `bbbbbbbbbb` + uncommitted changes | other than the registration's | 1 | grid/0_tg-lora (realistic) |" in text
+    assert "| not recorded | — | 1 | grid/1_tg_h-lora (toolbench) |" in text and "cccccccccc" not in text and "dddd" not in text
+    assert text.index("`1234567890`") < text.index("`bbbbbbbbbb`") < text.index("not recorded")
+    cfg = type("Cfg", (), {"root": str(tmp_path), "k": 5})()
+    section = conduct_section(cfg, {}, reg)
+    assert section.index("### Code state of each finished run") < section.index("### Code state of each evaluation") < \
+        section.index("### Interruptions")
+    assert "None of the 2 finished runs recorded its code state in done.json." in section
+    assert evaluation_states(tmp_path / "none", reg) == ""
+
+
 def test_an_interruption_is_validated_and_each_kind_says_what_it_does():
     with pytest.raises(ValueError, match=r"action must be 'paused' or 'killed', got 'stopped' \(start '2026-12-05T18:45Z'\)"):
         Interruption(start="2026-12-05T18:45Z", action="stopped")
@@ -125,5 +162,7 @@ def test_the_extension_archive_reads_its_regime_and_its_code_state(tmp_path):
     section = conduct_section(cfg, {"grid": g}, "d5a23edddf3afb480ffaf15463e56c36181950c2")
     tg = next(line for line in section.splitlines() if line.startswith("| tg-lora |"))
     assert "| 1 | 84.8% [" in tg and "s0 84.8%" in tg and tg.endswith("| ≥ 85% | no |")
-    assert "All 1 finished runs ran on one code state." in section
+    assert "The 1 finished run ran on one code state." in section
     assert "| `d5a23edddf` | the registration's | 1 | grid/0_tg-lora |" in section
+    assert "All 3 evaluations of the finished runs ran on one code state." in section  # standard: the model and 2 baselines
+    assert "| `d5a23edddf` | the registration's | 3 | grid/0_tg-lora (standard) |" in section

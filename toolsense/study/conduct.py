@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from toolsense.comparison.runs import item_values
-from toolsense.conduct.code_states import code_states
+from toolsense.conduct.code_states import code_states, evaluation_states
 from toolsense.conduct.interruptions import interruptions_table
 from toolsense.conduct.regime import regime_table
 from toolsense.metrics.registry import METRICS
@@ -33,6 +33,8 @@ def conduct_section(cfg: Any, sweeps: Mapping[str, Sweep], registered_commit: st
         cells = {row: floor_cell(g, row, cfg.k) if g else None for row in targets}
         seeds = {row: seed_values(g, row, cfg.k) if g else {} for row in targets}
         parts += ["### Regime of each arm\n", regime_table(cells, seeds, targets, cfg.k, getattr(cfg, "regime_source", "") or "")]
-    parts += ["### Code state of each finished run\n", code_states(cfg.root, registered_commit),
-              "### Interruptions\n", interruptions_table(list(getattr(cfg, "interruptions", None) or []))]
+    parts += ["### Code state of each finished run\n", code_states(cfg.root, registered_commit)]
+    evals = evaluation_states(cfg.root, registered_commit)
+    parts += ["### Code state of each evaluation\n", evals] if evals else []
+    parts += ["### Interruptions\n", interruptions_table(list(getattr(cfg, "interruptions", None) or []))]
     return "\n".join(parts)
