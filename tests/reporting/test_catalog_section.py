@@ -34,3 +34,27 @@ def test_the_naming_rates_are_those_of_the_scored_queries(tmp_path):
     assert "test split" not in text  # the verbose split is not on this machine: only what was scored
     bare = catalog_section({"catalog": {"path": str(_catalog(tmp_path))}}, tmp_path / "absent.jsonl")
     assert "Naming" not in bare and "2 tools" in bare
+
+
+def test_the_split_is_said_to_hold_the_scored_queries_only_where_it_does(tmp_path, monkeypatch):
+    """A closed study scored queries of an older generator (study=tools: v1, every query named its answer) while the
+    split on this machine is v2's: the report says the split does not hold them, not that they were drawn from it."""
+    from toolsense.data.verbose import default_output
+
+    monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path / "cache"))
+    cat = _catalog(tmp_path)
+    split = default_output(cat)
+    split.parent.mkdir(parents=True)
+    test = [("use forecast daily for Paris", "Weather Hub&&Forecast Daily"), ("how many euros is 10 dollars", "Currency Pal&&Convert")]
+    split.write_text("".join(json.dumps({"query": q, "tools": [t], "split": "test"}) + "\n" for q, t in test)
+                     + json.dumps({"query": "train on convert", "tools": ["Currency Pal&&Convert"], "split": "train"}) + "\n")
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(json.dumps({"query": test[0][0], "gold": [test[0][1]]}) + "\n")
+    text = catalog_section({"catalog": {"path": str(cat)}}, samples)
+    assert ("the 1 scored standard queries name the API in 100.0% and the service in 0.0% of (query, gold) pairs; "
+            "the whole test split they were drawn from (data/verbose.py v2, 2 queries): 50.0% and 0.0%.") in text
+    samples.write_text(json.dumps({"query": "ask weather hub about rain", "gold": [test[0][1]]}) + "\n"
+                       + json.dumps({"query": test[1][0], "gold": [test[1][1]]}) + "\n")
+    text = catalog_section({"catalog": {"path": str(cat)}}, samples)
+    assert ("the standard test split on this machine, which does not hold 1 of the 2 scored queries (another generator "
+            "or draw wrote them) (data/verbose.py v2, 2 queries): 50.0% and 0.0%.") in text and "drawn from" not in text

@@ -64,8 +64,12 @@ def catalog_section(run_cfg: dict[str, Any], scored: Path | None = None) -> str:
                          f"{100 * svc:.1f}% of (query, gold) pairs")
         if test:
             api, svc = naming_shares((q.text, by[t]) for q in test for t in q.tools if t in by)
-            rates.append(f"{'the whole test split they were drawn from' if pairs else 'the standard test split'} "
-                         f"(data/verbose.py v2, {len(test):,} queries): {100 * api:.1f}% and {100 * svc:.1f}%")
+            texts = {q.text for q in test}
+            outside = sum(q not in texts for q, _ in pairs)
+            split = ("the whole test split they were drawn from" if pairs and not outside else
+                     f"the standard test split on this machine, which does not hold {outside} of the {len(pairs)} scored "
+                     "queries (another generator or draw wrote them)" if outside else "the standard test split")
+            rates.append(f"{split} (data/verbose.py v2, {len(test):,} queries): {100 * api:.1f}% and {100 * svc:.1f}%")
         text.append(f"\nNaming: {'; '.join(rates)}. ToolBench G1's real test queries: "
                     f"{100 * TOOLBENCH_G1.api:.1f}% and {100 * TOOLBENCH_G1.service:.1f}% ({TOOLBENCH_G1.pairs} pairs; "
                     "ours are higher where a description contains the name; generator v3, `stage2=verbose_v3`, "
