@@ -91,8 +91,10 @@ setup-browser:
 	else (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
 	  || echo "note: apt-get could not install chromium; the browser tests skip" >&2; fi
 
+# PYTEST_ARGS (make variable or environment) goes last, so it can widen the durations list: PYTEST_ARGS="--durations=0 --durations-min=2"
+PYTEST_ARGS ?=
 test: setup setup-local setup-browser
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=15
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=15 $(PYTEST_ARGS)
 
 test-slow: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=15 -m slow
