@@ -49,11 +49,13 @@ def stage2_lift(sw: dict[str, Sweep], s: Settings) -> Finding:
     diff = arms_contrast(arms["standard"], arms["realistic"], s.resamples)
     norm = arms_gain(arms["standard"], arms["realistic"], s.resamples)
     unit, runs = _per_run_gains(arms, s.resamples)
-    f.ours = (f"Stage-2 gain as the share of Stage 1's misses recovered (net): standard {pct(norm and norm['first'])}, "
-              f"realistic {pct(norm and norm['second'])}, difference {pct(norm, True)} (mean over {len(rows)} "
-              f"configurations; per {unit}: {runs or '—'}); in pp: standard {pct(std, True)}, realistic {pct(real, True)}, "
-              f"difference {pct(diff, True)} (standard Rc@{k} after Stage 2 {value_range(cell_values(g, rows, cols['standard']))}; "
-              f"paired per query and run; {seeds_prose(norm)})")
+    in_pp = (f"Stage-2 gain in pp (Stage 2 − Stage 1 Rc@{k}): standard {pct(std, True)}, realistic {pct(real, True)}, "
+             f"difference {pct(diff, True)}")
+    as_share = (f"as the share of Stage 1's misses recovered (net): standard {pct(norm and norm['first'])}, realistic "
+                f"{pct(norm and norm['second'])}, difference {pct(norm, True)} (per {unit}: {runs or '—'})")
+    first, second = (in_pp, as_share) if s.gain_scale == "pp" else (f"Stage-2 gain {as_share}", f"in pp: {in_pp}")
+    f.ours = (f"{first}; {second}; mean over {len(rows)} configuration{'s' * (len(rows) != 1)}, standard Rc@{k} after "
+              f"Stage 2 {value_range(cell_values(g, rows, cols['standard']))}; paired per query and run; {seeds_prose(norm)}")
     f.verdict = verdict(diff if s.gain_scale == "pp" else norm)
     f.ours += f"; the verdict rests on the difference {'in pp' if s.gain_scale == 'pp' else 'of the normalized gains'}"
     f.ours += f"; {left_out(g, below, s)}" if below else ""
