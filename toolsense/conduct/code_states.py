@@ -32,9 +32,12 @@ def code_states(root: str | Path, registered_commit: str | None = None) -> str:
     if unknown:
         rows.append(["not recorded (a run finished before done.json kept its code)", "—", str(len(unknown)), ", ".join(unknown)])
     n = sum(len(r) for r in groups.values()) + len(unknown)
-    lead = (f"All {n} finished runs" if n > 1 else "The 1 finished run") + " ran on one code state." if len(rows) == 1 and not unknown else \
-        f"None of the {n} finished runs recorded its code state in done.json." if not groups else \
-        f"{n} finished runs ran on {_states(len(rows))}."
+    if len(rows) == 1 and not unknown:
+        lead = (f"All {n} finished runs" if n > 1 else "The 1 finished run") + " ran on one code state."
+    elif not groups:
+        lead = f"None of the {n} finished runs recorded its code state in done.json."
+    else:
+        lead = f"{n} finished runs ran on {_states(len(rows))}."
     return lead + "\n\n" + markdown_table(["code state", "vs the registration", "runs", "which"], rows) + "\n"
 
 
