@@ -173,3 +173,37 @@ def test_without_a_checkout_the_missing_archive_is_refused_naming_where_it_looke
                                                  r"repository, not with the installed package.*archive=<its path>"):
         archive_mod.unpack_archive(cfg)
     assert archive_mod.restore_archive(StudyConfig(name="cpu", root="outputs/reproduce", archive=cfg.archive)) == 0  # a new study
+
+
+def test_a_report_rebuilt_on_a_fresh_machine_rebuilds_the_catalog_and_checks_it_against_the_runs(tmp_path, monkeypatch,
+                                                                                                  shared_data):
+    """reproduce.py train=false from an unpacked archive: the study catalog and its standard split (not archived) are
+    rebuilt as train.py builds them, and compared with the tools the first run indexed; where nothing is missing, or
+    nothing can be built, nothing is done."""
+    from toolsense.catalog import load_catalog
+    from toolsense.data.verbose import default_output
+    from toolsense.reporting.catalog_section import catalog_section
+    from toolsense.study.report import rebuild_inputs
+    from toolsense.study.sweep import Sweep
+
+    monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path / "cache"))
+    cfg = {"catalog": {"path": "$TOOLSENSE_CACHE/catalogs/study_tools_tb.jsonl", "build": "study_tools_tb",
+                       "data_dir": str(shared_data), "auto_build": True}}
+    run = tmp_path / "root" / "grid" / "0_tg-lora"
+    run.mkdir(parents=True)
+    (run / "index.json").write_text(json.dumps({"tools": [{"name": "not a tool of it"}]}))
+    sweep = Sweep("grid", run.parent, 5, 50)
+    assert catalog_section(cfg).startswith("The catalog's composition is not recorded")  # the fresh machine
+    note = rebuild_inputs(cfg, sweep)
+    catalog = tmp_path / "cache" / "catalogs" / "study_tools_tb.jsonl"
+    assert note.startswith("Rebuilt on this machine for this report") and "1,200 tools, **not** the tools the runs" in note
+    assert "`$TOOLSENSE_CACHE/catalogs/study_tools_tb.jsonl`" in note and str(tmp_path) not in note  # no machine path
+    assert catalog.is_file() and default_output(catalog).is_file()
+    assert catalog_section(cfg).startswith("1,200 tools: ")  # the section now reads the rebuilt catalog
+    assert rebuild_inputs(cfg, sweep) is None  # nothing missing: nothing done
+    default_output(catalog).unlink()
+    (run / "index.json").write_text(json.dumps({"tools": [{"name": t.name} for t in load_catalog(catalog)]}))
+    assert rebuild_inputs(cfg, sweep).endswith("1,200 tools, the same tools the runs indexed.")
+    nodata = {"catalog": {**cfg["catalog"], "path": "$TOOLSENSE_CACHE/catalogs/other.jsonl", "data_dir": str(tmp_path / "no")}}
+    assert rebuild_inputs(nodata, sweep) is None and rebuild_inputs({"catalog": {**cfg["catalog"], "auto_build": False,
+                                                                                 "path": "$TOOLSENSE_CACHE/x.jsonl"}}, sweep) is None

@@ -4,6 +4,7 @@ numbers, the setup and the wall time all come from the files under the study's r
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import asdict
@@ -12,11 +13,15 @@ from typing import Any
 
 import yaml
 
+from toolsense.catalog import load_catalog
+from toolsense.catalog.builders import ensure_built
 from toolsense.comparison.compare import comparison_table
 from toolsense.comparison.seed_stats import INTERVAL_METHOD
 from toolsense.comparison.verdicts import EQUIVALENCE_RULE, VERDICT_RULE
 from toolsense.conduct.timings import killed_spans, study_wall_time, untimed_invocations, wall_text
 from toolsense.curves.points import CURVES
+from toolsense.data.verbose import default_output as verbose_output
+from toolsense.data.verbose import ensure_written as ensure_verbose
 from toolsense.evaluation.outputs import write_json
 from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
 from toolsense.plan.config import AnalysisPlan
@@ -43,7 +48,9 @@ from toolsense.study.readings import (
 )
 from toolsense.study.sweep import Finding, Settings, Sweep, scored_samples
 from toolsense.utils.io import MissingFile, git_sha
-from toolsense.utils.paths import portable_text
+from toolsense.utils.paths import local_path, portable_text
+
+log = logging.getLogger(__name__)
 
 SWEEP_ROLES = {"grid": "the configurations × tunings × seeds",
                "appendix_e": "App. E: TG trained on realistic(-style) queries (which: the Stage-2 queries column)",
@@ -322,8 +329,42 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
 
 def _catalog_text(cfg, sweeps: dict[str, Sweep]) -> str:
     """The catalog's composition and the naming rates of the standard queries the grid scored."""
-    return catalog_section(run_config(sweeps[next(iter(sweeps))]) if sweeps else {},
-                           scored_samples(sweeps.get("grid"), "standard", cfg.k))
+    first = sweeps[next(iter(sweeps))] if sweeps else None
+    run_cfg = run_config(first) if first else {}
+    note = rebuild_inputs(run_cfg, first)
+    return (f"{note}\n\n" if note else "") + catalog_section(run_cfg, scored_samples(sweeps.get("grid"), "standard", cfg.k))
+
+
+def rebuild_inputs(run_cfg: dict[str, Any], sweep: Sweep | None) -> str | None:
+    """A report rebuilt on a machine that never trained the study (a fresh clone, its archive unpacked) lacks the
+    study catalog and its standard query split, which the archive does not hold; the catalog section and the
+    full-catalog baselines read them. Where the runs' config names a catalog builder with ``auto_build``, both are
+    rebuilt here as train.py builds them (deterministic, seed 0: seconds), and the rebuilt catalog's tools are
+    checked against the tools the first run indexed. Returns what was rebuilt and whether it matches, or None where
+    nothing was missing (or nothing can be rebuilt: the section then says it is not recorded)."""
+    cat = run_cfg.get("catalog") or {}
+    path = local_path(str(cat.get("path") or "")) or ""
+    if not path or not cat.get("build") or not cat.get("auto_build") or not cat.get("data_dir"):
+        return None
+    missing = [p for p in (Path(path), verbose_output(path)) if not p.is_file()]
+    if not missing:
+        return None
+    try:
+        ensure_built(str(cat["build"]), path, str(cat["data_dir"]), auto_build=True)
+        ensure_verbose(path)
+    except (OSError, ValueError, KeyError) as e:  # no ../shared/data here: the section says the composition is not recorded
+        log.warning("catalog %s: not rebuilt for the report (%s)", cat["build"], e)
+        return None
+    what = ", ".join(f"`{portable_text(str(p))}`" for p in missing)
+    indexed = sorted(sweep.path.glob("*/index.json")) if sweep is not None else []
+    if not indexed:
+        return f"Rebuilt on this machine for this report (the archive holds no catalog): {what}."
+    runs = {t["name"] if isinstance(t, dict) else t for t in json.loads(indexed[0].read_text(encoding="utf-8")).get("tools", [])}
+    built = {t.name for t in load_catalog(path)}
+    same = ("the same tools the runs indexed" if built == runs else
+            f"**not** the tools the runs indexed ({len(built - runs)} not indexed, {len(runs - built)} indexed but not "
+            "rebuilt): the section below describes another catalog")
+    return f"Rebuilt on this machine for this report (the archive holds no catalog): {what}; {len(built):,} tools, {same}."
 
 
 def full_catalog_text(cfg, sweeps: dict[str, Sweep]) -> str:
