@@ -207,3 +207,20 @@ def test_a_report_rebuilt_on_a_fresh_machine_rebuilds_the_catalog_and_checks_it_
     nodata = {"catalog": {**cfg["catalog"], "path": "$TOOLSENSE_CACHE/catalogs/other.jsonl", "data_dir": str(tmp_path / "no")}}
     assert rebuild_inputs(nodata, sweep) is None and rebuild_inputs({"catalog": {**cfg["catalog"], "auto_build": False,
                                                                                  "path": "$TOOLSENSE_CACHE/x.jsonl"}}, sweep) is None
+
+
+def test_a_shipped_report_rebuilds_from_its_archive_on_an_empty_cache(tmp_path, shared_data):
+    """The user's command on a fresh clone: `reproduce.py study=tools train=false` with an empty TOOLSENSE_CACHE. Finding
+    7's coverage rebuilds the runs' Stage-2 queries from the study catalog, which the archive does not hold: it failed
+    ('build the catalog first') until the report rebuilt its inputs before reading them."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOOLSENSE_CACHE": str(tmp_path / "cache"),
+           "TOOLSENSE_DATA": str(shared_data)}
+    cmd = [sys.executable, str(ROOT / "reproduce.py"), "study=tools", "train=false",
+           f"root={tmp_path / 'outputs' / 'reproduce_tools'}", f"report={tmp_path / 'r.md'}", f"plots_dir={tmp_path / 'img'}"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "Rebuilt on this machine for this report (the archive holds no catalog): `$TOOLSENSE_CACHE/catalogs/study_tools.jsonl`" in report
+    note = next(line for line in report.splitlines() if line.startswith("Rebuilt on this machine"))
+    assert "the same tools the runs indexed" in note and str(tmp_path) not in note, note
+    assert sum(line.startswith(f"| {n} | ") for line in report.splitlines() for n in range(1, 8)) >= 7  # every finding judged

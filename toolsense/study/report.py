@@ -266,9 +266,11 @@ def _plots(sweeps: dict[str, Sweep], plots_dir: Path, report: Path) -> list[str]
 
 
 def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str, list[Finding]], wall: dict[str, float],
-           untimed: dict[str, dict[str, int]] | None = None, reading: dict[str, Any] | None = None) -> str:
+           untimed: dict[str, dict[str, int]] | None = None, reading: dict[str, Any] | None = None,
+           rebuilt: str | None = None) -> str:
     """The report's Markdown (cfg: a StudyConfig; seconds: sweep name -> its findings read as a grid;
-    reading: :func:`plan_reading` of ``main``, computed here when not given)."""
+    reading: :func:`plan_reading` of ``main``, computed here when not given; rebuilt: what :func:`rebuild_inputs`
+    rebuilt for the first sweep, said in the catalog section)."""
     reading = reading or plan_reading(cfg, sweeps, main, settings_of(cfg))
     report = Path(cfg.report)
     labelled = {f"{name}: {run_config(sweeps[name]).get('model', {}).get('name_or_path')}": f for name, f in seconds.items()}
@@ -303,7 +305,7 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
         "## Changes after the first result, and the intervals as implemented\n",
         disclosure_section([asdict(c) if not isinstance(c, dict) else c for c in getattr(cfg, "post_data_changes", [])],
                            getattr(reading["plan"], "interval", None), INTERVAL_METHOD),
-        "## Catalog and standard queries\n", _catalog_text(cfg, sweeps),
+        "## Catalog and standard queries\n", _catalog_text(cfg, sweeps, rebuilt),
         "\n## Baselines over the full 46,984-tool catalog\n", full_catalog_text(cfg, sweeps),
         "## How the runs ran\n", conduct_section(cfg, sweeps, (read_registration(cfg.root) or {}).get("commit")),
         "## Findings\n", _findings_table(main, labelled),
@@ -327,18 +329,17 @@ def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str
     return "\n".join(parts) + "\n"
 
 
-def _catalog_text(cfg, sweeps: dict[str, Sweep]) -> str:
+def _catalog_text(cfg, sweeps: dict[str, Sweep], rebuilt: str | None = None) -> str:
     """The catalog's composition and the naming rates of the standard queries the grid scored."""
-    first = sweeps[next(iter(sweeps))] if sweeps else None
-    run_cfg = run_config(first) if first else {}
-    note = rebuild_inputs(run_cfg, first)
-    return (f"{note}\n\n" if note else "") + catalog_section(run_cfg, scored_samples(sweeps.get("grid"), "standard", cfg.k))
+    run_cfg = run_config(sweeps[next(iter(sweeps))]) if sweeps else {}
+    return (f"{rebuilt}\n\n" if rebuilt else "") + catalog_section(run_cfg, scored_samples(sweeps.get("grid"), "standard", cfg.k))
 
 
 def rebuild_inputs(run_cfg: dict[str, Any], sweep: Sweep | None) -> str | None:
     """A report rebuilt on a machine that never trained the study (a fresh clone, its archive unpacked) lacks the
-    study catalog and its standard query split, which the archive does not hold; the catalog section and the
-    full-catalog baselines read them. Where the runs' config names a catalog builder with ``auto_build``, both are
+    study catalog and its standard query split, which the archive does not hold; the catalog section, the
+    full-catalog baselines and finding 7's coverage (the Stage-2 queries rebuilt from the catalog) read them.
+    Where the runs' config names a catalog builder with ``auto_build``, both are
     rebuilt here as train.py builds them (deterministic, seed 0: seconds), and the rebuilt catalog's tools are
     checked against the tools the first run indexed. Returns what was rebuilt and whether it matches, or None where
     nothing was missing (or nothing can be rebuilt: the section then says it is not recorded)."""
@@ -405,6 +406,7 @@ def write_report(cfg) -> dict[str, Any]:
     for name, sw in sweeps.items():  # the full tables the report points to (an unpacked archive has none)
         if sw.comp:
             (sw.path / "comparison.md").write_text(comparison_table(sw.comp), encoding="utf-8")
+    rebuilt = [rebuild_inputs(run_config(sw), sw) for sw in sweeps.values()]  # before anything reads the catalog
     settings = settings_of(cfg)
     main = apply_pilots(study_findings(sweeps, settings, "grid"), {int(k): v for k, v in dict(cfg.pilots).items()})
     seconds = {name: f for name in SECOND_READINGS if (f := study_findings(sweeps, settings, name))}
@@ -413,7 +415,7 @@ def write_report(cfg) -> dict[str, Any]:
     wall, untimed = study_wall_time(cfg.root, spans), untimed_invocations(cfg.root, spans)
     report = Path(cfg.report)
     report.parent.mkdir(parents=True, exist_ok=True)
-    text = render(cfg, sweeps, main, seconds, wall, untimed, reading)
+    text = render(cfg, sweeps, main, seconds, wall, untimed, reading, rebuilt=rebuilt[0] if rebuilt else None)
     report.write_text(portable_text(text), encoding="utf-8")  # no machine paths
     summary = {"root": str(cfg.root), "k": cfg.k, "margin": cfg.margin, "min_hits": cfg.min_hits, "git_sha": git_sha(),
                "wall_seconds": wall, "untimed_invocations": untimed,
