@@ -183,7 +183,7 @@ def test_a_report_rebuilt_on_a_fresh_machine_rebuilds_the_catalog_and_checks_it_
     from toolsense.catalog import load_catalog
     from toolsense.data.verbose import default_output
     from toolsense.reporting.catalog_section import catalog_section
-    from toolsense.study.report import rebuild_inputs
+    from toolsense.study.inputs import rebuild_inputs
     from toolsense.study.sweep import Sweep
 
     monkeypatch.setenv("TOOLSENSE_CACHE", str(tmp_path / "cache"))

@@ -4,7 +4,6 @@ numbers, the setup and the wall time all come from the files under the study's r
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from dataclasses import asdict
@@ -13,15 +12,11 @@ from typing import Any
 
 import yaml
 
-from toolsense.catalog import load_catalog
-from toolsense.catalog.builders import ensure_built
 from toolsense.comparison.compare import comparison_table
 from toolsense.comparison.seed_stats import INTERVAL_METHOD
 from toolsense.comparison.verdicts import EQUIVALENCE_RULE, VERDICT_RULE
 from toolsense.conduct.timings import killed_spans, study_wall_time, untimed_invocations, wall_text
 from toolsense.curves.points import CURVES
-from toolsense.data.verbose import default_output as verbose_output
-from toolsense.data.verbose import ensure_written as ensure_verbose
 from toolsense.evaluation.outputs import write_json
 from toolsense.paper.full_catalog import full_catalog_baselines, full_catalog_section
 from toolsense.plan.config import AnalysisPlan
@@ -34,6 +29,7 @@ from toolsense.study.conduct import conduct_section
 from toolsense.study.design import regime_text, registration_section
 from toolsense.study.findings import FLOOR_RULE, configured, registered
 from toolsense.study.findings.common import DEBIASED_COL, ceiling_above_chance
+from toolsense.study.inputs import rebuild_inputs
 from toolsense.study.plan_report import finding_tables, mark_depends, rule_changes, tables_markdown
 from toolsense.study.readings import (
     APPENDIX_E,
@@ -48,9 +44,7 @@ from toolsense.study.readings import (
 )
 from toolsense.study.sweep import Finding, Settings, Sweep, scored_samples
 from toolsense.utils.io import MissingFile, git_sha
-from toolsense.utils.paths import local_path, portable_text
-
-log = logging.getLogger(__name__)
+from toolsense.utils.paths import portable_text
 
 SWEEP_ROLES = {"grid": "the configurations × tunings × seeds",
                "appendix_e": "App. E: TG trained on realistic(-style) queries (which: the Stage-2 queries column)",
@@ -266,11 +260,9 @@ def _plots(sweeps: dict[str, Sweep], plots_dir: Path, report: Path) -> list[str]
 
 
 def render(cfg, sweeps: dict[str, Sweep], main: list[Finding], seconds: dict[str, list[Finding]], wall: dict[str, float],
-           untimed: dict[str, dict[str, int]] | None = None, reading: dict[str, Any] | None = None,
-           rebuilt: str | None = None) -> str:
-    """The report's Markdown (cfg: a StudyConfig; seconds: sweep name -> its findings read as a grid;
-    reading: :func:`plan_reading` of ``main``, computed here when not given; rebuilt: what :func:`rebuild_inputs`
-    rebuilt for the first sweep, said in the catalog section)."""
+           untimed: dict[str, dict[str, int]] | None = None, reading: dict[str, Any] | None = None, rebuilt: str | None = None) -> str:
+    """The report's Markdown (seconds: sweep -> its findings read as a grid; reading: :func:`plan_reading`, computed
+    when not given; rebuilt: what study/inputs.py rebuilt for the first sweep, said in the catalog section)."""
     reading = reading or plan_reading(cfg, sweeps, main, settings_of(cfg))
     report = Path(cfg.report)
     labelled = {f"{name}: {run_config(sweeps[name]).get('model', {}).get('name_or_path')}": f for name, f in seconds.items()}
@@ -333,39 +325,6 @@ def _catalog_text(cfg, sweeps: dict[str, Sweep], rebuilt: str | None = None) -> 
     """The catalog's composition and the naming rates of the standard queries the grid scored."""
     run_cfg = run_config(sweeps[next(iter(sweeps))]) if sweeps else {}
     return (f"{rebuilt}\n\n" if rebuilt else "") + catalog_section(run_cfg, scored_samples(sweeps.get("grid"), "standard", cfg.k))
-
-
-def rebuild_inputs(run_cfg: dict[str, Any], sweep: Sweep | None) -> str | None:
-    """A report rebuilt on a machine that never trained the study (a fresh clone, its archive unpacked) lacks the
-    study catalog and its standard query split, which the archive does not hold; the catalog section, the
-    full-catalog baselines and finding 7's coverage (the Stage-2 queries rebuilt from the catalog) read them.
-    Where the runs' config names a catalog builder with ``auto_build``, both are
-    rebuilt here as train.py builds them (deterministic, seed 0: seconds), and the rebuilt catalog's tools are
-    checked against the tools the first run indexed. Returns what was rebuilt and whether it matches, or None where
-    nothing was missing (or nothing can be rebuilt: the section then says it is not recorded)."""
-    cat = run_cfg.get("catalog") or {}
-    path = local_path(str(cat.get("path") or "")) or ""
-    if not path or not cat.get("build") or not cat.get("auto_build") or not cat.get("data_dir"):
-        return None
-    missing = [p for p in (Path(path), verbose_output(path)) if not p.is_file()]
-    if not missing:
-        return None
-    try:
-        ensure_built(str(cat["build"]), path, str(cat["data_dir"]), auto_build=True)
-        ensure_verbose(path)
-    except (OSError, ValueError, KeyError) as e:  # no ../shared/data here: the section says the composition is not recorded
-        log.warning("catalog %s: not rebuilt for the report (%s)", cat["build"], e)
-        return None
-    what = ", ".join(f"`{portable_text(str(p))}`" for p in missing)
-    indexed = sorted(sweep.path.glob("*/index.json")) if sweep is not None else []
-    if not indexed:
-        return f"Rebuilt on this machine for this report (the archive holds no catalog): {what}."
-    runs = {t["name"] if isinstance(t, dict) else t for t in json.loads(indexed[0].read_text(encoding="utf-8")).get("tools", [])}
-    built = {t.name for t in load_catalog(path)}
-    same = ("the same tools the runs indexed" if built == runs else
-            f"**not** the tools the runs indexed ({len(built - runs)} not indexed, {len(runs - built)} indexed but not "
-            "rebuilt): the section below describes another catalog")
-    return f"Rebuilt on this machine for this report (the archive holds no catalog): {what}; {len(built):,} tools, {same}."
 
 
 def full_catalog_text(cfg, sweeps: dict[str, Sweep]) -> str:
